@@ -1,0 +1,49 @@
+/* The expansion of a collective, by its algorithm, into per-rank rounds of point-to-point
+ * transfers. One function, two users: dtsim turns the transfers into flows on the topology,
+ * dtexec into MPI_Isend/MPI_Irecv (so the executed algorithm is literally the simulated one).
+ *
+ * Semantics of a round: a rank posts all transfers of the round at once, waits for all of
+ * them, then (for receives with sum) adds the received floats into its buffer. Offsets and
+ * counts are in floats, relative to the collective's region. Reductions are sums.
+ */
+#ifndef DT_COLLECTIVE_H
+#define DT_COLLECTIVE_H
+
+#include <stdbool.h>
+
+#include "dt/plan.h"
+
+struct dt_xfer {
+    bool send;    /* send to peer, else receive from peer */
+    int peer;     /* index within the group */
+    long offset;  /* first float of the region */
+    long count;
+    bool sum;     /* receive: add into the buffer (else overwrite) */
+};
+
+/* A schedule for ONE member of the group: rounds of transfers. Round r holds
+ * xfers[round_start[r] .. round_start[r+1]-1] (linear algorithms post p-1 in one round). */
+struct dt_schedule {
+    int n_rounds, cap_rounds;
+    int *round_start;   /* n_rounds + 1 entries */
+    int n_xfers, cap_xfers;
+    struct dt_xfer *xfers;
+};
+
+void dt_schedule_init(struct dt_schedule *s);
+void dt_schedule_free(struct dt_schedule *s);
+
+/* Fills s with member `me`'s rounds for collective kind/alg over p members on `count`
+ * floats (root: group index for reduce/bcast). DT_ALG_LIBRARY is resolved first with
+ * dt_coll_library_choice. Returns DT_EINPUT for a combination that does not exist (e.g.
+ * bcast by ring). */
+int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
+                     long count, struct dt_schedule *s, struct dt_error *err);
+
+/* The algorithm MPICH 4.0 uses by default for this collective and message size. */
+enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long count);
+
+/* How chunk i of n chunks of `count` floats is placed (first chunks one float larger). */
+void dt_chunk(long count, int n, int i, long *offset, long *len);
+
+#endif

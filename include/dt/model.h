@@ -1,0 +1,122 @@
+/* A neural network read from a models/ YAML file: layers with inferred shapes, parameter counts,
+ * FLOPs and activation memory per sample. dtsim costs it; dtexec allocates and trains it,
+ * from the same numbers (one flat parameter buffer laid out by param_offset).
+ *
+ * Conventions (shared with exec/ kernels):
+ * - shapes exclude the batch; images are (C,H,W), sequences (T,D), flat vectors (N).
+ * - FLOPs count a multiply-add as 2. Backward = backward-data + backward-weights; the first
+ *   trainable layer (and anything before it) needs no backward-data.
+ * - parameters per layer, in this order in the flat buffer (floats):
+ *     dense      W[units][in] (row-major), b[units]
+ *     conv2d     W[filters][in_c/groups][kh][kw], b[filters]
+ *     batchnorm  gamma[C], beta[C]   (running mean/var are state, not parameters; counted in
+ *                                     state_floats, as PyTorch does: they are not trained)
+ *     layernorm  gamma[D], beta[D]
+ *     embedding  table[vocab][dim]
+ *     lstm       W_x[4H][in], W_h[4H][H], b[4H] (Keras layout: gates i,f,c,o; one bias)
+ *     attention  Wq,Wk,Wv,Wo each [D][D] then bq,bk,bv,bo each [D]
+ */
+#ifndef DT_MODEL_H
+#define DT_MODEL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "dt/error.h"
+
+enum dt_layer_kind {
+    DT_L_CONV2D,
+    DT_L_MAXPOOL,
+    DT_L_AVGPOOL,
+    DT_L_GLOBALPOOL,   /* global average pool: (C,H,W) -> (C) */
+    DT_L_DENSE,        /* on (N) or on the last axis of (T,D) */
+    DT_L_FLATTEN,
+    DT_L_DROPOUT,
+    DT_L_RELU,
+    DT_L_TANH,
+    DT_L_SIGMOID,
+    DT_L_GELU,
+    DT_L_SOFTMAX,      /* last layer of a classifier: fused with cross-entropy in training */
+    DT_L_BATCHNORM,
+    DT_L_LAYERNORM,
+    DT_L_ADD,          /* residual: elementwise sum of 2+ inputs of equal shape */
+    DT_L_CONCAT,       /* channel concat of 2+ (C,H,W) inputs of equal H,W */
+    DT_L_UPSAMPLE,     /* nearest-neighbour upsampling by an integer factor */
+    DT_L_CONV2D_TRANSPOSE, /* U-Net's up-convolution */
+    DT_L_EMBEDDING,    /* (T) token ids -> (T,D) */
+    DT_L_LSTM,         /* (T,D) -> (T,H) or (H) */
+    DT_L_ATTENTION,    /* multi-head self-attention (T,D) -> (T,D) */
+    DT_L_SEQPOOL,      /* (T,D) -> (D): take the first token (BERT's [CLS]) */
+    DT_L_KIND_COUNT
+};
+
+/* Name used in YAML ("conv2d", "maxpool", ...). */
+const char *dt_layer_kind_name(enum dt_layer_kind kind);
+
+struct dt_shape {
+    int rank;    /* 1, 2 or 3 */
+    long d[3];   /* (N) | (T,D) | (C,H,W) */
+};
+long dt_shape_size(const struct dt_shape *s);
+void dt_shape_format(const struct dt_shape *s, char *buf, size_t len); /* "(32, 26, 26)" */
+
+#define DT_MAX_INPUTS 4
+
+struct dt_layer {
+    enum dt_layer_kind kind;
+    char name[64];
+    int line, col;              /* where the layer was written */
+    int n_in;
+    int in[DT_MAX_INPUTS];      /* indices of input layers; -1 = the model's input */
+
+    /* attributes (those that apply to the kind) */
+    long units;                 /* dense units, conv filters, lstm hidden, embedding dim */
+    int kh, kw, sh, sw;         /* kernel and stride (conv, pool) */
+    int pad_t, pad_l, pad_b, pad_r; /* explicit padding resolved from valid/same */
+    int groups;                 /* conv2d */
+    bool bias;                  /* dense, conv2d (default true) */
+    double rate;                /* dropout */
+    int heads;                  /* attention */
+    long vocab;                 /* embedding */
+    bool return_sequences;      /* lstm */
+    double eps;                 /* batchnorm, layernorm */
+    int scale;                  /* upsample */
+
+    struct dt_shape in_shape;   /* of in[0] */
+    struct dt_shape out_shape;
+
+    long params;                /* trainable floats */
+    long param_offset;          /* first float in the model's flat parameter buffer */
+    long state_floats;          /* non-trained state (batchnorm running stats) */
+    double fwd_flops;           /* per sample */
+    double bwd_data_flops;      /* per sample; 0 where no input gradient is needed */
+    double bwd_weight_flops;    /* per sample */
+    double act_bytes;           /* per sample: what training keeps for backward (fp32) */
+    bool needs_input_grad;
+};
+
+struct dt_model {
+    char name[64];
+    char path[512];
+    char source[512];           /* the `source:` citation of the file */
+    struct dt_shape input;
+    int input_is_tokens;        /* input holds token ids (embedding first) */
+    long classes;
+    int n_layers;
+    struct dt_layer *layers;
+    long total_params;
+    long total_state_floats;
+    double fwd_flops, bwd_flops; /* per sample, totals */
+    double act_bytes;            /* per sample, total */
+};
+
+/* Loads, checks and infers the model. On failure *out is NULL and err says where. */
+int dt_model_load(const char *path, struct dt_model **out, struct dt_error *err);
+int dt_model_load_string(const char *name, const char *text, struct dt_model **out,
+                         struct dt_error *err);
+void dt_model_destroy(struct dt_model *model);
+
+/* Keras-like summary table: layer, kind, output shape, params, forward FLOPs; totals. */
+void dt_model_print_summary(const struct dt_model *model, FILE *out);
+
+#endif

@@ -1,0 +1,381 @@
+/* Collective algorithms expanded into per-member rounds of transfers.
+ * The algorithms follow MPICH's (Thakur, Rabenseifner and Gropp 2005): the same pre- and
+ * post-steps for non-power-of-two groups, the same chunking. */
+#include "dt/collective.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void dt_schedule_init(struct dt_schedule *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void dt_schedule_free(struct dt_schedule *s)
+{
+    free(s->round_start);
+    free(s->xfers);
+    dt_schedule_init(s);
+}
+
+void dt_chunk(long count, int n, int i, long *offset, long *len)
+{
+    long base = count / n, extra = count % n;
+    *len = base + (i < extra ? 1 : 0);
+    *offset = i * base + (i < extra ? i : extra);
+}
+
+/* Opens a new round. */
+static int round_open(struct dt_schedule *s)
+{
+    if (s->n_rounds + 2 > s->cap_rounds) {
+        int cap = s->cap_rounds ? 2 * s->cap_rounds : 16;
+        int *rs = realloc(s->round_start, (size_t)cap * sizeof *rs);
+        if (!rs)
+            return DT_ENOMEM;
+        s->round_start = rs;
+        s->cap_rounds = cap;
+    }
+    if (s->n_rounds == 0)
+        s->round_start[0] = s->n_xfers;
+    s->n_rounds++;
+    s->round_start[s->n_rounds] = s->n_xfers;
+    return DT_OK;
+}
+
+static int add(struct dt_schedule *s, bool send, int peer, long offset, long count, bool sum)
+{
+    if (count <= 0)
+        return DT_OK; /* an empty chunk moves nothing */
+    if (s->n_xfers == s->cap_xfers) {
+        int cap = s->cap_xfers ? 2 * s->cap_xfers : 16;
+        struct dt_xfer *x = realloc(s->xfers, (size_t)cap * sizeof *x);
+        if (!x)
+            return DT_ENOMEM;
+        s->xfers = x;
+        s->cap_xfers = cap;
+    }
+    s->xfers[s->n_xfers++] = (struct dt_xfer){send, peer, offset, count, sum};
+    s->round_start[s->n_rounds] = s->n_xfers;
+    return DT_OK;
+}
+
+/* One round holding a send and/or a receive (a sendrecv). */
+static int sendrecv(struct dt_schedule *s, int to, long soff, long scount, int from, long roff,
+                    long rcount, bool sum)
+{
+    int rc = round_open(s);
+    if (!rc && to >= 0)
+        rc = add(s, true, to, soff, scount, false);
+    if (!rc && from >= 0)
+        rc = add(s, false, from, roff, rcount, sum);
+    return rc;
+}
+
+static int mod(int a, int p) { return ((a % p) + p) % p; }
+
+/* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
+static int ring_reduce_scatter(int p, int me, long n, struct dt_schedule *s)
+{
+    int right = mod(me + 1, p), left = mod(me - 1, p);
+    for (int step = 0; step < p - 1; step++) {
+        long so, sl, ro, rl;
+        dt_chunk(n, p, mod(me - step - 1, p), &so, &sl);
+        dt_chunk(n, p, mod(me - step - 2, p), &ro, &rl);
+        int rc = sendrecv(s, right, so, sl, left, ro, rl, true);
+        if (rc)
+            return rc;
+    }
+    return DT_OK;
+}
+
+/* Ring allgather: member me starts with chunk me and ends with all. */
+static int ring_allgather(int p, int me, long n, struct dt_schedule *s)
+{
+    int right = mod(me + 1, p), left = mod(me - 1, p);
+    for (int step = 0; step < p - 1; step++) {
+        long so, sl, ro, rl;
+        dt_chunk(n, p, mod(me - step, p), &so, &sl);
+        dt_chunk(n, p, mod(me - step - 1, p), &ro, &rl);
+        int rc = sendrecv(s, right, so, sl, left, ro, rl, true);
+        if (rc)
+            return rc;
+    }
+    return DT_OK;
+}
+
+static int pof2_below(int p)
+{
+    int q = 1;
+    while (q * 2 <= p)
+        q *= 2;
+    return q;
+}
+
+/* MPICH's fold of a non-power-of-two group: the first 2*rem members pair up, even ones
+ * hand their vector to the odd one and sit out. Returns the member's new rank or -1. */
+static int fold_in(int p, int me, long n, struct dt_schedule *s, int *rc)
+{
+    int rem = p - pof2_below(p);
+    *rc = DT_OK;
+    if (me < 2 * rem) {
+        if (me % 2 == 0) {
+            *rc = sendrecv(s, me + 1, 0, n, -1, 0, 0, false);
+            return -1;
+        }
+        *rc = sendrecv(s, -1, 0, 0, me - 1, 0, n, true);
+        return me / 2;
+    }
+    return me - rem;
+}
+
+static int fold_out(int p, int me, long n, struct dt_schedule *s)
+{
+    int rem = p - pof2_below(p);
+    if (me < 2 * rem) {
+        if (me % 2 == 0)
+            return sendrecv(s, -1, 0, 0, me + 1, 0, n, false);
+        return sendrecv(s, me - 1, 0, n, -1, 0, 0, false);
+    }
+    return DT_OK;
+}
+
+static int real_rank(int p, int newrank)
+{
+    int rem = p - pof2_below(p);
+    return newrank < rem ? newrank * 2 + 1 : newrank + rem;
+}
+
+static int recursive_doubling_allreduce(int p, int me, long n, struct dt_schedule *s)
+{
+    int rc;
+    int newrank = fold_in(p, me, n, s, &rc);
+    if (rc)
+        return rc;
+    int pof2 = pof2_below(p);
+    if (newrank >= 0)
+        for (int mask = 1; mask < pof2; mask <<= 1) {
+            int dst = real_rank(p, newrank ^ mask);
+            if ((rc = sendrecv(s, dst, 0, n, dst, 0, n, true)))
+                return rc;
+        }
+    return fold_out(p, me, n, s);
+}
+
+/* Sum of the counts of pieces [from, to) when n floats are cut in pof2 pieces. */
+static void piece_span(long n, int pof2, int from, int to, long *offset, long *len)
+{
+    long o0, l0, o1, l1;
+    dt_chunk(n, pof2, from, &o0, &l0);
+    dt_chunk(n, pof2, to - 1, &o1, &l1);
+    *offset = o0;
+    *len = to > from ? o1 + l1 - o0 : 0;
+}
+
+static int rabenseifner_allreduce(int p, int me, long n, struct dt_schedule *s)
+{
+    int rc;
+    int newrank = fold_in(p, me, n, s, &rc);
+    if (rc)
+        return rc;
+    int pof2 = pof2_below(p);
+    if (newrank >= 0) {
+        /* reduce-scatter by recursive halving */
+        int send_idx = 0, recv_idx = 0, last_idx = pof2, mask = 1;
+        while (mask < pof2) {
+            int newdst = newrank ^ mask, dst = real_rank(p, newdst);
+            long so, sl, ro, rl;
+            if (newrank < newdst) {
+                send_idx = recv_idx + pof2 / (mask * 2);
+                piece_span(n, pof2, send_idx, last_idx, &so, &sl);
+                piece_span(n, pof2, recv_idx, send_idx, &ro, &rl);
+            } else {
+                recv_idx = send_idx + pof2 / (mask * 2);
+                piece_span(n, pof2, send_idx, recv_idx, &so, &sl);
+                piece_span(n, pof2, recv_idx, last_idx, &ro, &rl);
+            }
+            if ((rc = sendrecv(s, dst, so, sl, dst, ro, rl, true)))
+                return rc;
+            send_idx = recv_idx;
+            mask <<= 1;
+            if (mask < pof2)
+                last_idx = recv_idx + pof2 / mask;
+        }
+        /* allgather by recursive doubling */
+        mask >>= 1;
+        while (mask > 0) {
+            int newdst = newrank ^ mask, dst = real_rank(p, newdst);
+            long so, sl, ro, rl;
+            if (newrank < newdst) {
+                if (mask != pof2 / 2)
+                    last_idx = last_idx + pof2 / (mask * 2);
+                recv_idx = send_idx + pof2 / (mask * 2);
+                piece_span(n, pof2, send_idx, recv_idx, &so, &sl);
+                piece_span(n, pof2, recv_idx, last_idx, &ro, &rl);
+            } else {
+                recv_idx = send_idx - pof2 / (mask * 2);
+                piece_span(n, pof2, send_idx, last_idx, &so, &sl);
+                piece_span(n, pof2, recv_idx, send_idx, &ro, &rl);
+            }
+            if ((rc = sendrecv(s, dst, so, sl, dst, ro, rl, false)))
+                return rc;
+            if (newrank > newdst)
+                send_idx = recv_idx;
+            mask >>= 1;
+        }
+    }
+    return fold_out(p, me, n, s);
+}
+
+static int binomial_reduce(int p, int me, int root, long n, struct dt_schedule *s)
+{
+    int rel = mod(me - root, p);
+    for (int mask = 1; mask < p; mask <<= 1) {
+        if (rel & mask)
+            return sendrecv(s, mod(rel - mask + root, p), 0, n, -1, 0, 0, false);
+        if (rel + mask < p) {
+            int rc = sendrecv(s, -1, 0, 0, mod(rel + mask + root, p), 0, n, true);
+            if (rc)
+                return rc;
+        }
+    }
+    return DT_OK;
+}
+
+static int binomial_bcast(int p, int me, int root, long n, struct dt_schedule *s)
+{
+    int rel = mod(me - root, p), mask = 1, rc;
+    while (mask < p) {
+        if (rel & mask) {
+            if ((rc = sendrecv(s, -1, 0, 0, mod(rel - mask + root, p), 0, n, false)))
+                return rc;
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (rel + mask < p && (rc = sendrecv(s, mod(rel + mask + root, p), 0, n, -1, 0, 0, false)))
+            return rc;
+    return DT_OK;
+}
+
+/* Linear: the root exchanges with every other member in one round. */
+static int linear(bool reduce, int p, int me, int root, long n, struct dt_schedule *s)
+{
+    int rc = round_open(s);
+    if (rc)
+        return rc;
+    if (me != root)
+        return add(s, reduce, root, 0, n, false);
+    for (int i = 0; i < p && !rc; i++)
+        if (i != root)
+            rc = add(s, !reduce, i, 0, n, reduce);
+    return rc;
+}
+
+/* Direct: every member exchanges its chunk with every other member in one round. */
+static int direct(bool reduce_scatter, int p, int me, long n, struct dt_schedule *s)
+{
+    int rc = round_open(s);
+    long mo, ml;
+    dt_chunk(n, p, me, &mo, &ml);
+    for (int i = 0; i < p && !rc; i++) {
+        if (i == me)
+            continue;
+        long o, l;
+        dt_chunk(n, p, i, &o, &l);
+        if (reduce_scatter) {
+            rc = add(s, true, i, o, l, false);
+            if (!rc)
+                rc = add(s, false, i, mo, ml, true);
+        } else {
+            rc = add(s, true, i, mo, ml, false);
+            if (!rc)
+                rc = add(s, false, i, o, l, false);
+        }
+    }
+    return rc;
+}
+
+enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long count)
+{
+    /* MPICH 4.0 defaults (src/mpi/coll, MPIR_CVAR_*_SHORT_MSG_SIZE): allreduce uses
+     * recursive doubling up to 2048 bytes or fewer floats than pof2, else Rabenseifner's
+     * reduce-scatter+allgather. Reduce and bcast are modelled as binomial (MPICH switches
+     * to scatter/gather variants above 2 KiB / 12 KiB: a known simplification). */
+    switch (kind) {
+    case DT_COLL_ALLREDUCE:
+        return count * 4 <= 2048 || count < pof2_below(p) ? DT_ALG_RECURSIVE_DOUBLING
+                                                            : DT_ALG_RABENSEIFNER;
+    case DT_COLL_REDUCE_SCATTER:
+    case DT_COLL_ALLGATHER:
+        return DT_ALG_RING;
+    default:
+        return DT_ALG_BINOMIAL;
+    }
+}
+
+int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
+                     long count, struct dt_schedule *s, struct dt_error *err)
+{
+    s->n_rounds = 0;
+    s->n_xfers = 0;
+    if (p < 1 || me < 0 || me >= p || root < 0 || root >= p || count < 0)
+        return dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
+                       "bad collective arguments (p=%d me=%d root=%d count=%ld)", p, me, root,
+                       count);
+    if (alg == DT_ALG_LIBRARY)
+        alg = dt_coll_library_choice(kind, p, count);
+    if (p == 1)
+        return DT_OK;
+    int rc = -1;
+    switch (kind) {
+    case DT_COLL_ALLREDUCE:
+        if (alg == DT_ALG_RING) {
+            rc = ring_reduce_scatter(p, me, count, s);
+            if (!rc)
+                rc = ring_allgather(p, me, count, s);
+        } else if (alg == DT_ALG_RECURSIVE_DOUBLING) {
+            rc = recursive_doubling_allreduce(p, me, count, s);
+        } else if (alg == DT_ALG_RABENSEIFNER) {
+            rc = rabenseifner_allreduce(p, me, count, s);
+        } else if (alg == DT_ALG_DIRECT) {
+            rc = direct(true, p, me, count, s);
+            if (!rc)
+                rc = direct(false, p, me, count, s);
+        }
+        break;
+    case DT_COLL_REDUCE:
+        if (alg == DT_ALG_BINOMIAL)
+            rc = binomial_reduce(p, me, root, count, s);
+        else if (alg == DT_ALG_LINEAR)
+            rc = linear(true, p, me, root, count, s);
+        break;
+    case DT_COLL_BCAST:
+        if (alg == DT_ALG_BINOMIAL)
+            rc = binomial_bcast(p, me, root, count, s);
+        else if (alg == DT_ALG_LINEAR)
+            rc = linear(false, p, me, root, count, s);
+        break;
+    case DT_COLL_REDUCE_SCATTER:
+        if (alg == DT_ALG_RING)
+            rc = ring_reduce_scatter(p, me, count, s);
+        else if (alg == DT_ALG_DIRECT)
+            rc = direct(true, p, me, count, s);
+        break;
+    case DT_COLL_ALLGATHER:
+        if (alg == DT_ALG_RING)
+            rc = ring_allgather(p, me, count, s);
+        else if (alg == DT_ALG_DIRECT)
+            rc = direct(false, p, me, count, s);
+        break;
+    default:
+        break;
+    }
+    if (rc == -1)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "no %s algorithm for %s",
+                       dt_coll_alg_name(alg), dt_coll_kind_name(kind));
+    if (rc == DT_ENOMEM)
+        return dt_fail(err, rc, NULL, 0, 0, "out of memory");
+    return rc;
+}

@@ -1,0 +1,268 @@
+/* Tests of the collective expansions: every member's rounds are played in-process on real
+ * vectors and the result is compared with the direct sum (the independent reference). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/collective.h"
+
+/* One in-flight message: a copy of the sender's floats at the time it posted the round. */
+struct msg {
+    int from, to;
+    long count;
+    double *data;
+    struct msg *next;
+};
+
+struct member {
+    struct dt_schedule s;
+    double *v;     /* this member's vector */
+    int round;     /* current round */
+    bool posted;   /* sends of the current round have been posted */
+    bool *got;     /* per xfer of the current round: received */
+};
+
+/* Plays the schedules to completion; returns false on deadlock or mismatch. Messages between
+ * a pair are matched in order (MPI's non-overtaking rule). */
+static bool play(struct member *m, int p)
+{
+    struct msg *queue = NULL, **tail = &queue;
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (int me = 0; me < p; me++) {
+            struct member *x = &m[me];
+            if (x->round >= x->s.n_rounds)
+                continue;
+            int a = x->s.round_start[x->round], b = x->s.round_start[x->round + 1];
+            if (!x->posted) {
+                for (int i = a; i < b; i++) {
+                    struct dt_xfer *t = &x->s.xfers[i];
+                    x->got[i - a] = t->send;
+                    if (!t->send)
+                        continue;
+                    struct msg *g = calloc(1, sizeof *g);
+                    g->from = me;
+                    g->to = t->peer;
+                    g->count = t->count;
+                    g->data = malloc((size_t)t->count * sizeof(double));
+                    memcpy(g->data, x->v + t->offset, (size_t)t->count * sizeof(double));
+                    *tail = g;
+                    tail = &g->next;
+                }
+                x->posted = true;
+                progress = true;
+            }
+            bool done = true;
+            for (int i = a; i < b; i++) {
+                struct dt_xfer *t = &x->s.xfers[i];
+                if (x->got[i - a])
+                    continue;
+                /* first message from t->peer to me */
+                struct msg **pp = &queue;
+                while (*pp && !((*pp)->from == t->peer && (*pp)->to == me))
+                    pp = &(*pp)->next;
+                if (!*pp) {
+                    done = false;
+                    continue;
+                }
+                struct msg *g = *pp;
+                if (g->count != t->count)
+                    return false;
+                for (long k = 0; k < t->count; k++)
+                    x->v[t->offset + k] = t->sum ? x->v[t->offset + k] + g->data[k] : g->data[k];
+                *pp = g->next;
+                if (tail == &g->next)
+                    tail = pp;
+                free(g->data);
+                free(g);
+                x->got[i - a] = true;
+                progress = true;
+            }
+            if (done) {
+                x->round++;
+                x->posted = false;
+                progress = true;
+            }
+        }
+    }
+    bool ok = queue == NULL;
+    for (int me = 0; me < p; me++)
+        ok = ok && m[me].round == m[me].s.n_rounds;
+    while (queue) {
+        struct msg *g = queue->next;
+        free(queue->data);
+        free(queue);
+        queue = g;
+    }
+    return ok;
+}
+
+/* Member i starts with v[k] = (i+1) * 1000 + k (distinct, exact in double). */
+static double start_value(int i, long k) { return (i + 1) * 1000.0 + k; }
+static double sum_value(int p, long k) { return 1000.0 * p * (p + 1) / 2 + (double)p * k; }
+
+static void run(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int root, long n)
+{
+    struct member *m = calloc((size_t)p, sizeof *m);
+    for (int i = 0; i < p; i++) {
+        dt_schedule_init(&m[i].s);
+        struct dt_error err;
+        assert_int_equal(dt_coll_schedule(kind, alg, p, i, root, n, &m[i].s, &err), DT_OK);
+        m[i].v = malloc((size_t)(n ? n : 1) * sizeof(double));
+        m[i].got = malloc((size_t)(m[i].s.n_xfers + 1) * sizeof(bool));
+        for (long k = 0; k < n; k++)
+            m[i].v[k] = start_value(i, k);
+    }
+    assert_true(play(m, p));
+    for (int i = 0; i < p; i++) {
+        for (long k = 0; k < n; k++) {
+            long off, len;
+            double want;
+            bool check = true;
+            switch (kind) {
+            case DT_COLL_ALLREDUCE: want = sum_value(p, k); break;
+            case DT_COLL_REDUCE: want = sum_value(p, k); check = i == root; break;
+            case DT_COLL_BCAST: want = start_value(root, k); break;
+            case DT_COLL_REDUCE_SCATTER:
+                dt_chunk(n, p, i, &off, &len);
+                want = sum_value(p, k);
+                check = k >= off && k < off + len;
+                break;
+            default: /* allgather: member j contributes chunk j */
+                for (int j = 0; j < p; j++) {
+                    dt_chunk(n, p, j, &off, &len);
+                    if (k >= off && k < off + len)
+                        want = start_value(j, k);
+                }
+                break;
+            }
+            if (check && m[i].v[k] != want)
+                fail_msg("%s/%s p=%d root=%d n=%ld: member %d float %ld is %g, want %g",
+                         dt_coll_kind_name(kind), dt_coll_alg_name(alg), p, root, n, i, k,
+                         m[i].v[k], want);
+        }
+        dt_schedule_free(&m[i].s);
+        free(m[i].v);
+        free(m[i].got);
+    }
+    free(m);
+}
+
+static const long counts[] = {0, 1, 3, 7, 64, 1001};
+
+/* Ensure that every allreduce algorithm leaves the exact sum on every member, for group
+ * sizes 1..9 (powers of two and not) and counts smaller and larger than the group. */
+static void test_allreduce_all_algorithms(void **state)
+{
+    (void)state;
+    enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_RECURSIVE_DOUBLING, DT_ALG_RABENSEIFNER,
+                               DT_ALG_DIRECT, DT_ALG_LIBRARY};
+    for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++)
+        for (int p = 1; p <= 9; p++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                run(DT_COLL_ALLREDUCE, algs[a], p, 0, counts[c]);
+}
+
+/* Ensure that reduce and bcast (linear and binomial) are right for every root. */
+static void test_reduce_bcast_every_root(void **state)
+{
+    (void)state;
+    enum dt_coll_alg algs[] = {DT_ALG_LINEAR, DT_ALG_BINOMIAL};
+    for (size_t a = 0; a < 2; a++)
+        for (int p = 1; p <= 9; p++)
+            for (int root = 0; root < p; root++) {
+                run(DT_COLL_REDUCE, algs[a], p, root, 37);
+                run(DT_COLL_BCAST, algs[a], p, root, 37);
+            }
+}
+
+/* Ensure that reduce-scatter leaves chunk i summed on member i and allgather gathers all
+ * chunks, for ring and direct exchange. */
+static void test_reduce_scatter_allgather(void **state)
+{
+    (void)state;
+    enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_DIRECT};
+    for (size_t a = 0; a < 2; a++)
+        for (int p = 1; p <= 9; p++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                run(DT_COLL_REDUCE_SCATTER, algs[a], p, 0, counts[c]);
+                run(DT_COLL_ALLGATHER, algs[a], p, 0, counts[c]);
+            }
+}
+
+/* Ensure that ring allreduce takes 2(p-1) rounds of ceil(n/p) floats at most per transfer,
+ * which is what its alpha-beta cost 2(p-1)(alpha + n/(p beta)) counts. */
+static void test_ring_round_structure(void **state)
+{
+    (void)state;
+    struct dt_schedule s;
+    dt_schedule_init(&s);
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RING, 8, 3, 0, 800, &s, NULL),
+                     DT_OK);
+    assert_int_equal(s.n_rounds, 2 * (8 - 1));
+    for (int i = 0; i < s.n_xfers; i++)
+        assert_int_equal(s.xfers[i].count, 100);
+    dt_schedule_free(&s);
+}
+
+/* Ensure that recursive doubling on 8 members takes log2(8) = 3 full-vector exchanges, and
+ * on 6 members (rem = 2) adds MPICH's fold-in and fold-out steps for the first 4. */
+static void test_recursive_doubling_rounds(void **state)
+{
+    (void)state;
+    struct dt_schedule s;
+    dt_schedule_init(&s);
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RECURSIVE_DOUBLING, 8, 5, 0, 10,
+                                      &s, NULL), DT_OK);
+    assert_int_equal(s.n_rounds, 3);
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RECURSIVE_DOUBLING, 6, 0, 0, 10,
+                                      &s, NULL), DT_OK);
+    assert_int_equal(s.n_rounds, 2); /* rank 0 folds in (send) and out (receive) */
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RECURSIVE_DOUBLING, 6, 1, 0, 10,
+                                      &s, NULL), DT_OK);
+    assert_int_equal(s.n_rounds, 1 + 2 + 1); /* fold in, log2(4) exchanges, fold out */
+    dt_schedule_free(&s);
+}
+
+/* Ensure that MPICH's default choice follows its 2048-byte threshold. */
+static void test_library_choice(void **state)
+{
+    (void)state;
+    assert_int_equal(dt_coll_library_choice(DT_COLL_ALLREDUCE, 8, 512),
+                     DT_ALG_RECURSIVE_DOUBLING); /* 2048 bytes: still short */
+    assert_int_equal(dt_coll_library_choice(DT_COLL_ALLREDUCE, 8, 513), DT_ALG_RABENSEIFNER);
+}
+
+/* Ensure that a combination that does not exist is refused, not silently replaced. */
+static void test_unknown_combination(void **state)
+{
+    (void)state;
+    struct dt_schedule s;
+    struct dt_error err;
+    dt_schedule_init(&s);
+    assert_int_equal(dt_coll_schedule(DT_COLL_BCAST, DT_ALG_RING, 4, 0, 0, 10, &s, &err),
+                     DT_EINPUT);
+    assert_non_null(strstr(err.msg, "bcast"));
+    dt_schedule_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allreduce_all_algorithms),
+        cmocka_unit_test(test_reduce_bcast_every_root),
+        cmocka_unit_test(test_reduce_scatter_allgather),
+        cmocka_unit_test(test_ring_round_structure),
+        cmocka_unit_test(test_recursive_doubling_rounds),
+        cmocka_unit_test(test_library_choice),
+        cmocka_unit_test(test_unknown_combination),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
