@@ -42,6 +42,6 @@ fi
 
 # MPICH's UCX transport keeps memory the leak checker cannot see freed at exit.
 export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
-make -C _build -j"$jobs" check
+make -C _build -j"$jobs" check || { cat _build/test-suite.log; exit 1; }
 build _build-san --enable-asan --enable-ubsan
-make -C _build-san -j"$jobs" check
+make -C _build-san -j"$jobs" check || { cat _build-san/test-suite.log; exit 1; }

@@ -1,13 +1,22 @@
 # The shared core: errors, units, YAML, models, topologies, plans, strategies, collectives.
 noinst_LIBRARIES += libdt/libdtcore.a
-libdt_libdtcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(GSL_CFLAGS)
+libdt_libdtcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(GSL_CFLAGS) $(HWLOC_CFLAGS)
 libdt_libdtcore_a_SOURCES = \
 	libdt/error.c \
 	libdt/yamldoc.c \
 	libdt/units.c \
+	libdt/topology.c \
+	libdt/topology_print.c \
+	libdt/topology_detect.c \
+	libdt/model.c \
+	libdt/model_layers.c \
+	libdt/model_summary.c \
+	libdt/model_impl.h \
 	libdt/plan.c \
 	libdt/strategy.c \
-	libdt/collective.c
+	libdt/collective.c \
+	libdt/costmodel.c \
+	libdt/datafile.c
 noinst_HEADERS += include/dt/error.h include/dt/yamldoc.h include/dt/units.h
-noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h
-DTCORE_LIBS = libdt/libdtcore.a $(YAML_LIBS) $(GSL_LIBS) $(BLAS_LIBS) -lm
+noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h
+DTCORE_LIBS = libdt/libdtcore.a $(YAML_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(HWLOC_LIBS) -lm

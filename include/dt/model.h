@@ -12,7 +12,9 @@
  *     batchnorm  gamma[C], beta[C]   (running mean/var are state, not parameters; counted in
  *                                     state_floats, as PyTorch does: they are not trained)
  *     layernorm  gamma[D], beta[D]
- *     embedding  table[vocab][dim]
+ *     embedding  table[vocab][dim], then pos[positions][dim] and type[token_types][dim] when
+ *                present (BERT: the three lookups are summed)
+ *     conv2d_transpose  W[in_c][filters/groups][kh][kw], b[filters]  (PyTorch layout)
  *     lstm       W_x[4H][in], W_h[4H][H], b[4H] (Keras layout: gates i,f,c,o; one bias)
  *     attention  Wq,Wk,Wv,Wo each [D][D] then bq,bk,bv,bo each [D]
  */
@@ -62,6 +64,12 @@ void dt_shape_format(const struct dt_shape *s, char *buf, size_t len); /* "(32, 
 
 #define DT_MAX_INPUTS 4
 
+/* Limits the loader enforces, so that no file can overflow a count or exhaust memory. */
+#define DT_MODEL_MAX_LAYERS 65536L      /* after activation expansion */
+#define DT_MODEL_MAX_ELEMS (1L << 31)   /* floats in one tensor of one sample */
+#define DT_MODEL_MAX_PARAMS (1L << 40)  /* trainable floats, whole model */
+#define DT_MODEL_MAX_UNITS (1L << 24)   /* units, filters, dim, vocab, input extents */
+
 struct dt_layer {
     enum dt_layer_kind kind;
     char name[64];
@@ -81,6 +89,8 @@ struct dt_layer {
     bool return_sequences;      /* lstm */
     double eps;                 /* batchnorm, layernorm */
     int scale;                  /* upsample */
+    long positions;             /* embedding: learned position table rows (0 = none) */
+    long token_types;           /* embedding: token-type (segment) table rows (0 = none) */
 
     struct dt_shape in_shape;   /* of in[0] */
     struct dt_shape out_shape;
@@ -93,6 +103,8 @@ struct dt_layer {
     double bwd_weight_flops;    /* per sample */
     double act_bytes;           /* per sample: what training keeps for backward (fp32) */
     bool needs_input_grad;
+    double fwd_io_bytes;        /* per sample: activations read + written by forward */
+    double bwd_io_bytes;        /* per sample: activations read + written by backward (0 if none) */
 };
 
 struct dt_model {
@@ -101,6 +113,7 @@ struct dt_model {
     char source[512];           /* the `source:` citation of the file */
     struct dt_shape input;
     int input_is_tokens;        /* input holds token ids (embedding first) */
+    long vocab;                 /* token input: ids are < vocab (0 otherwise) */
     long classes;
     int n_layers;
     struct dt_layer *layers;
@@ -115,6 +128,9 @@ int dt_model_load(const char *path, struct dt_model **out, struct dt_error *err)
 int dt_model_load_string(const char *name, const char *text, struct dt_model **out,
                          struct dt_error *err);
 void dt_model_destroy(struct dt_model *model);
+
+/* Index of the layer called name, or -1. */
+int dt_model_find_layer(const struct dt_model *model, const char *name);
 
 /* Keras-like summary table: layer, kind, output shape, params, forward FLOPs; totals. */
 void dt_model_print_summary(const struct dt_model *model, FILE *out);

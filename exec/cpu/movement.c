@@ -1,0 +1,108 @@
+/* Layers that only move or sum data: residual add, concat, upsample, embedding, seqpool. */
+#include "layers.h"
+
+#include <string.h>
+
+void dtk_add_forward(float *out, const float *a, const float *b, long n)
+{
+    for (long i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void dtk_accumulate(float *dst, const float *src, long n)
+{
+    for (long i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+void dtk_concat_forward(float *out, const float *inp, int B, int Cin, int S, int Cout, int c_off)
+{
+    for (int b = 0; b < B; b++)
+        memcpy(out + ((long)b * Cout + c_off) * S, inp + (long)b * Cin * S,
+               (size_t)Cin * S * sizeof(float));
+}
+
+void dtk_concat_backward(float *dinp, const float *dout, int B, int Cin, int S, int Cout,
+                         int c_off)
+{
+    for (int b = 0; b < B; b++)
+        dtk_accumulate(dinp + (long)b * Cin * S, dout + ((long)b * Cout + c_off) * S,
+                       (long)Cin * S);
+}
+
+/* inp (B, C, H, W) -> out (B, C, H*s, W*s) */
+void dtk_upsample_forward(float *out, const float *inp, int B, int C, int H, int W, int s)
+{
+    const int OW = W * s;
+    for (long bc = 0; bc < (long)B * C; bc++) {
+        const float *x = inp + bc * H * W;
+        float *o = out + bc * H * s * OW;
+        for (int oh = 0; oh < H * s; oh++) {
+            const float *xr = x + (long)(oh / s) * W;
+            float *orow = o + (long)oh * OW;
+            for (int ow = 0; ow < OW; ow++)
+                orow[ow] = xr[ow / s];
+        }
+    }
+}
+
+void dtk_upsample_backward(float *dinp, const float *dout, int B, int C, int H, int W, int s)
+{
+    const int OW = W * s;
+    for (long bc = 0; bc < (long)B * C; bc++) {
+        float *dx = dinp + bc * H * W;
+        const float *g = dout + bc * H * s * OW;
+        for (int oh = 0; oh < H * s; oh++) {
+            float *dr = dx + (long)(oh / s) * W;
+            const float *grow = g + (long)oh * OW;
+            for (int ow = 0; ow < OW; ow++)
+                dr[ow / s] += grow[ow];
+        }
+    }
+}
+
+/* ids (N), table (vocab, D), out (N, D) */
+void dtk_embedding_forward(float *out, const int *ids, const float *table, int N, int vocab,
+                           int D)
+{
+    for (int n = 0; n < N; n++) {
+        float *o = out + (long)n * D;
+        if (ids[n] < 0 || ids[n] >= vocab)
+            memset(o, 0, (size_t)D * sizeof(float));
+        else
+            memcpy(o, table + (long)ids[n] * D, (size_t)D * sizeof(float));
+    }
+}
+
+void dtk_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int vocab,
+                            int D)
+{
+    for (int n = 0; n < N; n++)
+        if (ids[n] >= 0 && ids[n] < vocab)
+            dtk_accumulate(dtable + (long)ids[n] * D, dout + (long)n * D, D);
+}
+
+void dtk_rows_add_forward(float *out, const float *rows, int B, int T, int D)
+{
+    for (int b = 0; b < B; b++)
+        dtk_accumulate(out + (long)b * T * D, rows, (long)T * D);
+}
+
+void dtk_rows_add_backward(float *drows, const float *dout, int B, int T, int D)
+{
+    for (int b = 0; b < B; b++)
+        dtk_accumulate(drows, dout + (long)b * T * D, (long)T * D);
+}
+
+/* inp (B, T, D) -> out (B, D): token 0 of each sequence. */
+void dtk_seqpool_forward(float *out, const float *inp, int B, int T, int D)
+{
+    for (int b = 0; b < B; b++)
+        memcpy(out + (long)b * D, inp + (long)b * T * D, (size_t)D * sizeof(float));
+}
+
+void dtk_seqpool_backward(float *dinp, const float *dout, int B, int T, int D)
+{
+    for (int b = 0; b < B; b++)
+        dtk_accumulate(dinp + (long)b * T * D, dout + (long)b * D, D);
+}

@@ -1,0 +1,105 @@
+/* A trainable network built from a struct dt_model, on the CPU kernels of layers.h.
+ *
+ * Memory, allocated once by dtk_net_create:
+ *   params   model->total_params floats, laid out by each layer's param_offset (dt/model.h);
+ *   grads    the same size and layout;
+ *   opt      2 x total_params: Adam's m then v (SGD's momentum buffer is m);
+ *   state    model->total_state_floats: batchnorm running mean then running variance per layer;
+ *   acts     every layer's output and output gradient for max_batch samples, plus what each
+ *            layer keeps for backward (argmax, dropout mask, normalisation statistics, caches);
+ *   work     scratch for the largest layer (im2col columns and the like).
+ * A flatten layer is a view: its output and gradient share its input's memory.
+ *
+ * Whole-batch use: dtk_net_forward, then dtk_net_loss_backward, then an optimizer step over
+ * dtk_net_params/dtk_net_grads. Layer-by-layer use (the distributed executor walks its plan):
+ *   dtk_net_begin_forward, dtk_net_forward_layer for i = 0..n-1,
+ *   dtk_net_zero_grads (once per step, or once per accumulation of micro-batches),
+ *   dtk_net_begin_backward, dtk_net_backward_layer for i = n-1..0.
+ * Every layer-by-layer call takes a row range [b0, b0 + nb) of the batch, so that micro-batches
+ * (GPipe, 1F1B, gradient accumulation) keep their own activations side by side; the
+ * whole-batch calls use b0 = 0. Layer i's backward may run once every layer that reads its
+ * output has run its own backward for those rows (reverse order guarantees it); parameter
+ * gradients of layer i are final after dtk_net_backward_layer(i) for every micro-batch, which
+ * is when its slice [param_offset, param_offset + params) of the gradients can be reduced.
+ *
+ * Loss: the classifier's last layer is normally softmax, fused with cross-entropy in training
+ * (the gradient (p - onehot)/denom goes straight to the softmax's input). If the last layer is
+ * not a softmax its output is taken as logits (from_logits = True). Labels are class indices,
+ * one per row of the last output (one per sample for a (classes) output, one per token for a
+ * (T, classes) output). */
+#ifndef DTK_NET_H
+#define DTK_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dt/error.h"
+#include "dt/model.h"
+#include "init.h"
+#include "optim.h"
+#include "rng.h"
+
+struct dtk_net;
+
+/* Builds the network for batches of up to max_batch samples, initialises its parameters with
+ * `init` from `seed` (init.h), running variances to 1 and means to 0. The model must outlive
+ * the net. On failure *out is NULL and err says which layer (DT_EINPUT) or DT_ENOMEM. */
+int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init init,
+                   uint64_t seed, struct dtk_net **out, struct dt_error *err);
+void dtk_net_destroy(struct dtk_net *net);
+
+const struct dt_model *dtk_net_model(const struct dtk_net *net);
+int dtk_net_max_batch(const struct dtk_net *net);
+long dtk_net_n_params(const struct dtk_net *net);
+float *dtk_net_params(struct dtk_net *net);
+float *dtk_net_grads(struct dtk_net *net);
+float *dtk_net_opt_m(struct dtk_net *net);
+float *dtk_net_opt_v(struct dtk_net *net);
+float *dtk_net_state(struct dtk_net *net);
+/* Floats per sample of layer i's output; layer -1 is the model's input. */
+long dtk_net_out_floats(const struct dtk_net *net, int i);
+/* Layer i's output (max_batch x dtk_net_out_floats) and its gradient (NULL when no layer
+ * before or at i is trainable: nothing needs it). A pipeline stage receives into these. */
+float *dtk_net_act(struct dtk_net *net, int i);
+float *dtk_net_dact(struct dtk_net *net, int i);
+/* The stream that draws dropout masks (seeded from the creation seed; reseed it per rank). */
+struct dtk_rng *dtk_net_rng(struct dtk_net *net);
+/* Batchnorm running-statistics momentum, PyTorch's convention (weight of the new batch).
+ * Default: 0.01 with DTK_INIT_GLOROT (Keras' momentum 0.99), 0.1 with DTK_INIT_KAIMING. */
+void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum);
+/* Bytes of the allocations above, all together. */
+double dtk_net_bytes(const struct dtk_net *net);
+
+/* Records rows [b0, b0 + nb) of the batch: x points at those rows' input (nb samples, each
+ * dtk_net_out_floats(net, -1) floats; token models give token ids as floats). train selects
+ * dropout and batch statistics. x must stay valid until the forward pass is done.
+ * DT_EINPUT when b0 + nb exceeds max_batch or a token id is outside the vocabulary. */
+int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
+                          struct dt_error *err);
+void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb);
+/* Whole batch: begin_forward(x, 0, B) and every layer. */
+int dtk_net_forward(struct dtk_net *net, const float *x, int B, bool train, struct dt_error *err);
+
+/* Zeroes the parameter gradients. */
+void dtk_net_zero_grads(struct dtk_net *net);
+/* Starts the backward pass of rows [b0, b0 + nb): zeroes those rows' activation gradients,
+ * computes the mean cross-entropy of those rows (into *loss, may be NULL) and seeds the
+ * gradient of the logits with (p - onehot) / denom (denom = nb for the mean over this batch,
+ * the full batch size when micro-batches add up to one step). DT_EINPUT on a bad label. */
+int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                           double *loss, struct dt_error *err);
+void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb);
+/* Whole batch after dtk_net_forward: zero grads, begin_backward(labels, 0, B, B) and every
+ * layer in reverse. Returns the mean loss, or NaN (and no gradient) on a label out of range. */
+double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B);
+
+/* Correct predictions (arg max of the last output) among rows [0, B) after a forward pass;
+ * dtk_net_accuracy is that count over the number of labelled rows. */
+long dtk_net_correct(const struct dtk_net *net, const int *labels, int B);
+double dtk_net_accuracy(const struct dtk_net *net, const int *labels, int B);
+
+/* Optimizer steps over the whole flat buffer (step t, 1-based). */
+void dtk_net_adam_step(struct dtk_net *net, const struct dtk_adam *cfg, long t);
+void dtk_net_sgd_step(struct dtk_net *net, const struct dtk_sgd *cfg, long t);
+
+#endif

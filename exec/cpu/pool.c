@@ -1,0 +1,122 @@
+/* Max, average and global average pooling over NCHW planes. */
+#include "layers.h"
+
+#include <float.h>
+
+/* inp (B, C, H, W), out and argmax (B, C, OH, OW). */
+void dtk_maxpool_forward(float *out, int *argmax, const float *inp, const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
+    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
+        const float *x = inp + bc * HW;
+        float *o = out + bc * P;
+        int *a = argmax + bc * P;
+        for (int oh = 0; oh < d->OH; oh++) {
+            int h0 = oh * d->sh - d->pad_t;
+            for (int ow = 0; ow < d->OW; ow++) {
+                int w0 = ow * d->sw - d->pad_l;
+                float best = -FLT_MAX;
+                int arg = -1;
+                for (int i = h0 < 0 ? 0 : h0; i < h0 + d->kh && i < d->H; i++)
+                    for (int j = w0 < 0 ? 0 : w0; j < w0 + d->kw && j < d->W; j++) {
+                        float v = x[i * d->W + j];
+                        if (arg < 0 || v > best) {
+                            best = v;
+                            arg = i * d->W + j;
+                        }
+                    }
+                /* A window entirely in the padding (impossible with valid/same padding) gives 0. */
+                o[oh * d->OW + ow] = arg < 0 ? 0.0f : best;
+                a[oh * d->OW + ow] = arg;
+            }
+        }
+    }
+}
+
+void dtk_maxpool_backward(float *dinp, const float *dout, const int *argmax,
+                          const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
+    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
+        float *dx = dinp + bc * HW;
+        const float *g = dout + bc * P;
+        const int *a = argmax + bc * P;
+        for (long p = 0; p < P; p++)
+            if (a[p] >= 0)
+                dx[a[p]] += g[p];
+    }
+}
+
+/* Window [i0, i1) x [j0, j1) of output (oh, ow) clipped to the image. */
+static void window(const struct dtk_conv_dims *d, int oh, int ow, int *i0, int *i1, int *j0,
+                   int *j1)
+{
+    int h0 = oh * d->sh - d->pad_t, w0 = ow * d->sw - d->pad_l;
+    *i0 = h0 < 0 ? 0 : h0;
+    *i1 = h0 + d->kh < d->H ? h0 + d->kh : d->H;
+    *j0 = w0 < 0 ? 0 : w0;
+    *j1 = w0 + d->kw < d->W ? w0 + d->kw : d->W;
+}
+
+void dtk_avgpool_forward(float *out, const float *inp, const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
+    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
+        const float *x = inp + bc * HW;
+        float *o = out + bc * P;
+        for (int oh = 0; oh < d->OH; oh++)
+            for (int ow = 0; ow < d->OW; ow++) {
+                int i0, i1, j0, j1;
+                window(d, oh, ow, &i0, &i1, &j0, &j1);
+                float s = 0.0f;
+                for (int i = i0; i < i1; i++)
+                    for (int j = j0; j < j1; j++)
+                        s += x[i * d->W + j];
+                int cnt = (i1 - i0) * (j1 - j0);
+                o[oh * d->OW + ow] = cnt > 0 ? s / (float)cnt : 0.0f;
+            }
+    }
+}
+
+void dtk_avgpool_backward(float *dinp, const float *dout, const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
+    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
+        float *dx = dinp + bc * HW;
+        const float *g = dout + bc * P;
+        for (int oh = 0; oh < d->OH; oh++)
+            for (int ow = 0; ow < d->OW; ow++) {
+                int i0, i1, j0, j1;
+                window(d, oh, ow, &i0, &i1, &j0, &j1);
+                int cnt = (i1 - i0) * (j1 - j0);
+                if (cnt <= 0)
+                    continue;
+                float share = g[oh * d->OW + ow] / (float)cnt;
+                for (int i = i0; i < i1; i++)
+                    for (int j = j0; j < j1; j++)
+                        dx[i * d->W + j] += share;
+            }
+    }
+}
+
+/* inp (B, C, S), out (B, C). */
+void dtk_globalpool_forward(float *out, const float *inp, int B, int C, int S)
+{
+    for (long bc = 0; bc < (long)B * C; bc++) {
+        const float *x = inp + bc * S;
+        float s = 0.0f;
+        for (int i = 0; i < S; i++)
+            s += x[i];
+        out[bc] = s / (float)S;
+    }
+}
+
+void dtk_globalpool_backward(float *dinp, const float *dout, int B, int C, int S)
+{
+    for (long bc = 0; bc < (long)B * C; bc++) {
+        float share = dout[bc] / (float)S;
+        float *dx = dinp + bc * S;
+        for (int i = 0; i < S; i++)
+            dx[i] += share;
+    }
+}

@@ -1,0 +1,50 @@
+/* The cost model of DESIGN.md: what an op costs, from datasheet values and calibrated factors.
+ *   compute op:  t = max(flops / (peak * eff[class]), bytes / mem_bw) + overhead[class]
+ *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
+ *   iteration:   + framework overhead per iteration; epoch: + data read / read bandwidth
+ * The defaults below are assumptions until dtvalidate fits them (a calibration file). */
+#ifndef DT_COSTMODEL_H
+#define DT_COSTMODEL_H
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+
+enum dt_op_class {
+    DT_CLASS_CONV,        /* conv2d, conv2d_transpose */
+    DT_CLASS_DENSE,       /* dense, lstm, attention */
+    DT_CLASS_POOL,        /* maxpool, avgpool, globalpool, upsample */
+    DT_CLASS_ELEMENTWISE, /* activations, dropout, add, concat, flatten, softmax, embedding */
+    DT_CLASS_NORM,        /* batchnorm, layernorm */
+    DT_CLASS_UPDATE,      /* optimizer step */
+    DT_CLASS_COUNT
+};
+
+struct dt_cost_params {
+    double eff[DT_CLASS_COUNT];        /* fraction of the device's fp32 peak reached */
+    double overhead_s[DT_CLASS_COUNT]; /* fixed time per op (kernel launch, framework) */
+    double iter_overhead_s;            /* per iteration, per rank */
+    double reduce_Bps;                 /* summing received floats: bytes/s of the sum; 0 = mem_bw/3 */
+    /* Link overrides; 0 keeps the topology's value. */
+    double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
+    double read_Bps;                   /* data read; 0 keeps the topology's value */
+};
+
+const char *dt_op_class_name(enum dt_op_class c);
+enum dt_op_class dt_layer_class(enum dt_layer_kind kind);
+
+/* Defaults for a device kind (documented assumptions, replaced by calibration). */
+void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind);
+
+/* FLOPs and memory bytes of a compute op (per op, all its samples). */
+void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes);
+
+/* Seconds a compute op takes on dev. */
+double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                       const struct dt_model *m, const struct dt_op *op);
+
+/* Seconds to sum `floats` received floats into a buffer on dev. */
+double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                      long floats);
+
+#endif

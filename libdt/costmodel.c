@@ -1,0 +1,93 @@
+/* Compute costs of plan ops. */
+#include "dt/costmodel.h"
+
+#include <math.h>
+
+const char *dt_op_class_name(enum dt_op_class c)
+{
+    static const char *const n[] = {"conv", "dense", "pool", "elementwise", "norm", "update"};
+    return c < DT_CLASS_COUNT ? n[c] : "?";
+}
+
+enum dt_op_class dt_layer_class(enum dt_layer_kind kind)
+{
+    switch (kind) {
+    case DT_L_CONV2D:
+    case DT_L_CONV2D_TRANSPOSE:
+        return DT_CLASS_CONV;
+    case DT_L_DENSE:
+    case DT_L_LSTM:
+    case DT_L_ATTENTION:
+        return DT_CLASS_DENSE;
+    case DT_L_MAXPOOL:
+    case DT_L_AVGPOOL:
+    case DT_L_GLOBALPOOL:
+    case DT_L_UPSAMPLE:
+        return DT_CLASS_POOL;
+    case DT_L_BATCHNORM:
+    case DT_L_LAYERNORM:
+        return DT_CLASS_NORM;
+    default:
+        return DT_CLASS_ELEMENTWISE;
+    }
+}
+
+void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
+{
+    *cp = (struct dt_cost_params){0};
+    /* Assumed until calibrated: GEMM-based layers reach about half of peak on a GPU and a
+     * third on a CPU core set; memory-bound classes are limited by bandwidth, not FLOPs. */
+    double gemm = kind == DT_DEV_GPU ? 0.5 : 0.35;
+    cp->eff[DT_CLASS_CONV] = gemm;
+    cp->eff[DT_CLASS_DENSE] = gemm;
+    cp->eff[DT_CLASS_POOL] = 0.1;
+    cp->eff[DT_CLASS_ELEMENTWISE] = 0.1;
+    cp->eff[DT_CLASS_NORM] = 0.1;
+    cp->eff[DT_CLASS_UPDATE] = 0.1;
+    double launch = kind == DT_DEV_GPU ? 5e-6 : 1e-6;
+    for (int c = 0; c < DT_CLASS_COUNT; c++)
+        cp->overhead_s[c] = launch;
+    cp->iter_overhead_s = kind == DT_DEV_GPU ? 50e-6 : 20e-6;
+}
+
+void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes)
+{
+    if (op->phase == DT_PH_UPDATE) {
+        /* Adam: about 12 FLOP per parameter; reads params, grads, m, v and writes params, m, v. */
+        *flops = 12.0 * op->region.count;
+        *bytes = 7.0 * 4.0 * op->region.count;
+        return;
+    }
+    const struct dt_layer *l = &m->layers[op->layer];
+    double in = l->n_in > 0 && l->in[0] >= 0 ? dt_shape_size(&m->layers[l->in[0]].out_shape)
+                                              : dt_shape_size(&m->input);
+    double out = dt_shape_size(&l->out_shape);
+    double io = (in + out) * 4.0 * op->samples + l->params * 4.0;
+    if (op->phase == DT_PH_FORWARD) {
+        *flops = l->fwd_flops * op->samples;
+        *bytes = io;
+    } else {
+        *flops = (l->bwd_data_flops + l->bwd_weight_flops) * op->samples;
+        *bytes = 2.0 * io;
+    }
+}
+
+double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                       const struct dt_model *m, const struct dt_op *op)
+{
+    enum dt_op_class c =
+        op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
+    double flops, bytes;
+    dt_op_work(m, op, &flops, &bytes);
+    double t_flops = flops / (dev->peak_flops[DT_FP32] * cp->eff[c]);
+    double t_mem = dev->mem_bw_Bps > 0 ? bytes / dev->mem_bw_Bps : 0;
+    return fmax(t_flops, t_mem) + cp->overhead_s[c];
+}
+
+double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                      long floats)
+{
+    /* a[i] += b[i]: two reads and a write per float */
+    double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dev->mem_bw_Bps;
+    return bw > 0 ? 3.0 * 4.0 * floats / bw : 0;
+}

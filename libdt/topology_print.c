@@ -1,0 +1,98 @@
+/* A readable description of a topology, for `dtsim --show` and for people checking a file. */
+#include "dt/topology.h"
+
+#include "dt/units.h"
+
+static const char *fmt_q(double v, enum dt_unit unit, char *buf, size_t len)
+{
+    dt_format_quantity(v, unit, buf, len);
+    return buf;
+}
+
+static void print_device(const struct dt_device_spec *d, FILE *out)
+{
+    static const char *const prec[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"};
+    char a[48], b[48];
+    fprintf(out, "    device: %s \"%s\"", d->kind == DT_DEV_CPU ? "cpu" : "gpu", d->name);
+    if (d->kind == DT_DEV_CPU)
+        fprintf(out, ", %d core%s", d->cores, d->cores == 1 ? "" : "s");
+    if (d->clock_Hz > 0)
+        fprintf(out, " at %s", fmt_q(d->clock_Hz, DT_UNIT_FREQUENCY, a, sizeof a));
+    fprintf(out, "\n      peak:");
+    for (int p = 0; p < DT_PREC_COUNT; p++)
+        if (d->peak_flops[p] > 0)
+            fprintf(out, " %s %s", prec[p], fmt_q(d->peak_flops[p], DT_UNIT_FLOP_RATE, a,
+                                                  sizeof a));
+    fprintf(out, "\n      memory: %.3g GiB at %s\n", d->mem_bytes / 1073741824.0,
+            fmt_q(d->mem_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b));
+}
+
+static void print_group(const struct dt_node_group *g, FILE *out)
+{
+    char a[48], b[48], c[48];
+    fprintf(out, "  group %s: %d node%s x %d device%s\n", g->name, g->count,
+            g->count == 1 ? "" : "s", g->devices, g->devices == 1 ? "" : "s");
+    print_device(&g->device, out);
+    const struct dt_link_spec *l = &g->intra;
+    fprintf(out, "    intra: %s, %s per device, %s", l->kind,
+            fmt_q(l->bw_Bps, DT_UNIT_BANDWIDTH, a, sizeof a),
+            fmt_q(l->lat_s, DT_UNIT_TIME, b, sizeof b));
+    if (l->sharing == DT_LINK_SHARED)
+        fprintf(out, ", shared bus %s\n", fmt_q(l->bus_bw_Bps, DT_UNIT_BANDWIDTH, c, sizeof c));
+    else
+        fprintf(out, ", crossbar\n");
+    if (g->nics > 0)
+        fprintf(out, "    nic: %d x %s, %s, %s\n", g->nics, g->nic.kind,
+                fmt_q(g->nic.bw_Bps, DT_UNIT_BANDWIDTH, a, sizeof a),
+                fmt_q(g->nic.lat_s, DT_UNIT_TIME, b, sizeof b));
+    else
+        fprintf(out, "    nic: none\n");
+    if (g->data_read_Bps > 0)
+        fprintf(out, "    data read: %s\n",
+                fmt_q(g->data_read_Bps, DT_UNIT_BANDWIDTH, a, sizeof a));
+    if (g->price_per_h > 0)
+        fprintf(out, "    price: %.4g USD per node-hour\n", g->price_per_h);
+}
+
+static void print_network(const struct dt_network *n, FILE *out)
+{
+    char a[48], b[48];
+    fmt_q(n->switch_lat_s, DT_UNIT_TIME, a, sizeof a);
+    switch (n->kind) {
+    case DT_NET_SWITCH:
+        fprintf(out, "  network: one switch, %s, %d NIC port%s\n", a, n->endpoints,
+                n->endpoints == 1 ? "" : "s");
+        break;
+    case DT_NET_FATTREE:
+        fprintf(out,
+                "  network: fat-tree of radix %d, oversubscription %g:1, %s per switch\n"
+                "    %d NIC ports on %d leaves (%d down, %d up at %s each), %d tier%s\n",
+                n->radix, n->oversubscription, a, n->endpoints, n->n_leaves, n->hosts_per_leaf,
+                n->uplinks_per_leaf, fmt_q(n->uplink_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b),
+                n->levels, n->levels == 1 ? "" : "s");
+        break;
+    case DT_NET_RAIL:
+        fprintf(out, "  network: rail-optimised, %d rail%s of %d nodes, %s per switch\n",
+                n->n_leaves, n->n_leaves == 1 ? "" : "s", n->hosts_per_leaf, a);
+        break;
+    }
+}
+
+void dt_topology_print(const struct dt_topology *topo, FILE *out)
+{
+    fprintf(out, "topology %s (%s)\n", topo->name, topo->path);
+    if (topo->source[0])
+        fprintf(out, "  source: %s\n", topo->source);
+    fprintf(out, "  %d node%s, %d rank%s", topo->n_nodes, topo->n_nodes == 1 ? "" : "s",
+            topo->n_ranks, topo->n_ranks == 1 ? "" : "s");
+    double price = dt_topology_price_per_h(topo);
+    if (price > 0)
+        fprintf(out, ", %.4g USD/h", price);
+    fprintf(out, "\n");
+    for (int g = 0; g < topo->n_groups; g++)
+        print_group(&topo->groups[g], out);
+    if (topo->has_network)
+        print_network(&topo->net, out);
+    else
+        fprintf(out, "  network: none (one node)\n");
+}

@@ -1,0 +1,564 @@
+/* dtsim: predicts the epoch time of distributed-training strategies on a cluster. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/costmodel.h"
+#include "dt/datafile.h"
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+#include "dt/units.h"
+#include "player.h"
+
+#define DEFAULT_MODEL "cnn690k"
+#define MAX_SWEEP 32
+
+enum format { FMT_TABLE, FMT_CSV, FMT_JSON };
+
+struct row {
+    int nodes, ppn, ranks;
+    enum dt_strategy strategy;
+    int global_batch;
+    double iter_s, epoch_s, compute_s, comm_s, idle_s, samples_per_s;
+    double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
+    double speedup, efficiency;
+    long events, flows;
+};
+
+struct options {
+    const char *topology, *model, *trace, *output;
+    bool strategies[DT_STRAT_COUNT];
+    bool strategies_given;
+    int batch, epochs;
+    long dataset_size;
+    enum dt_scaling scaling;
+    double bucket_bytes;
+    enum format format;
+    bool summary, dump_plan, detect;
+    int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
+    int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
+};
+
+static const char *prog = "dtsim";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: dtsim --topology FILE [options]\n"
+        "Predicts, for a model and a cluster, the epoch time of every distributed-training\n"
+        "strategy that fits, ranked.\n\n"
+        "  -t, --topology FILE      cluster description (topologies/*.yaml, or a name: 2n4p)\n"
+        "      --detect             use this machine as the topology (hwloc)\n"
+        "  -m, --model FILE         network description (default: %s)\n"
+        "      --summary            print the model's layer table and exit\n"
+        "  -s, --strategy LIST      comma-separated strategies (default: all that fit)\n"
+        "  -b, --batch N            batch: per device (weak) or global (strong) (default 128)\n"
+        "      --scaling weak|strong  fixed per-device batch, or fixed global batch (default weak)\n"
+        "  -e, --epochs N           epochs (default 1)\n"
+        "      --dataset-size N     training samples per epoch (default 60000)\n"
+        "      --bucket SIZE        gradient buckets (e.g. '25 MiB') overlapped with backward\n"
+        "  -f, --format table|csv|json  output format (default table)\n"
+        "  -o, --output FILE        write the output to FILE instead of stdout\n"
+        "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
+        "      --sweep SPEC         shapes from the topology's node: 'nodes=1,2,4 ppn=1,2,4,8'\n"
+        "      --dump-plan          print each strategy's plan (per-rank ops) and exit\n"
+        "  -h, --help               this help\n"
+        "  -V, --version            version\n\n"
+        "Strategies:\n", DEFAULT_MODEL);
+    for (int s = 0; s < DT_STRAT_COUNT; s++)
+        fprintf(out, "  %-20s %s\n", dt_strategy_name(s), dt_strategy_description(s));
+}
+
+static int bad_flag(const char *flag, const char *fmt, const char *value)
+{
+    fprintf(stderr, "%s: %s: ", prog, flag);
+    fprintf(stderr, fmt, value);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+/* A whole positive integer in [1, max]. */
+static int parse_count(const char *flag, const char *s, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < 1 || v > max) {
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "expected a whole number from 1 to %ld, got '%%s'", max);
+        return bad_flag(flag, fmt, s);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_list(const char *flag, const char *list, int *vals, int *n)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    *n = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long v;
+        if (*n == MAX_SWEEP)
+            return bad_flag(flag, "at most 32 values in '%s'", list);
+        if (parse_count(flag, tok, 4096, &v))
+            return 2;
+        vals[(*n)++] = (int)v;
+    }
+    if (*n == 0)
+        return bad_flag(flag, "empty list in '%s'", list);
+    return 0;
+}
+
+/* "nodes=1,2,4 ppn=1,2" (one or several words). */
+static int parse_sweep(struct options *o, const char *spec)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (strncmp(w, "nodes=", 6) == 0) {
+            if (parse_list("--sweep", w + 6, o->sweep_nodes, &o->n_sweep_nodes))
+                return 2;
+        } else if (strncmp(w, "ppn=", 4) == 0) {
+            if (parse_list("--sweep", w + 4, o->sweep_ppn, &o->n_sweep_ppn))
+                return 2;
+        } else {
+            return bad_flag("--sweep", "expected nodes=LIST and/or ppn=LIST, got '%s'", w);
+        }
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"topology", required_argument, NULL, 't'}, {"model", required_argument, NULL, 'm'},
+        {"strategy", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'},
+        {"scaling", required_argument, NULL, 'S'},  {"epochs", required_argument, NULL, 'e'},
+        {"dataset-size", required_argument, NULL, 'D'},
+        {"bucket", required_argument, NULL, 'B'},   {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},   {"trace", required_argument, NULL, 'T'},
+        {"sweep", required_argument, NULL, 'w'},    {"summary", no_argument, NULL, 'y'},
+        {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    long v;
+    int c;
+    bool sweeping = false;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":t:m:s:b:e:f:o:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't': o->topology = optarg; break;
+        case 'm': o->model = optarg; break;
+        case 's': {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o->strategies_given = true;
+            for (char *save, *tok = strtok_r(buf, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                int s = dt_strategy_parse(tok);
+                if (s < 0)
+                    return bad_flag("--strategy", "unknown strategy '%s' (see --help)", tok);
+                o->strategies[s] = true;
+            }
+            break;
+        }
+        case 'b':
+            if (parse_count("--batch", optarg, 1 << 24, &v))
+                return 2;
+            o->batch = (int)v;
+            break;
+        case 'S':
+            if (strcmp(optarg, "weak") == 0)
+                o->scaling = DT_SCALING_WEAK;
+            else if (strcmp(optarg, "strong") == 0)
+                o->scaling = DT_SCALING_STRONG;
+            else
+                return bad_flag("--scaling", "expected weak or strong, got '%s'", optarg);
+            break;
+        case 'e':
+            if (parse_count("--epochs", optarg, 1000000, &v))
+                return 2;
+            o->epochs = (int)v;
+            break;
+        case 'D':
+            if (parse_count("--dataset-size", optarg, 1L << 40, &v))
+                return 2;
+            o->dataset_size = v;
+            break;
+        case 'B': {
+            char why[256];
+            if (dt_parse_quantity(optarg, DT_UNIT_BYTES, &o->bucket_bytes, why, sizeof why) ||
+                !(o->bucket_bytes >= 4))
+                return bad_flag("--bucket", "expected a size of at least 4 B such as '25 MiB': %s",
+                                why[0] ? why : optarg);
+            break;
+        }
+        case 'f':
+            if (strcmp(optarg, "table") == 0)
+                o->format = FMT_TABLE;
+            else if (strcmp(optarg, "csv") == 0)
+                o->format = FMT_CSV;
+            else if (strcmp(optarg, "json") == 0)
+                o->format = FMT_JSON;
+            else
+                return bad_flag("--format", "expected table, csv or json, got '%s'", optarg);
+            break;
+        case 'o': o->output = optarg; break;
+        case 'T': o->trace = optarg; break;
+        case 'w':
+            if (parse_sweep(o, optarg))
+                return 2;
+            sweeping = true;
+            break;
+        case 'y': o->summary = true; break;
+        case 'P': o->dump_plan = true; break;
+        case 'd': o->detect = true; break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("dtsim %s\n", PACKAGE_VERSION); exit(0);
+        case ':':
+            fprintf(stderr, "%s: %s needs a value\n", prog, argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, argv[optind - 1]);
+            return 2;
+        }
+    }
+    /* `--sweep nodes=1,2 ppn=1,2`: the second word arrives as an operand. */
+    for (; optind < argc; optind++) {
+        if (!sweeping || !strchr(argv[optind], '=')) {
+            fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[optind]);
+            return 2;
+        }
+        if (parse_sweep(o, argv[optind]))
+            return 2;
+    }
+    return 0;
+}
+
+static int load_inputs(const struct options *o, struct dt_model **model,
+                       struct dt_topology **topo)
+{
+    struct dt_error err;
+    char path[1024];
+    dt_error_clear(&err);
+    dt_find_data_file("models", o->model, path, sizeof path);
+    if (dt_model_load(path, model, &err)) {
+        dt_error_print(prog, &err);
+        return 2;
+    }
+    if (o->summary)
+        return 0;
+    if (o->detect) {
+        if (dt_topology_detect(topo, &err)) {
+            dt_error_print(prog, &err);
+            return 2;
+        }
+        return 0;
+    }
+    if (!o->topology) {
+        fprintf(stderr, "%s: --topology FILE is required (e.g. --topology topologies/2n4p.yaml)\n",
+                prog);
+        return 2;
+    }
+    dt_find_data_file("topologies", o->topology, path, sizeof path);
+    if (dt_topology_load(path, topo, &err)) {
+        dt_error_print(prog, &err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Simulates one strategy on one topology shape; fills a row. */
+static int simulate(const struct options *o, const struct dt_model *model,
+                    const struct dt_topology *topo, enum dt_strategy s, FILE *trace,
+                    int *trace_pid, struct row *row, struct dt_error *err)
+{
+    struct dt_plan_options po = {.strategy = s, .scaling = o->scaling, .batch = o->batch,
+                                 .bucket_bytes = o->bucket_bytes};
+    struct dt_plan *plan;
+    int rc = dt_plan_build(model, topo, &po, &plan, err);
+    if (rc)
+        return rc;
+    if (o->dump_plan) {
+        dt_plan_print(plan, stdout);
+        dt_plan_destroy(plan);
+        return DT_OK;
+    }
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, topo->groups[0].device.kind);
+    struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++,
+                                .trace_name = dt_strategy_name(s)};
+    struct dt_sim_result res;
+    rc = dt_sim_run(plan, &cp, &so, &res, err);
+    if (rc) {
+        dt_plan_destroy(plan);
+        return rc;
+    }
+    memset(row, 0, sizeof *row);
+    row->strategy = s;
+    row->ranks = plan->n_ranks;
+    row->nodes = dt_topology_node_of(topo, plan->n_ranks - 1) + 1;
+    row->ppn = topo->groups[0].devices;
+    row->global_batch = plan->global_batch;
+    row->iter_s = res.iter_s;
+    long iters = (o->dataset_size + plan->global_batch - 1) / plan->global_batch;
+    row->epoch_s = iters * res.iter_s;
+    for (int r = 0; r < plan->n_ranks; r++) {
+        const struct dt_rank_stats *st = &res.rank[r];
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        row->compute_s += st->compute_s / plan->n_ranks;
+        row->comm_s += st->comm_s / plan->n_ranks;
+        row->idle_s += st->idle_s / plan->n_ranks;
+        double total = rp->mem_weights + rp->mem_grads + rp->mem_optimizer +
+                       rp->mem_activations + rp->mem_comm;
+        if (total > row->mem_total) {
+            row->mem_total = total;
+            row->mem_weights = rp->mem_weights;
+            row->mem_grads = rp->mem_grads;
+            row->mem_opt = rp->mem_optimizer;
+            row->mem_act = rp->mem_activations;
+            row->mem_comm = rp->mem_comm;
+        }
+    }
+    row->samples_per_s = plan->global_batch / res.iter_s;
+    row->events = res.events;
+    row->flows = res.flows;
+    dt_sim_result_free(&res);
+    dt_plan_destroy(plan);
+    return DT_OK;
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->nodes != y->nodes)
+        return x->nodes - y->nodes;
+    if (x->ppn != y->ppn)
+        return x->ppn - y->ppn;
+    return (x->epoch_s > y->epoch_s) - (x->epoch_s < y->epoch_s);
+}
+
+#define MIB (1024.0 * 1024.0)
+
+static void print_table(FILE *out, const struct options *o, const struct dt_model *m,
+                        const struct dt_topology *t, const struct row *rows, int n)
+{
+    fprintf(out, "model %s (%ld parameters), topology %s, %s scaling, batch %d %s, "
+                 "%ld samples/epoch, %d epoch%s\n",
+            m->name, m->total_params, t->name, o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            o->batch, o->scaling == DT_SCALING_WEAK ? "per device" : "global", o->dataset_size,
+            o->epochs, o->epochs > 1 ? "s" : "");
+    int shape_n = -1, shape_p = -1;
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (r->nodes != shape_n || r->ppn != shape_p) {
+            fprintf(out, "\n%d node%s x %d per node:\n", r->nodes, r->nodes > 1 ? "s" : "",
+                    r->ppn);
+            fprintf(out, "%-4s %-20s %5s %11s %10s %12s %10s %9s %11s %9s %8s %7s\n", "rank",
+                    "strategy", "ranks", "epoch (s)", "iter (ms)", "compute (ms)", "comm (ms)",
+                    "idle (ms)", "samples/s", "mem (MiB)", "speedup", "eff (%)");
+            shape_n = r->nodes;
+            shape_p = r->ppn;
+        }
+        int rank = 1;
+        for (int j = i - 1; j >= 0 && rows[j].nodes == r->nodes && rows[j].ppn == r->ppn; j--)
+            rank++;
+        fprintf(out, "%-4d %-20s %5d %11.2f %10.3f %12.3f %10.3f %9.3f %11.0f %9.1f %8.2f %7.1f\n",
+                rank, dt_strategy_name(r->strategy), r->ranks, r->epoch_s * o->epochs,
+                r->iter_s * 1e3, r->compute_s * 1e3, r->comm_s * 1e3, r->idle_s * 1e3,
+                r->samples_per_s, r->mem_total / MIB, r->speedup, r->efficiency * 100);
+    }
+    fprintf(out, "\nepoch = iterations x iteration time; compute/comm/idle: mean per rank per "
+                 "iteration; mem: the largest rank (weights + gradients + optimizer + "
+                 "activations + receive buffers); speedup against sequential on one device.\n");
+}
+
+static void print_csv(FILE *out, const struct options *o, const struct dt_model *m,
+                      const struct dt_topology *t, const struct row *rows, int n)
+{
+    fprintf(out, "model,topology,nodes,ppn,ranks,strategy,scaling,batch,global_batch,epochs,"
+                 "epoch_s,iter_s,compute_s,comm_s,idle_s,samples_per_s,mem_weights_B,"
+                 "mem_grads_B,mem_optimizer_B,mem_activations_B,mem_comm_B,mem_total_B,"
+                 "speedup,efficiency,events,flows\n");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        fprintf(out, "%s,%s,%d,%d,%d,%s,%s,%d,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.0f,%.0f,"
+                     "%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%ld,%ld\n",
+                m->name, t->name, r->nodes, r->ppn, r->ranks, dt_strategy_name(r->strategy),
+                o->scaling == DT_SCALING_WEAK ? "weak" : "strong", o->batch, r->global_batch,
+                o->epochs, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s,
+                r->idle_s, r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt,
+                r->mem_act, r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events,
+                r->flows);
+    }
+}
+
+static void print_json(FILE *out, const struct options *o, const struct dt_model *m,
+                       const struct dt_topology *t, const struct row *rows, int n)
+{
+    fprintf(out, "{\n  \"model\": \"%s\", \"parameters\": %ld, \"topology\": \"%s\",\n"
+                 "  \"scaling\": \"%s\", \"batch\": %d, \"dataset_size\": %ld, \"epochs\": %d,\n"
+                 "  \"results\": [\n",
+            m->name, m->total_params, t->name, o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            o->batch, o->dataset_size, o->epochs);
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        fprintf(out, "    {\"strategy\": \"%s\", \"nodes\": %d, \"ppn\": %d, \"ranks\": %d, "
+                     "\"global_batch\": %d, \"epoch_s\": %.9g, \"iter_s\": %.9g, "
+                     "\"compute_s\": %.9g, \"comm_s\": %.9g, \"idle_s\": %.9g, "
+                     "\"samples_per_s\": %.9g, \"memory_B\": {\"weights\": %.0f, "
+                     "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
+                     "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
+                     "\"events\": %ld, \"flows\": %ld}%s\n",
+                dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
+                r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
+                r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
+                r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows,
+                i + 1 < n ? "," : "");
+    }
+    fprintf(out, "  ]\n}\n");
+}
+
+/* Simulates every requested strategy on one topology shape; appends rows. */
+static int run_shape(const struct options *o, const struct dt_model *model,
+                     const struct dt_topology *topo, FILE *trace, int *trace_pid,
+                     struct row **rows, int *n_rows, int *cap)
+{
+    struct dt_error err;
+    dt_error_clear(&err);
+    /* Baseline for speedup: the same per-device work on one device. */
+    struct row base;
+    int rc = o->dump_plan ? DT_OK
+                          : simulate(o, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid, &base,
+                                     &err);
+    if (rc) {
+        dt_error_print(prog, &err);
+        return 2;
+    }
+    for (int s = 0; s < DT_STRAT_COUNT; s++) {
+        char why[256];
+        bool fits = dt_strategy_fits(s, topo, topo->n_ranks, why, sizeof why);
+        if (!o->strategies_given && (!fits || (s == DT_STRAT_SEQUENTIAL && topo->n_ranks > 1)))
+            continue;
+        if (o->strategies_given && !o->strategies[s])
+            continue;
+        if (!fits) {
+            fprintf(stderr, "%s: strategy %s skipped on %s: %s\n", prog, dt_strategy_name(s),
+                    topo->name, why);
+            continue;
+        }
+        if (*n_rows == *cap) {
+            *cap = *cap ? 2 * *cap : 16;
+            *rows = realloc(*rows, (size_t)*cap * sizeof **rows);
+            if (!*rows) {
+                fprintf(stderr, "%s: out of memory\n", prog);
+                return 1;
+            }
+        }
+        struct row *r = &(*rows)[*n_rows];
+        rc = simulate(o, model, topo, s, trace, trace_pid, r, &err);
+        if (rc) {
+            dt_error_print(prog, &err);
+            return rc == DT_EINPUT ? 2 : 1;
+        }
+        if (o->dump_plan)
+            continue;
+        /* Speedup in throughput against one device with the baseline's batch. */
+        r->speedup = r->samples_per_s / base.samples_per_s;
+        r->efficiency = r->speedup / r->ranks;
+        if (o->scaling == DT_SCALING_STRONG) {
+            r->speedup = base.iter_s > 0 ? (base.epoch_s / r->epoch_s) : 0;
+            r->efficiency = r->speedup / r->ranks;
+        }
+        (*n_rows)++;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {.model = DEFAULT_MODEL, .batch = 128, .epochs = 1,
+                        .dataset_size = 60000, .scaling = DT_SCALING_WEAK};
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    struct dt_model *model = NULL;
+    struct dt_topology *topo = NULL;
+    if ((rc = load_inputs(&o, &model, &topo))) {
+        dt_model_destroy(model);
+        return rc;
+    }
+    if (o.summary) {
+        dt_model_print_summary(model, stdout);
+        dt_model_destroy(model);
+        return 0;
+    }
+    FILE *out = stdout, *trace = NULL;
+    struct row *rows = NULL;
+    int n_rows = 0, cap = 0, trace_pid = 1;
+    if (o.output && !(out = fopen(o.output, "w"))) {
+        fprintf(stderr, "%s: --output %s: %s\n", prog, o.output, strerror(errno));
+        rc = 2;
+        goto done;
+    }
+    if (o.trace) {
+        if (!(trace = fopen(o.trace, "w"))) {
+            fprintf(stderr, "%s: --trace %s: %s\n", prog, o.trace, strerror(errno));
+            rc = 2;
+            goto done;
+        }
+        fprintf(trace, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
+                       "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+                       "\"args\": {\"name\": \"dtsim\"}}");
+    }
+    if (o.n_sweep_nodes || o.n_sweep_ppn) {
+        int n_nodes = o.n_sweep_nodes ? o.n_sweep_nodes : 1;
+        int n_ppn = o.n_sweep_ppn ? o.n_sweep_ppn : 1;
+        for (int i = 0; i < n_nodes && !rc; i++)
+            for (int j = 0; j < n_ppn && !rc; j++) {
+                int nodes = o.n_sweep_nodes ? o.sweep_nodes[i] : topo->n_nodes;
+                int ppn = o.n_sweep_ppn ? o.sweep_ppn[j] : topo->groups[0].devices;
+                struct dt_topology *shape;
+                struct dt_error err;
+                dt_error_clear(&err);
+                if (dt_topology_reshape(topo, nodes, ppn, &shape, &err)) {
+                    dt_error_print(prog, &err);
+                    rc = 2;
+                    break;
+                }
+                rc = run_shape(&o, model, shape, trace, &trace_pid, &rows, &n_rows, &cap);
+                dt_topology_destroy(shape);
+            }
+    } else {
+        rc = run_shape(&o, model, topo, trace, &trace_pid, &rows, &n_rows, &cap);
+    }
+    if (rc || o.dump_plan)
+        goto done;
+    qsort(rows, (size_t)n_rows, sizeof *rows, cmp_rows);
+    if (o.format == FMT_TABLE)
+        print_table(out, &o, model, topo, rows, n_rows);
+    else if (o.format == FMT_CSV)
+        print_csv(out, &o, model, topo, rows, n_rows);
+    else
+        print_json(out, &o, model, topo, rows, n_rows);
+done:
+    if (trace) {
+        fprintf(trace, "\n]}\n");
+        fclose(trace);
+    }
+    if (out && out != stdout && fclose(out) != 0 && !rc) {
+        fprintf(stderr, "%s: --output %s: %s\n", prog, o.output, strerror(errno));
+        rc = 1;
+    }
+    free(rows);
+    dt_topology_destroy(topo);
+    dt_model_destroy(model);
+    return rc;
+}

@@ -1,0 +1,672 @@
+/* The engine: an event queue, devices, and the flow network with incremental max-min. */
+#include "engine.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eventq.h"
+#include "maxmin.h"
+
+enum ev_kind { EV_FLOW_START, EV_FLOW_END, EV_COMPUTE, EV_TIMER };
+
+#define NONE UINT32_MAX
+
+/* A flow in a link's list: which flow, and which hop of its route this link is. */
+struct lref {
+    uint32_t flow;
+    uint32_t hop;
+};
+
+struct link {
+    double bw_Bps, lat_s;
+    bool shared;          /* finite capacity: takes part in max-min */
+    bool dirty;           /* its set of flows changed since the last solve */
+    struct lref *fl;      /* flows in their transfer phase on this link */
+    int nf, capf, max_flows;
+    double bytes;         /* carried by flows up to their last update */
+    double busy_s, busy_since;
+    uint32_t stamp;       /* component search: visited in search number stamp */
+    int local;            /* index in the current component's problem */
+};
+
+enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
+
+struct flow {
+    double bytes, remaining, rate, t_upd, t_start;
+    uint64_t tag;
+    int src, dst;
+    uint32_t ev;          /* pending end event (FL_ACTIVE with a rate), else NONE */
+    uint32_t stamp;
+    uint32_t next_free;
+    uint8_t state, n_hops, n_shared;
+    int32_t link[DT_SIM_MAX_HOPS];
+    int32_t pos[DT_SIM_MAX_HOPS]; /* index of this flow in link[h]'s list */
+};
+
+struct op {               /* a compute op or a timer in flight */
+    uint64_t tag;
+    double t_start;
+    int dev;
+    uint32_t next_free;
+};
+
+struct device {
+    double free_at;
+    double busy_s;
+};
+
+struct dt_sim {
+    struct dt_eventq *q;
+    struct dt_maxmin *mm;
+
+    struct link *links;
+    int n_links, cap_links;
+    struct device *devs;
+    int n_devs, cap_devs;
+
+    struct flow *flows;
+    uint32_t n_flows, cap_flows, flow_free;
+    int active_flows, transferring;
+    struct op *ops;
+    uint32_t n_ops, cap_ops, op_free;
+
+    double *sent, *recvd;
+    int n_eps, cap_eps;
+
+    int *dirty;           /* links whose flow set changed at the current time */
+    int n_dirty, cap_dirty;
+    uint32_t stamp;
+
+    /* scratch for one component's problem */
+    uint32_t *cflows;
+    int cap_cflows;
+    int *clinks;
+    int cap_clinks;
+    double *ccap, *crate;
+    int *cstart, *cidx;
+    int cap_ccap, cap_crate, cap_cstart, cap_cidx;
+
+    struct dt_sim_counters cnt;
+};
+
+/* Grows an array to hold n elements (capacity doubles). */
+static int grow(void **p, int *capacity, int n, size_t sz)
+{
+    if (n <= *capacity)
+        return 0;
+    int c = *capacity ? *capacity : 64;
+    while (c < n) {
+        if (c > INT32_MAX / 2)
+            return -1;
+        c *= 2;
+    }
+    void *q = realloc(*p, (size_t)c * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    *capacity = c;
+    return 0;
+}
+
+static int oom(struct dt_error *err, const char *what)
+{
+    return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (%s)", what);
+}
+
+int dt_sim_create(struct dt_sim **out, struct dt_error *err)
+{
+    struct dt_sim *sim = calloc(1, sizeof *sim);
+    if (!sim)
+        return oom(err, "simulator");
+    sim->flow_free = NONE;
+    sim->op_free = NONE;
+    int rc = dt_eventq_create(&sim->q, err);
+    if (!rc)
+        rc = dt_maxmin_create(&sim->mm, err);
+    if (rc) {
+        dt_sim_destroy(sim);
+        return rc;
+    }
+    *out = sim;
+    return DT_OK;
+}
+
+void dt_sim_destroy(struct dt_sim *sim)
+{
+    if (!sim)
+        return;
+    dt_eventq_destroy(sim->q);
+    dt_maxmin_destroy(sim->mm);
+    for (int l = 0; l < sim->n_links; l++)
+        free(sim->links[l].fl);
+    free(sim->links);
+    free(sim->devs);
+    free(sim->flows);
+    free(sim->ops);
+    free(sim->sent);
+    free(sim->recvd);
+    free(sim->dirty);
+    free(sim->cflows);
+    free(sim->clinks);
+    free(sim->ccap);
+    free(sim->crate);
+    free(sim->cstart);
+    free(sim->cidx);
+    free(sim);
+}
+
+int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
+                    struct dt_error *err)
+{
+    if (!(bw_Bps > 0))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "link bandwidth %g B/s: must be > 0", bw_Bps);
+    if (!(lat_s >= 0) || !isfinite(lat_s))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "link latency %g s: must be finite and >= 0",
+                       lat_s);
+    if (grow((void **)&sim->links, &sim->cap_links, sim->n_links + 1, sizeof *sim->links))
+        return oom(err, "links");
+    struct link *l = &sim->links[sim->n_links];
+    memset(l, 0, sizeof *l);
+    l->bw_Bps = bw_Bps;
+    l->lat_s = lat_s;
+    l->shared = isfinite(bw_Bps);
+    if (id)
+        *id = sim->n_links;
+    sim->n_links++;
+    return DT_OK;
+}
+
+int dt_sim_add_device(struct dt_sim *sim, int *id, struct dt_error *err)
+{
+    if (grow((void **)&sim->devs, &sim->cap_devs, sim->n_devs + 1, sizeof *sim->devs))
+        return oom(err, "devices");
+    sim->devs[sim->n_devs] = (struct device){0, 0};
+    if (id)
+        *id = sim->n_devs;
+    sim->n_devs++;
+    return DT_OK;
+}
+
+static int endpoint(struct dt_sim *sim, int ep, struct dt_error *err)
+{
+    if (ep < -1)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "endpoint %d: must be >= 0 (or -1: none)", ep);
+    if (ep >= sim->n_eps) {
+        int c1 = sim->cap_eps, c2 = sim->cap_eps;
+        if (grow((void **)&sim->sent, &c1, ep + 1, sizeof *sim->sent) ||
+            grow((void **)&sim->recvd, &c2, ep + 1, sizeof *sim->recvd))
+            return oom(err, "endpoints");
+        sim->cap_eps = c1 < c2 ? c1 : c2;
+        for (int e = sim->n_eps; e <= ep; e++)
+            sim->sent[e] = sim->recvd[e] = 0;
+        sim->n_eps = ep + 1;
+    }
+    return DT_OK;
+}
+
+static int new_op(struct dt_sim *sim, uint32_t *out, struct dt_error *err)
+{
+    uint32_t i = sim->op_free;
+    if (i != NONE) {
+        sim->op_free = sim->ops[i].next_free;
+    } else {
+        int c = (int)sim->cap_ops;
+        if (grow((void **)&sim->ops, &c, (int)sim->n_ops + 1, sizeof *sim->ops))
+            return oom(err, "ops");
+        sim->cap_ops = (uint32_t)c;
+        i = sim->n_ops++;
+    }
+    *out = i;
+    return DT_OK;
+}
+
+static void free_op(struct dt_sim *sim, uint32_t i)
+{
+    sim->ops[i].next_free = sim->op_free;
+    sim->op_free = i;
+}
+
+int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
+                   struct dt_error *err)
+{
+    if (dev < 0 || dev >= sim->n_devs)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "device %d does not exist", dev);
+    if (!(duration_s >= 0) || !isfinite(duration_s))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "compute duration %g s: must be finite and "
+                       ">= 0", duration_s);
+    double now = dt_eventq_now(sim->q);
+    struct device *d = &sim->devs[dev];
+    double start = d->free_at > now ? d->free_at : now;
+    double end = start + duration_s;
+    uint32_t i = NONE;
+    int rc = new_op(sim, &i, err);
+    if (rc)
+        return rc;
+    rc = dt_eventq_schedule(sim->q, end - now, EV_COMPUTE, i, NULL, err);
+    if (rc) {
+        free_op(sim, i);
+        return rc;
+    }
+    sim->ops[i] = (struct op){tag, start, dev, NONE};
+    d->free_at = end;
+    d->busy_s += duration_s;
+    return DT_OK;
+}
+
+int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_error *err)
+{
+    uint32_t i = NONE;
+    int rc = new_op(sim, &i, err);
+    if (rc)
+        return rc;
+    rc = dt_eventq_schedule(sim->q, delay_s, EV_TIMER, i, NULL, err);
+    if (rc) {
+        free_op(sim, i);
+        return rc;
+    }
+    sim->ops[i] = (struct op){tag, dt_eventq_now(sim->q), -1, NONE};
+    return DT_OK;
+}
+
+int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
+                int dst, uint64_t tag, struct dt_error *err)
+{
+    if (!(bytes >= 0) || !isfinite(bytes))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
+                       bytes);
+    if (n_hops < 0 || n_hops > DT_SIM_MAX_HOPS)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route of %d hops: at most %d", n_hops,
+                       DT_SIM_MAX_HOPS);
+    double lat = 0;
+    int n_shared = 0;
+    for (int h = 0; h < n_hops; h++) {
+        if (route[h] < 0 || route[h] >= sim->n_links)
+            return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route: link %d does not exist",
+                           route[h]);
+        lat += sim->links[route[h]].lat_s;
+        n_shared += sim->links[route[h]].shared;
+    }
+    int rc = endpoint(sim, src, err);
+    if (!rc)
+        rc = endpoint(sim, dst, err);
+    if (rc)
+        return rc;
+    uint32_t i = sim->flow_free;
+    if (i != NONE) {
+        sim->flow_free = sim->flows[i].next_free;
+    } else {
+        int c = (int)sim->cap_flows;
+        if (grow((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
+            return oom(err, "flows");
+        sim->cap_flows = (uint32_t)c;
+        i = sim->n_flows++;
+    }
+    rc = dt_eventq_schedule(sim->q, lat, EV_FLOW_START, i, NULL, err);
+    if (rc) {
+        sim->flows[i].next_free = sim->flow_free;
+        sim->flow_free = i;
+        return rc;
+    }
+    struct flow *f = &sim->flows[i];
+    f->bytes = f->remaining = bytes;
+    f->rate = 0;
+    f->t_upd = f->t_start = dt_eventq_now(sim->q);
+    f->tag = tag;
+    f->src = src;
+    f->dst = dst;
+    f->ev = NONE;
+    f->stamp = 0;
+    f->state = FL_LATENCY;
+    f->n_hops = (uint8_t)n_hops;
+    f->n_shared = (uint8_t)n_shared;
+    for (int h = 0; h < n_hops; h++)
+        f->link[h] = route[h];
+    if (src >= 0)
+        sim->sent[src] += bytes;
+    sim->active_flows++;
+    sim->cnt.flows_started++;
+    return DT_OK;
+}
+
+static int mark_dirty(struct dt_sim *sim, int l, struct dt_error *err)
+{
+    if (sim->links[l].dirty)
+        return DT_OK;
+    if (grow((void **)&sim->dirty, &sim->cap_dirty, sim->n_dirty + 1, sizeof *sim->dirty))
+        return oom(err, "dirty links");
+    sim->links[l].dirty = true;
+    sim->dirty[sim->n_dirty++] = l;
+    return DT_OK;
+}
+
+/* Brings a transferring flow's remaining bytes (and its links' byte counts) up to now. */
+static void settle(struct dt_sim *sim, struct flow *f, double now)
+{
+    double moved = f->rate * (now - f->t_upd);
+    if (moved > f->remaining)
+        moved = f->remaining;
+    if (moved > 0) {
+        f->remaining -= moved;
+        for (int h = 0; h < f->n_hops; h++)
+            sim->links[f->link[h]].bytes += moved;
+    }
+    f->t_upd = now;
+}
+
+/* The flow's latency is over: it joins its links' lists and waits for the next solve. */
+static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool *done,
+                               struct dt_error *err)
+{
+    struct flow *f = &sim->flows[i];
+    f->t_upd = now;
+    if (f->bytes == 0 || f->n_shared == 0) {
+        /* nothing to share: delivered at once (unshared links carry it instantly) */
+        for (int h = 0; h < f->n_hops; h++)
+            sim->links[f->link[h]].bytes += f->bytes;
+        f->remaining = 0;
+        *done = true;
+        return DT_OK;
+    }
+    *done = false;
+    f->state = FL_ACTIVE;
+    for (int h = 0; h < f->n_hops; h++) {
+        struct link *l = &sim->links[f->link[h]];
+        if (grow((void **)&l->fl, &l->capf, l->nf + 1, sizeof *l->fl))
+            return oom(err, "link flow list");
+        if (l->nf == 0)
+            l->busy_since = now;
+        f->pos[h] = l->nf;
+        l->fl[l->nf++] = (struct lref){i, (uint32_t)h};
+        if (l->nf > l->max_flows)
+            l->max_flows = l->nf;
+    }
+    /* one shared link suffices: the search from it finds the whole component */
+    for (int h = 0; h < f->n_hops; h++)
+        if (sim->links[f->link[h]].shared)
+            return mark_dirty(sim, f->link[h], err);
+    return DT_OK;
+}
+
+/* The flow delivered its last byte: it leaves its links; what remains may share anew. */
+static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct dt_error *err)
+{
+    struct flow *f = &sim->flows[i];
+    for (int h = 0; h < f->n_hops; h++) {
+        struct link *l = &sim->links[f->link[h]];
+        l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
+        int p = f->pos[h];
+        struct lref last = l->fl[--l->nf];
+        if (p != l->nf) {
+            l->fl[p] = last;
+            sim->flows[last.flow].pos[last.hop] = p;
+        }
+        if (l->nf == 0)
+            l->busy_s += now - l->busy_since;
+        else if (l->shared) {
+            int rc = mark_dirty(sim, f->link[h], err);
+            if (rc)
+                return rc;
+        }
+    }
+    f->remaining = 0;
+    f->ev = NONE;
+    return DT_OK;
+}
+
+static void free_flow(struct dt_sim *sim, uint32_t i)
+{
+    struct flow *f = &sim->flows[i];
+    f->state = FL_FREE;
+    f->next_free = sim->flow_free;
+    sim->flow_free = i;
+    sim->active_flows--;
+}
+
+#define RESERVE(arr, capv, n, what)                                                 \
+    do {                                                                            \
+        if (grow((void **)&sim->arr, &sim->capv, (n), sizeof *sim->arr))            \
+            return oom(err, what);                                                  \
+    } while (0)
+
+/* Solves the component that contains shared link `seed` and applies the new rates. */
+static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_error *err)
+{
+    uint32_t stamp = sim->stamp;
+    int n_links = 0, n_flows = 0, nnz = 0;
+    RESERVE(clinks, cap_clinks, 1, "component");
+    sim->links[seed].stamp = stamp;
+    sim->links[seed].local = 0;
+    sim->clinks[n_links++] = seed;
+    /* breadth-first over shared links; clinks doubles as the queue */
+    for (int qi = 0; qi < n_links; qi++) {
+        struct link *l = &sim->links[sim->clinks[qi]];
+        for (int k = 0; k < l->nf; k++) {
+            uint32_t fi = l->fl[k].flow;
+            struct flow *f = &sim->flows[fi];
+            if (f->stamp == stamp)
+                continue;
+            f->stamp = stamp;
+            RESERVE(cflows, cap_cflows, n_flows + 1, "component");
+            sim->cflows[n_flows++] = fi;
+            nnz += f->n_shared;
+            for (int h = 0; h < f->n_hops; h++) {
+                struct link *m = &sim->links[f->link[h]];
+                if (!m->shared || m->stamp == stamp)
+                    continue;
+                m->stamp = stamp;
+                RESERVE(clinks, cap_clinks, n_links + 1, "component");
+                m->local = n_links;
+                sim->clinks[n_links++] = f->link[h];
+            }
+        }
+    }
+    if (n_flows == 0)
+        return DT_OK;
+    RESERVE(ccap, cap_ccap, n_links, "component");
+    RESERVE(crate, cap_crate, n_flows, "component");
+    RESERVE(cstart, cap_cstart, n_flows + 1, "component");
+    RESERVE(cidx, cap_cidx, nnz, "component");
+    for (int k = 0; k < n_links; k++)
+        sim->ccap[k] = sim->links[sim->clinks[k]].bw_Bps;
+    int w = 0;
+    for (int j = 0; j < n_flows; j++) {
+        const struct flow *f = &sim->flows[sim->cflows[j]];
+        sim->cstart[j] = w;
+        for (int h = 0; h < f->n_hops; h++) {
+            const struct link *m = &sim->links[f->link[h]];
+            if (m->shared)
+                sim->cidx[w++] = m->local;
+        }
+    }
+    sim->cstart[n_flows] = w;
+    int rc = dt_maxmin_solve(sim->mm, n_links, sim->ccap, n_flows, sim->cstart, sim->cidx,
+                             sim->crate, err);
+    if (rc)
+        return rc;
+    sim->cnt.solves++;
+    sim->cnt.solved_flows += (uint64_t)n_flows;
+    for (int j = 0; j < n_flows; j++) {
+        uint32_t fi = sim->cflows[j];
+        struct flow *f = &sim->flows[fi];
+        double r = sim->crate[j];
+        if (r == f->rate && f->ev != NONE)
+            continue; /* same rate: the end event already stands */
+        settle(sim, f, now);
+        f->rate = r;
+        double dt = f->remaining / r;
+        if (f->ev == NONE)
+            rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
+        else
+            rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+        if (rc)
+            return rc;
+        sim->cnt.rate_changes++;
+    }
+    return DT_OK;
+}
+
+/* One solve per timestamp: every component touched since the last one. */
+static int solve_dirty(struct dt_sim *sim, double now, struct dt_error *err)
+{
+    sim->stamp++;
+    if (sim->stamp == 0) { /* wrapped: clear the marks so that none looks current */
+        for (int l = 0; l < sim->n_links; l++)
+            sim->links[l].stamp = 0;
+        for (uint32_t i = 0; i < sim->n_flows; i++)
+            sim->flows[i].stamp = 0;
+        sim->stamp = 1;
+    }
+    for (int k = 0; k < sim->n_dirty; k++) {
+        int l = sim->dirty[k];
+        sim->links[l].dirty = false;
+        if (sim->links[l].stamp == sim->stamp)
+            continue; /* already solved with an earlier component */
+        int rc = solve_component(sim, l, now, err);
+        if (rc)
+            return rc;
+    }
+    sim->n_dirty = 0;
+    return DT_OK;
+}
+
+static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
+                            struct dt_sim_completion *c)
+{
+    struct flow *f = &sim->flows[i];
+    *c = (struct dt_sim_completion){DT_SIM_FLOW, f->tag, f->t_start, now, f->bytes, f->src,
+                                    f->dst, -1};
+    if (f->dst >= 0)
+        sim->recvd[f->dst] += f->bytes;
+    sim->cnt.flows_done++;
+    free_flow(sim, i);
+}
+
+int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error *err)
+{
+    for (;;) {
+        double now = dt_eventq_now(sim->q), t;
+        int has = dt_eventq_peek(sim->q, &t);
+        if (sim->n_dirty > 0 && (!has || t > now)) {
+            /* every change at this timestamp is in: share the links anew */
+            int rc = solve_dirty(sim, now, err);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!has) {
+            memset(c, 0, sizeof *c);
+            c->kind = DT_SIM_END;
+            c->t_end = now;
+            return DT_OK;
+        }
+        struct dt_event ev;
+        dt_eventq_pop(sim->q, &ev);
+        now = ev.t;
+        sim->cnt.events++;
+        switch ((enum ev_kind)ev.kind) {
+        case EV_FLOW_START: {
+            bool done;
+            int rc = flow_begin_transfer(sim, ev.data, now, &done, err);
+            if (rc)
+                return rc;
+            if ((uint64_t)(sim->active_flows) > sim->cnt.max_active_flows)
+                sim->cnt.max_active_flows = (uint64_t)sim->active_flows;
+            if (done) {
+                flow_completion(sim, ev.data, now, c);
+                return DT_OK;
+            }
+            break;
+        }
+        case EV_FLOW_END: {
+            int rc = flow_end_transfer(sim, ev.data, now, err);
+            if (rc)
+                return rc;
+            flow_completion(sim, ev.data, now, c);
+            return DT_OK;
+        }
+        case EV_COMPUTE:
+        case EV_TIMER: {
+            struct op *o = &sim->ops[ev.data];
+            bool compute = ev.kind == EV_COMPUTE;
+            *c = (struct dt_sim_completion){compute ? DT_SIM_COMPUTE : DT_SIM_TIMER, o->tag,
+                                            o->t_start, now, 0, -1, -1, o->dev};
+            if (compute)
+                sim->cnt.computes++;
+            else
+                sim->cnt.timers++;
+            free_op(sim, ev.data);
+            return DT_OK;
+        }
+        }
+    }
+}
+
+double dt_sim_now(const struct dt_sim *sim)
+{
+    return dt_eventq_now(sim->q);
+}
+
+int dt_sim_n_links(const struct dt_sim *sim)
+{
+    return sim->n_links;
+}
+
+int dt_sim_n_devices(const struct dt_sim *sim)
+{
+    return sim->n_devs;
+}
+
+int dt_sim_active_flows(const struct dt_sim *sim)
+{
+    return sim->active_flows;
+}
+
+void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (link < 0 || link >= sim->n_links)
+        return;
+    const struct link *l = &sim->links[link];
+    double now = dt_eventq_now(sim->q);
+    out->bytes = l->bytes;
+    for (int k = 0; k < l->nf; k++) {
+        const struct flow *f = &sim->flows[l->fl[k].flow];
+        double moved = f->rate * (now - f->t_upd);
+        out->bytes += moved < f->remaining ? moved : f->remaining;
+    }
+    out->busy_s = l->busy_s + (l->nf > 0 ? now - l->busy_since : 0);
+    out->max_flows = l->max_flows;
+}
+
+double dt_sim_device_busy(const struct dt_sim *sim, int dev)
+{
+    if (dev < 0 || dev >= sim->n_devs)
+        return 0;
+    const struct device *d = &sim->devs[dev];
+    double now = dt_eventq_now(sim->q);
+    /* ops are back to back up to free_at; the part after now has not run yet */
+    double ahead = d->free_at > now ? d->free_at - now : 0;
+    return d->busy_s - ahead;
+}
+
+double dt_sim_endpoint_sent(const struct dt_sim *sim, int ep)
+{
+    return ep >= 0 && ep < sim->n_eps ? sim->sent[ep] : 0;
+}
+
+double dt_sim_endpoint_received(const struct dt_sim *sim, int ep)
+{
+    return ep >= 0 && ep < sim->n_eps ? sim->recvd[ep] : 0;
+}
+
+int dt_sim_n_endpoints(const struct dt_sim *sim)
+{
+    return sim->n_eps;
+}
+
+void dt_sim_get_counters(const struct dt_sim *sim, struct dt_sim_counters *out)
+{
+    *out = sim->cnt;
+}

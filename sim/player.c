@@ -1,0 +1,508 @@
+/* Plays a plan: each rank walks its ops; compute ops occupy the rank's device; a collective
+ * runs the rounds of its algorithm (dt_coll_schedule) as flows between the ranks' endpoints. */
+#include "player.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/collective.h"
+#include "engine.h"
+#include "network.h"
+
+enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW };
+
+static uint64_t make_tag(enum tag_kind k, uint32_t index)
+{
+    return ((uint64_t)k << 32) | index;
+}
+
+/* A collective in progress on one rank. */
+struct activity {
+    int rank, op;            /* the COLL op */
+    int group, seq;          /* identifies the collective across its members */
+    int me;                  /* index in the group */
+    struct dt_schedule s;
+    int round;
+    int outstanding;         /* transfers of the current round not yet complete */
+    long sum_floats;         /* floats to add after the round */
+    bool done;
+    double t_round, latest_sender_start;
+};
+
+/* A message delivered before its receive was posted. */
+struct mail {
+    int src, dst, group, seq;
+    double t_start;
+    bool used;
+};
+
+struct flowrec {
+    int act;                 /* the sender's activity */
+    int src, dst, group, seq;
+};
+
+struct rankstate {
+    int pc;
+    bool blocked;            /* waiting for a compute, a collective or a WAIT */
+    int wait_act;            /* activity awaited, or -1 */
+    double block_t;
+    int *coll_seq;           /* per group: collectives started */
+    int *handle_act;         /* per handle: activity */
+    double op_start;
+};
+
+struct player {
+    const struct dt_plan *plan;
+    const struct dt_cost_params *cp;
+    const struct dt_sim_options *opt;
+    struct dt_sim *sim;
+    struct dt_simnet net;
+    struct rankstate *rs;
+    struct activity *acts;
+    int n_acts, cap_acts;
+    struct mail *mail;
+    int n_mail, cap_mail;
+    struct flowrec *flows;
+    int n_flows, cap_flows;
+    struct dt_sim_result *res;
+    struct dt_error *err;
+    long trace_events;
+};
+
+static const struct dt_device_spec *device_of(struct player *p, int rank)
+{
+    return &dt_topology_group_of_node(p->plan->topo, p->net.node_of[rank])->device;
+}
+
+static void trace(struct player *p, int tid, const char *name, const char *cat, double t0,
+                  double t1)
+{
+    FILE *f = p->opt ? p->opt->trace : NULL;
+    if (!f || p->trace_events > 2000000)
+        return;
+    p->trace_events++;
+    fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
+               "\"ts\": %.3f, \"dur\": %.3f}",
+            name, cat, p->opt->trace_pid, tid, t0 * 1e6, (t1 - t0) * 1e6);
+}
+
+static int grow(void **arr, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    int c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *a = realloc(*arr, (size_t)c * size);
+    if (!a)
+        return -1;
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
+static int advance(struct player *p, int rank);
+
+/* Matches a delivered message with a posted receive of the activity's current round. */
+static bool try_match(struct player *p, struct activity *a, int src, double t_start)
+{
+    if (a->done || a->round >= a->s.n_rounds)
+        return false;
+    const struct dt_group *g = &p->plan->groups[a->group];
+    for (int i = a->s.round_start[a->round]; i < a->s.round_start[a->round + 1]; i++) {
+        struct dt_xfer *x = &a->s.xfers[i];
+        if (!x->send && x->count > 0 && g->ranks[x->peer] == src) {
+            x->count = -x->count; /* mark as received (restored sign gives the size) */
+            a->outstanding--;
+            if (t_start > a->latest_sender_start)
+                a->latest_sender_start = t_start;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int finish_round(struct player *p, int ai);
+
+/* Posts the current round of activity ai: starts its sends, consumes delivered messages. */
+static int post_round(struct player *p, int ai)
+{
+    struct activity *a = &p->acts[ai];
+    const struct dt_group *g = &p->plan->groups[a->group];
+    int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
+    a->outstanding = hi - lo;
+    a->sum_floats = 0;
+    a->t_round = dt_sim_now(p->sim);
+    a->latest_sender_start = a->t_round;
+    for (int i = lo; i < hi; i++) {
+        struct dt_xfer *x = &a->s.xfers[i];
+        int peer = g->ranks[x->peer];
+        if (x->sum)
+            a->sum_floats += x->count;
+        if (!x->send)
+            continue;
+        if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        p->flows[p->n_flows] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
+        int route[DT_SIM_MAX_HOPS];
+        int hops = dt_simnet_route(&p->net, a->rank, peer, route);
+        double bytes = 4.0 * x->count;
+        p->res->rank[a->rank].bytes_sent += bytes;
+        int rc = dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
+                             make_tag(TAG_FLOW, (uint32_t)p->n_flows), p->err);
+        p->n_flows++;
+        if (rc)
+            return rc;
+    }
+    for (int m = 0; m < p->n_mail; m++) {
+        struct mail *ml = &p->mail[m];
+        if (!ml->used && ml->dst == a->rank && ml->group == a->group && ml->seq == a->seq &&
+            try_match(p, a, ml->src, ml->t_start))
+            ml->used = true;
+    }
+    int kept = 0; /* drop consumed mail, keeping the order of the rest */
+    for (int m = 0; m < p->n_mail; m++)
+        if (!p->mail[m].used)
+            p->mail[kept++] = p->mail[m];
+    p->n_mail = kept;
+    return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
+}
+
+/* All transfers of the round are complete: add received floats (a compute on the device),
+ * or go on with the next round. */
+static int finish_round(struct player *p, int ai)
+{
+    struct activity *a = &p->acts[ai];
+    int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
+    for (int i = lo; i < hi; i++)
+        if (a->s.xfers[i].count < 0)
+            a->s.xfers[i].count = -a->s.xfers[i].count;
+    trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
+    a->round++;
+    if (a->sum_floats > 0) {
+        double d = dt_cost_reduce(p->cp, device_of(p, a->rank), a->sum_floats);
+        a->outstanding = -1; /* reduction in progress */
+        return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
+    }
+    if (a->round >= a->s.n_rounds) {
+        a->done = true;
+        return DT_OK;
+    }
+    return post_round(p, ai);
+}
+
+static int start_activity(struct player *p, int rank, int op_index, int *out)
+{
+    const struct dt_op *op = &p->plan->ranks[rank].ops[op_index];
+    const struct dt_group *g = &p->plan->groups[op->group];
+    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int ai = p->n_acts++;
+    struct activity *a = &p->acts[ai];
+    memset(a, 0, sizeof *a);
+    a->rank = rank;
+    a->op = op_index;
+    a->group = op->group;
+    a->seq = p->rs[rank].coll_seq[op->group]++;
+    a->me = -1;
+    for (int i = 0; i < g->n; i++)
+        if (g->ranks[i] == rank)
+            a->me = i;
+    if (a->me < 0)
+        return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
+                       op->group);
+    dt_schedule_init(&a->s);
+    int rc = dt_coll_schedule(op->coll, op->alg, g->n, a->me, op->root, op->region.count, &a->s,
+                              p->err);
+    if (rc)
+        return rc;
+    *out = ai;
+    if (a->s.n_rounds == 0) {
+        a->done = true;
+        return DT_OK;
+    }
+    return post_round(p, ai);
+}
+
+/* Accounts a blocked interval: idle until the last sender started, communication after. */
+static void unblock(struct player *p, int rank, double sender_start)
+{
+    struct rankstate *r = &p->rs[rank];
+    double now = dt_sim_now(p->sim);
+    double idle = fmin(fmax(0, sender_start - r->block_t), now - r->block_t);
+    p->res->rank[rank].idle_s += idle;
+    p->res->rank[rank].comm_s += now - r->block_t - idle;
+    r->blocked = false;
+    r->wait_act = -1;
+}
+
+/* Runs rank's ops until one blocks or the program ends. */
+static int advance(struct player *p, int rank)
+{
+    const struct dt_rank_plan *rp = &p->plan->ranks[rank];
+    struct rankstate *r = &p->rs[rank];
+    const struct dt_model *m = p->plan->model;
+    while (!r->blocked && r->pc < rp->n_ops) {
+        const struct dt_op *op = &rp->ops[r->pc];
+        int rc = DT_OK, ai = -1;
+        double now = dt_sim_now(p->sim);
+        r->op_start = now;
+        switch (op->kind) {
+        case DT_OP_COMPUTE:
+        case DT_OP_LOAD: {
+            double d = op->kind == DT_OP_LOAD
+                           ? op->bytes / fmax(device_of(p, rank)->mem_bw_Bps, 1)
+                           : dt_cost_compute(p->cp, device_of(p, rank), m, op);
+            r->blocked = true;
+            r->wait_act = -1;
+            r->block_t = now;
+            rc = dt_sim_compute(p->sim, rank, d, make_tag(TAG_COMPUTE, (uint32_t)rank), p->err);
+            break;
+        }
+        case DT_OP_COLL:
+            rc = start_activity(p, rank, r->pc, &ai);
+            if (rc)
+                return rc;
+            if (op->nonblocking) {
+                if (op->handle < 0 || op->handle >= p->plan->next_handle)
+                    return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "bad handle %d",
+                                   op->handle);
+                r->handle_act[op->handle] = ai;
+                r->pc++;
+                continue;
+            }
+            if (!p->acts[ai].done) {
+                r->blocked = true;
+                r->wait_act = ai;
+                r->block_t = now;
+            }
+            break;
+        case DT_OP_WAIT:
+            if (op->handle < 0 || op->handle >= p->plan->next_handle ||
+                r->handle_act[op->handle] < 0)
+                return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0,
+                               "rank %d waits for handle %d that was not started", rank,
+                               op->handle);
+            ai = r->handle_act[op->handle];
+            if (!p->acts[ai].done) {
+                r->blocked = true;
+                r->wait_act = ai;
+                r->block_t = now;
+            }
+            break;
+        case DT_OP_SEND:
+        case DT_OP_RECV:
+            return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0,
+                           "point-to-point plan ops are not simulated yet");
+        }
+        if (rc)
+            return rc;
+        if (!r->blocked)
+            r->pc++;
+    }
+    if (r->pc >= rp->n_ops && !r->blocked)
+        p->res->rank[rank].end_s = dt_sim_now(p->sim);
+    return DT_OK;
+}
+
+static const char *op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
+                           size_t len)
+{
+    if (op->kind == DT_OP_LOAD)
+        return "load";
+    if (op->kind == DT_OP_COLL) {
+        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
+        return buf;
+    }
+    if (op->kind == DT_OP_WAIT)
+        return "wait";
+    if (op->phase == DT_PH_UPDATE)
+        return "update";
+    snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
+    return buf;
+}
+
+/* An activity finished: the rank waiting on it goes on. */
+static int activity_progress(struct player *p, int ai)
+{
+    struct activity *a = &p->acts[ai];
+    struct rankstate *r = &p->rs[a->rank];
+    if (a->done && r->blocked && r->wait_act == ai) {
+        char buf[128];
+        const struct dt_op *op = &p->plan->ranks[a->rank].ops[r->pc];
+        trace(p, a->rank, op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
+              dt_sim_now(p->sim));
+        unblock(p, a->rank, a->latest_sender_start);
+        r->pc++;
+        return advance(p, a->rank);
+    }
+    return DT_OK;
+}
+
+static int on_flow(struct player *p, const struct dt_sim_completion *c)
+{
+    /* a copy: what follows may grow p->flows and p->acts */
+    const struct flowrec fr = p->flows[(uint32_t)(c->tag & 0xffffffffu)];
+    const struct flowrec *f = &fr;
+    p->res->rank[f->dst].bytes_recv += c->bytes;
+    /* sender side: one transfer of its round done */
+    int rc = DT_OK;
+    if (--p->acts[f->act].outstanding == 0) {
+        rc = finish_round(p, f->act);
+        if (!rc)
+            rc = activity_progress(p, f->act);
+        if (rc)
+            return rc;
+    }
+    /* receiver side: the posted receive of the same collective, or the mailbox */
+    for (int ai = p->n_acts - 1; ai >= 0; ai--) {
+        struct activity *a = &p->acts[ai];
+        if (a->rank == f->dst && a->group == f->group && a->seq == f->seq) {
+            if (try_match(p, a, f->src, c->t_start)) {
+                if (a->outstanding == 0) {
+                    rc = finish_round(p, ai);
+                    if (!rc)
+                        rc = activity_progress(p, ai);
+                }
+                return rc;
+            }
+            break;
+        }
+    }
+    if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    p->mail[p->n_mail++] = (struct mail){f->src, f->dst, f->group, f->seq, c->t_start, false};
+    return DT_OK;
+}
+
+static int on_compute(struct player *p, const struct dt_sim_completion *c)
+{
+    enum tag_kind k = (enum tag_kind)(c->tag >> 32);
+    uint32_t idx = (uint32_t)(c->tag & 0xffffffffu);
+    if (k == TAG_REDUCE) {
+        struct activity *a = &p->acts[idx];
+        p->res->rank[a->rank].compute_s += c->t_end - c->t_start;
+        trace(p, a->rank, "sum", "compute", c->t_start, c->t_end);
+        if (a->round >= a->s.n_rounds) {
+            a->done = true;
+            return activity_progress(p, (int)idx);
+        }
+        int rc = post_round(p, (int)idx);
+        return rc ? rc : activity_progress(p, (int)idx);
+    }
+    int rank = (int)idx;
+    struct rankstate *r = &p->rs[rank];
+    const struct dt_op *op = &p->plan->ranks[rank].ops[r->pc];
+    char buf[128];
+    trace(p, rank, op_name(p->plan, op, buf, sizeof buf), "compute", c->t_start, c->t_end);
+    p->res->rank[rank].compute_s += c->t_end - c->t_start;
+    /* time queued behind a reduction on the same device counts as communication */
+    p->res->rank[rank].comm_s += c->t_start - r->block_t;
+    r->blocked = false;
+    r->pc++;
+    return advance(p, rank);
+}
+
+int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
+               const struct dt_sim_options *opt, struct dt_sim_result *res, struct dt_error *err)
+{
+    memset(res, 0, sizeof *res);
+    struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err};
+    int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
+    if (rc)
+        return rc;
+    res->n_ranks = n;
+    res->rank = calloc((size_t)n, sizeof *res->rank);
+    p.rs = calloc((size_t)n, sizeof *p.rs);
+    if (!res->rank || !p.rs) {
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    rc = dt_simnet_build(&p.net, p.sim, plan->topo, n, cp, err);
+    for (int r = 0; r < n && !rc; r++) {
+        int dev;
+        rc = dt_sim_add_device(p.sim, &dev, err);
+        p.rs[r].coll_seq = calloc((size_t)plan->n_groups, sizeof(int));
+        p.rs[r].handle_act = malloc((size_t)(plan->next_handle + 1) * sizeof(int));
+        p.rs[r].wait_act = -1;
+        if (!rc && (!p.rs[r].coll_seq || !p.rs[r].handle_act))
+            rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        for (int h = 0; !rc && h <= plan->next_handle; h++)
+            p.rs[r].handle_act[h] = -1;
+    }
+    if (!rc && opt && opt->trace) {
+        fprintf(opt->trace, ",\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, "
+                            "\"args\": {\"name\": \"%s\"}}",
+                opt->trace_pid, opt->trace_name ? opt->trace_name : "plan");
+        for (int r = 0; r < n; r++)
+            fprintf(opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
+                                "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+                    opt->trace_pid, r, r);
+    }
+    /* Every rank starts with the per-iteration framework overhead. */
+    for (int r = 0; r < n && !rc; r++) {
+        p.rs[r].blocked = true;
+        p.rs[r].pc = -1;
+        rc = dt_sim_timer(p.sim, cp->iter_overhead_s, (uint64_t)r, err);
+    }
+    struct dt_sim_completion c;
+    while (!rc && (rc = dt_sim_next(p.sim, &c, err)) == DT_OK && c.kind != DT_SIM_END) {
+        if (c.kind == DT_SIM_TIMER) {
+            int r = (int)c.tag;
+            p.res->rank[r].compute_s += c.t_end - c.t_start;
+            p.rs[r].blocked = false;
+            p.rs[r].pc = 0;
+            rc = advance(&p, r);
+        } else if (c.kind == DT_SIM_FLOW) {
+            rc = on_flow(&p, &c);
+        } else {
+            rc = on_compute(&p, &c);
+        }
+    }
+    for (int r = 0; r < n && !rc; r++) {
+        if (p.rs[r].pc < plan->ranks[r].n_ops)
+            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
+                         "deadlock: rank %d stopped at op %d of %d (%s)", r, p.rs[r].pc,
+                         plan->ranks[r].n_ops, dt_strategy_name(plan->strategy));
+        if (res->rank[r].end_s > res->iter_s)
+            res->iter_s = res->rank[r].end_s;
+    }
+    /* Ranks that finish early wait for the slowest: idle until the iteration ends. */
+    for (int r = 0; r < n && !rc; r++)
+        res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
+    if (!rc && opt && opt->trace) {
+        for (int l = 0; l < p.net.n_links; l++) {
+            struct dt_sim_link_stats ls;
+            dt_sim_link_stats(p.sim, l, &ls);
+            res->bytes_on_links += ls.bytes;
+        }
+    }
+    struct dt_sim_counters cnt;
+    dt_sim_get_counters(p.sim, &cnt);
+    res->events = (long)cnt.events;
+    res->flows = (long)cnt.flows_started;
+done:
+    for (int a = 0; a < p.n_acts; a++)
+        dt_schedule_free(&p.acts[a].s);
+    free(p.acts);
+    free(p.mail);
+    free(p.flows);
+    if (p.rs)
+        for (int r = 0; r < n; r++) {
+            free(p.rs[r].coll_seq);
+            free(p.rs[r].handle_act);
+        }
+    free(p.rs);
+    dt_simnet_free(&p.net);
+    dt_sim_destroy(p.sim);
+    if (rc)
+        dt_sim_result_free(res);
+    return rc;
+}
+
+void dt_sim_result_free(struct dt_sim_result *res)
+{
+    free(res->rank);
+    res->rank = NULL;
+}

@@ -1,0 +1,39 @@
+/* Plays a plan on the topology: every rank's ops as discrete events, collectives expanded
+ * into point-to-point flows on the real routes (see libdt/collective.c), flows sharing links
+ * max-min fairly. Deterministic: the same plan gives the same result, bit for bit. */
+#ifndef DT_SIM_PLAYER_H
+#define DT_SIM_PLAYER_H
+
+#include <stdio.h>
+
+#include "dt/costmodel.h"
+#include "dt/plan.h"
+
+struct dt_rank_stats {
+    double end_s;        /* when the rank finished its iteration */
+    double compute_s;    /* busy in compute ops (and summing received floats) */
+    double comm_s;       /* blocked while its own transfers were moving (exposed communication) */
+    double idle_s;       /* blocked waiting for a peer that had not sent yet, or at the end */
+    double bytes_sent, bytes_recv;
+};
+
+struct dt_sim_result {
+    double iter_s;       /* iteration time: the last rank's end */
+    int n_ranks;
+    struct dt_rank_stats *rank; /* n_ranks entries; freed by dt_sim_result_free */
+    long events, flows;
+    double bytes_on_links;
+};
+
+struct dt_sim_options {
+    FILE *trace;         /* Chrome trace JSON of the iteration, or NULL */
+    int trace_pid;       /* process id used in the trace (several strategies in one file) */
+    const char *trace_name;
+};
+
+int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
+               const struct dt_sim_options *opt, struct dt_sim_result *res,
+               struct dt_error *err);
+void dt_sim_result_free(struct dt_sim_result *res);
+
+#endif

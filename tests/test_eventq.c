@@ -1,0 +1,177 @@
+/* The discrete-event core: order, relative scheduling, moves and cancels. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "eventq.h"
+
+static struct dt_eventq *new_queue(void)
+{
+    struct dt_eventq *q = NULL;
+    assert_int_equal(dt_eventq_create(&q, NULL), DT_OK);
+    return q;
+}
+
+/* Ensure that events come out by time, whatever the order they were written in. */
+static void test_order_by_time(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    /* times 3, 1, 2 written in that order: expected out 1, 2, 3 (data says which) */
+    assert_int_equal(dt_eventq_schedule(q, 3.0, 0, 3, NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 1.0, 0, 1, NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 2.0, 0, 2, NULL, NULL), DT_OK);
+    struct dt_event ev;
+    for (uint32_t want = 1; want <= 3; want++) {
+        assert_true(dt_eventq_pop(q, &ev));
+        assert_int_equal(ev.data, want);
+        assert_true(ev.t == (double)want);
+        assert_true(dt_eventq_now(q) == (double)want);
+    }
+    assert_false(dt_eventq_pop(q, &ev));
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that simultaneous events come out in the order they were inserted. */
+static void test_ties_by_insertion(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    /* 100 events at the same time, plus earlier and later ones interleaved: the ties must
+     * keep their insertion order 0..99 (a heap alone does not: the sequence number does) */
+    for (uint32_t i = 0; i < 100; i++) {
+        assert_int_equal(dt_eventq_schedule(q, 5.0, 1, i, NULL, NULL), DT_OK);
+        assert_int_equal(dt_eventq_schedule(q, (double)(i % 7), 2, i, NULL, NULL), DT_OK);
+        assert_int_equal(dt_eventq_schedule(q, 6.0 + i, 3, i, NULL, NULL), DT_OK);
+    }
+    struct dt_event ev;
+    uint32_t next = 0;
+    double last_t = 0;
+    uint64_t last_seq = 0;
+    int n = 0;
+    while (dt_eventq_pop(q, &ev)) {
+        assert_true(ev.t >= last_t);
+        if (ev.t == last_t && n > 0)
+            assert_true(ev.seq > last_seq);
+        last_t = ev.t;
+        last_seq = ev.seq;
+        if (ev.kind == 1)
+            assert_int_equal(ev.data, next++);
+        n++;
+    }
+    assert_int_equal(next, 100);
+    assert_int_equal(n, 300);
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that an event in the past (negative offset) or at a non-finite offset is refused and
+ * leaves the queue unchanged. */
+static void test_refuses_past(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    struct dt_error err;
+    assert_int_equal(dt_eventq_schedule(q, -1e-12, 0, 0, NULL, &err), DT_EINPUT);
+    assert_int_equal(dt_eventq_schedule(q, NAN, 0, 0, NULL, &err), DT_EINPUT);
+    assert_int_equal(dt_eventq_schedule(q, INFINITY, 0, 0, NULL, &err), DT_EINPUT);
+    assert_int_equal(dt_eventq_size(q), 0);
+    uint32_t id;
+    assert_int_equal(dt_eventq_schedule(q, 1.0, 0, 0, &id, NULL), DT_OK);
+    assert_int_equal(dt_eventq_reschedule(q, id, -0.5, &err), DT_EINPUT);
+    double t;
+    assert_true(dt_eventq_peek(q, &t));
+    assert_true(t == 1.0);
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that offsets are relative to the current time. */
+static void test_relative_to_now(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    struct dt_event ev;
+    assert_int_equal(dt_eventq_schedule(q, 2.0, 0, 0, NULL, NULL), DT_OK);
+    assert_true(dt_eventq_pop(q, &ev));
+    /* now = 2; an offset of 0.5 lands at 2.5 */
+    assert_int_equal(dt_eventq_schedule(q, 0.5, 0, 1, NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 0.0, 0, 2, NULL, NULL), DT_OK);
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 2);
+    assert_true(ev.t == 2.0);
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 1);
+    assert_true(ev.t == 2.5);
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that a moved event takes its new time and counts as written at the move (it goes
+ * after an event already at that time), and that a cancelled one never comes out. */
+static void test_reschedule_cancel(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    uint32_t a, b, c;
+    assert_int_equal(dt_eventq_schedule(q, 1.0, 0, 'a', &a, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 4.0, 0, 'b', &b, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 3.0, 0, 'c', &c, NULL), DT_OK);
+    assert_int_equal(dt_eventq_reschedule(q, a, 4.0, NULL), DT_OK); /* a: 1 -> 4, after b */
+    assert_int_equal(dt_eventq_cancel(q, c, NULL), DT_OK);
+    assert_int_equal(dt_eventq_cancel(q, c, NULL), DT_EINPUT);       /* no longer pending */
+    struct dt_event ev;
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 'b');
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 'a');
+    assert_true(ev.t == 4.0);
+    assert_false(dt_eventq_pop(q, &ev));
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that many pushes, moves and pops keep the heap order (checked against the sorted
+ * order of a deterministic pseudo-random sequence). */
+static void test_heap_stress(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    enum { N = 5000 };
+    static uint32_t ids[N];
+    static double when[N];
+    uint64_t x = 12345;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+        when[i] = (double)(x >> 40) / 1e3;
+        assert_int_equal(dt_eventq_schedule(q, when[i], 0, (uint32_t)i, &ids[i], NULL), DT_OK);
+    }
+    for (int i = 0; i < N; i += 3) { /* move every third event later by 1 */
+        when[i] += 1.0;
+        assert_int_equal(dt_eventq_reschedule(q, ids[i], when[i], NULL), DT_OK);
+    }
+    struct dt_event ev, prev = {0};
+    int n = 0;
+    while (dt_eventq_pop(q, &ev)) {
+        assert_true(ev.t == when[ev.data]);
+        if (n > 0)
+            assert_true(ev.t > prev.t || (ev.t == prev.t && ev.seq > prev.seq));
+        prev = ev;
+        n++;
+    }
+    assert_int_equal(n, N);
+    dt_eventq_destroy(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order_by_time),
+        cmocka_unit_test(test_ties_by_insertion),
+        cmocka_unit_test(test_refuses_past),
+        cmocka_unit_test(test_relative_to_now),
+        cmocka_unit_test(test_reschedule_cancel),
+        cmocka_unit_test(test_heap_stress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

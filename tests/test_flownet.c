@@ -1,0 +1,407 @@
+/* The engine's network and devices: finish times derived by hand for small systems. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "engine.h"
+
+#define REL_TOL 1e-9 /* finish times are a few sums and quotients of doubles */
+
+static void assert_close(double got, double want)
+{
+    double tol = REL_TOL * fabs(want);
+    if (!(fabs(got - want) <= tol))
+        fail_msg("got %.17g, want %.17g (relative tolerance %g)", got, want, REL_TOL);
+}
+
+enum { MAXC = 64 };
+struct run {
+    int n;
+    struct dt_sim_completion c[MAXC];
+};
+
+/* Pulls every completion (the caller reacts to none). */
+static void drain(struct dt_sim *sim, struct run *r)
+{
+    struct dt_sim_completion c;
+    r->n = 0;
+    for (;;) {
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+        if (c.kind == DT_SIM_END)
+            break;
+        assert_true(r->n < MAXC);
+        r->c[r->n++] = c;
+    }
+}
+
+/* The completion with this tag. */
+static const struct dt_sim_completion *by_tag(const struct run *r, uint64_t tag)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->c[i].tag == tag)
+            return &r->c[i];
+    fail_msg("no completion with tag %llu", (unsigned long long)tag);
+    return NULL;
+}
+
+static struct dt_sim *new_sim(void)
+{
+    struct dt_sim *sim = NULL;
+    assert_int_equal(dt_sim_create(&sim, NULL), DT_OK);
+    return sim;
+}
+
+static int link(struct dt_sim *sim, double bw, double lat)
+{
+    int id;
+    assert_int_equal(dt_sim_add_link(sim, bw, lat, &id, NULL), DT_OK);
+    return id;
+}
+
+/* Ensure that two flows on one link get half its capacity each (exact finish times). */
+static void test_two_flows_half_each(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int l = link(sim, 100, 0.5);
+    /* 100 B each at 100/2 = 50 B/s after 0.5 s latency: 0.5 + 100/50 = 2.5 s. A third flow
+     * alone on its own link of 100 B/s would take 0.5 + 1 s: sharing is what doubles it. */
+    assert_int_equal(dt_sim_flow(sim, 100, &l, 1, 0, 1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 100, &l, 1, 0, 1, 2, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 2);
+    assert_close(by_tag(&r, 1)->t_end, 2.5);
+    assert_close(by_tag(&r, 2)->t_end, 2.5);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that a flow over a fast and a slow link moves at the slow link's rate. */
+static void test_fast_and_slow(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int route[2] = {link(sim, 1e9, 0), link(sim, 1e6, 0)};
+    /* 1e6 B at min(1e9, 1e6) = 1e6 B/s: 1 s */
+    assert_int_equal(dt_sim_flow(sim, 1e6, route, 2, -1, -1, 7, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 1);
+    assert_close(r.c[0].t_end, 1.0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that the three-link, four-flow line network gets its max-min rates through the
+ * engine, and that rates are re-solved when a flow ends. */
+static void test_three_links_four_flows(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int L0 = link(sim, 1, 0), L1 = link(sim, 2, 0), L2 = link(sim, 3, 0);
+    int all[3] = {L0, L1, L2};
+    /* Rates (see test_maxmin): F0 = F1 = 1/2, F2 = 3/2, F3 = 5/2 B/s. Bytes chosen so that
+     * F1, F2, F3 end at t = 2, 2, 2 (1, 3, 5 B) and F0 has 2 B: after t = 2, F0 is alone and
+     * runs at min(1, 2, 3) = 1 B/s with 2 - 2 * 1/2 = 1 B left: it ends at t = 3. */
+    assert_int_equal(dt_sim_flow(sim, 2, all, 3, -1, -1, 0, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 1, &L0, 1, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 3, &L1, 1, -1, -1, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 5, &L2, 1, -1, -1, 3, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 4);
+    assert_close(by_tag(&r, 1)->t_end, 2.0);
+    assert_close(by_tag(&r, 2)->t_end, 2.0);
+    assert_close(by_tag(&r, 3)->t_end, 2.0);
+    assert_close(by_tag(&r, 0)->t_end, 3.0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that a flow starting while another runs changes the first one's rate mid-flight. */
+static void test_rate_change_mid_flight(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int l = link(sim, 100, 0);
+    /* A: 300 B at t = 0, alone at 100 B/s until t = 1 (100 B moved, 200 left).
+     * B: 100 B at t = 1; both at 50 B/s: B ends at 1 + 100/50 = 3, when A has 200 - 100 =
+     * 100 left; A alone again at 100 B/s ends at 3 + 1 = 4. */
+    assert_int_equal(dt_sim_flow(sim, 300, &l, 1, -1, -1, 'A', NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 1.0, 'T', NULL), DT_OK);
+    struct dt_sim_completion c;
+    assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    assert_int_equal(c.kind, DT_SIM_TIMER);
+    assert_close(c.t_end, 1.0);
+    assert_int_equal(dt_sim_flow(sim, 100, &l, 1, -1, -1, 'B', NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.c[0].tag, 'B');
+    assert_close(r.c[0].t_end, 3.0);
+    assert_int_equal(r.c[1].tag, 'A');
+    assert_close(r.c[1].t_end, 4.0);
+    assert_close(r.c[1].t_start, 0.0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that every hop adds its latency once, before the transfer. */
+static void test_latency_per_hop(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int route[3] = {link(sim, 1e6, 1e-3), link(sim, 1e6, 2e-3), link(sim, 1e6, 4e-3)};
+    /* 1000 B over three hops of 1e6 B/s: latency 1 + 2 + 4 = 7 ms, transfer 1000/1e6 = 1 ms
+     * (the hops are crossed by one fluid flow, not store-and-forward): 8 ms. A 0-byte flow
+     * takes exactly the 7 ms of latency. */
+    assert_int_equal(dt_sim_flow(sim, 1000, route, 3, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 0, route, 3, -1, -1, 2, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 2);
+    assert_close(by_tag(&r, 1)->t_end, 8e-3);
+    assert_close(by_tag(&r, 2)->t_end, 7e-3);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that the two directions of a full-duplex wire do not share capacity. */
+static void test_full_duplex(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int ab = link(sim, 100, 0), ba = link(sim, 100, 0);
+    /* 100 B each way at the full 100 B/s: both end at 1 s (2 s if they shared one link) */
+    assert_int_equal(dt_sim_flow(sim, 100, &ab, 1, 0, 1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 100, &ba, 1, 1, 0, 2, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_close(by_tag(&r, 1)->t_end, 1.0);
+    assert_close(by_tag(&r, 2)->t_end, 1.0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that simultaneous completions come out in the order their work was started. */
+static void test_simultaneous_by_insertion(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int d0, d1;
+    assert_int_equal(dt_sim_add_device(sim, &d0, NULL), DT_OK);
+    assert_int_equal(dt_sim_add_device(sim, &d1, NULL), DT_OK);
+    /* five things all ending at t = 1, written in the order of their tags */
+    assert_int_equal(dt_sim_timer(sim, 1.0, 10, NULL), DT_OK);
+    assert_int_equal(dt_sim_compute(sim, d1, 1.0, 11, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 1.0, 12, NULL), DT_OK);
+    assert_int_equal(dt_sim_compute(sim, d0, 1.0, 13, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 1.0, 14, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(r.c[i].tag, 10 + i);
+        assert_true(r.c[i].t_end == 1.0);
+    }
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that the ops of one device run one after another and different devices overlap. */
+static void test_devices_serial(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int d0, d1;
+    assert_int_equal(dt_sim_add_device(sim, &d0, NULL), DT_OK);
+    assert_int_equal(dt_sim_add_device(sim, &d1, NULL), DT_OK);
+    /* d0: 2 s then 3 s -> ends at 2 and 5 (the second starts at 2); d1: 3 s -> ends at 3 */
+    assert_int_equal(dt_sim_compute(sim, d0, 2.0, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_compute(sim, d0, 3.0, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_compute(sim, d1, 3.0, 3, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 3);
+    assert_close(by_tag(&r, 1)->t_end, 2.0);
+    assert_close(by_tag(&r, 2)->t_start, 2.0);
+    assert_close(by_tag(&r, 2)->t_end, 5.0);
+    assert_close(by_tag(&r, 3)->t_end, 3.0);
+    assert_close(dt_sim_device_busy(sim, d0), 5.0);
+    assert_close(dt_sim_device_busy(sim, d1), 3.0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that an event in the past (negative offset or duration) is refused. */
+static void test_refuses_past(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int d, l = link(sim, 1, 0);
+    assert_int_equal(dt_sim_add_device(sim, &d, NULL), DT_OK);
+    struct dt_error err;
+    assert_int_equal(dt_sim_timer(sim, -1.0, 0, &err), DT_EINPUT);
+    assert_int_equal(dt_sim_compute(sim, d, -1e-9, 0, &err), DT_EINPUT);
+    assert_int_equal(dt_sim_flow(sim, -5, &l, 1, -1, -1, 0, &err), DT_EINPUT);
+    assert_int_equal(dt_sim_add_link(sim, 1, -1e-6, NULL, &err), DT_EINPUT);
+    int bad = 99;
+    assert_int_equal(dt_sim_flow(sim, 5, &bad, 1, -1, -1, 0, &err), DT_EINPUT);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 0); /* nothing was scheduled */
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that bytes are conserved: per endpoint sent == received once all is delivered, and
+ * every link carried exactly the bytes of the flows that crossed it, although rates changed
+ * many times on the way. */
+static void test_conservation(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    enum { NL = 6, NF = 40 };
+    int l[NL];
+    for (int i = 0; i < NL; i++)
+        l[i] = link(sim, 10.0 * (i + 1), 1e-3 * i);
+    double want[NL] = {0}, total = 0;
+    uint64_t x = 7;
+#define NEXT() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, x >> 33)
+    for (int f = 0; f < NF; f++) {
+        int route[3], hops = 1 + (int)(NEXT() % 3);
+        for (int h = 0; h < hops; h++) {
+            route[h] = l[NEXT() % NL];
+        }
+        double bytes = 1.0 + (double)(NEXT() % 500);
+        int src = (int)(NEXT() % 4), dst = (int)(NEXT() % 4);
+        assert_int_equal(dt_sim_flow(sim, bytes, route, hops, src, dst, (uint64_t)f, NULL),
+                         DT_OK);
+        for (int h = 0; h < hops; h++)
+            want[route[h]] += bytes; /* the expected value: sum of bytes crossing each link */
+        total += bytes;
+        if (f % 5 == 4) { /* stagger: run a little before the next batch */
+            struct dt_sim_completion c;
+            assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+        }
+    }
+#undef NEXT
+    struct dt_sim_completion c;
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != DT_SIM_END);
+    double sent = 0, recvd = 0;
+    for (int e = 0; e < dt_sim_n_endpoints(sim); e++) {
+        sent += dt_sim_endpoint_sent(sim, e);
+        recvd += dt_sim_endpoint_received(sim, e);
+    }
+    assert_close(sent, total);
+    assert_close(recvd, total);
+    for (int i = 0; i < NL; i++) {
+        struct dt_sim_link_stats st;
+        dt_sim_link_stats(sim, l[i], &st);
+        assert_close(st.bytes, want[i]);
+    }
+    struct dt_sim_counters k;
+    dt_sim_get_counters(sim, &k);
+    assert_int_equal(k.flows_started, NF);
+    assert_int_equal(k.flows_done, NF);
+    assert_int_equal(dt_sim_active_flows(sim), 0);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that a link's busy time counts only time with a flow in transfer, and its bytes are
+ * exact for flows still in flight. */
+static void test_link_stats(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int l = link(sim, 100, 0);
+    /* 100 B at 100 B/s: busy [0, 1]; idle until the timer at 3; then 50 B: busy [3, 3.5].
+     * Busy 1.5 s, 150 B. Half-way through the second (t = 3.25) it has carried 125 B. */
+    assert_int_equal(dt_sim_flow(sim, 100, &l, 1, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 3.0, 2, NULL), DT_OK);
+    struct dt_sim_completion c;
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != DT_SIM_TIMER);
+    assert_int_equal(dt_sim_flow(sim, 50, &l, 1, -1, -1, 3, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 0.25, 4, NULL), DT_OK);
+    assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    assert_int_equal(c.tag, 4);
+    struct dt_sim_link_stats st;
+    dt_sim_link_stats(sim, l, &st);
+    assert_close(st.bytes, 125);
+    assert_close(st.busy_s, 1.25);
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != DT_SIM_END);
+    dt_sim_link_stats(sim, l, &st);
+    assert_close(st.bytes, 150);
+    assert_close(st.busy_s, 1.5);
+    assert_int_equal(st.max_flows, 1);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that an unshared (infinite) link adds latency but takes no part in sharing. */
+static void test_unshared_link(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int sw = link(sim, INFINITY, 1.0);
+    int a = link(sim, 10, 0), b = link(sim, 10, 0);
+    int ra[2] = {a, sw}, rb[2] = {b, sw};
+    /* two flows through one non-blocking switch, each on its own 10 B/s port: 10 B each at
+     * 10 B/s after 1 s: both end at 2 s (3 s if the switch were a shared 10 B/s link) */
+    assert_int_equal(dt_sim_flow(sim, 10, ra, 2, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 10, rb, 2, -1, -1, 2, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_close(by_tag(&r, 1)->t_end, 2.0);
+    assert_close(by_tag(&r, 2)->t_end, 2.0);
+    struct dt_sim_link_stats st;
+    dt_sim_link_stats(sim, sw, &st);
+    assert_close(st.bytes, 20);
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that starts at one timestamp are solved together, and that only the component a
+ * change touches is solved again. */
+static void test_batched_and_local_solves(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int x = link(sim, 1, 0), y = link(sim, 100, 0);
+    /* 4 flows of 100 B start together on y (one solve for all four: they end together at
+     * 4 s, leaving y empty, so no second solve); one flow of 10 B on x (its own component:
+     * a second solve at t = 0, never touched again). 2 solves of 4 + 1 = 5 flows. */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(dt_sim_flow(sim, 100, &y, 1, -1, -1, (uint64_t)i, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 10, &x, 1, -1, -1, 9, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    struct dt_sim_counters k;
+    dt_sim_get_counters(sim, &k);
+    assert_int_equal(k.solves, 2);
+    assert_int_equal(k.solved_flows, 5);
+    for (int i = 0; i < 4; i++)
+        assert_close(by_tag(&r, (uint64_t)i)->t_end, 4.0);
+    assert_close(by_tag(&r, 9)->t_end, 10.0);
+    dt_sim_destroy(sim);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_flows_half_each),
+        cmocka_unit_test(test_fast_and_slow),
+        cmocka_unit_test(test_three_links_four_flows),
+        cmocka_unit_test(test_rate_change_mid_flight),
+        cmocka_unit_test(test_latency_per_hop),
+        cmocka_unit_test(test_full_duplex),
+        cmocka_unit_test(test_simultaneous_by_insertion),
+        cmocka_unit_test(test_devices_serial),
+        cmocka_unit_test(test_refuses_past),
+        cmocka_unit_test(test_conservation),
+        cmocka_unit_test(test_link_stats),
+        cmocka_unit_test(test_unshared_link),
+        cmocka_unit_test(test_batched_and_local_solves),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
