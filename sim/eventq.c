@@ -165,7 +165,7 @@ int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t d
     } else {
         q->free_head = q->slots[s].next;
     }
-    uint64_t key;
+    uint64_t key = 0;
     rc = next_key(q, s, &key, err);
     if (rc) {
         q->slots[s].pos = -1;

@@ -9,9 +9,10 @@
  * flow's finish time, which moves whenever the flow's rate changes. Ids are recycled once the
  * event has been popped or cancelled.
  *
- * Implementation: a binary heap of (time, sequence, slot) entries; each slot remembers where
+ * Implementation: a 4-ary heap of (time, sequence, slot) entries; each slot remembers where
  * its entry sits in the heap, so a move or cancel costs O(log n). Memory is linear in the
- * number of pending events. */
+ * number of pending events. Limits: 2^24 events pending at once, 2^40 scheduled in a run
+ * (DT_ENOMEM / DT_EINTERNAL beyond). */
 #ifndef DT_SIM_EVENTQ_H
 #define DT_SIM_EVENTQ_H
 

@@ -36,15 +36,14 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
         double ibw = pick(cp->intra_bw_Bps, g->intra.bw_Bps);
         double ilat = pick(cp->intra_lat_s, g->intra.lat_s);
         net->bus[node] = -1;
-        if (g->intra.sharing == DT_LINK_SHARED) {
-            rc = dt_sim_add_link(sim, ibw, ilat, &net->bus[node], err);
-        } else {
-            int first = dt_topology_node_first_rank(topo, node);
-            for (int r = first; r < first + g->devices && r < n_ranks && !rc; r++) {
-                rc = dt_sim_add_link(sim, ibw, ilat, &net->dev_out[r], err);
-                if (!rc)
-                    rc = dt_sim_add_link(sim, ibw, 0, &net->dev_in[r], err);
-            }
+        if (g->intra.sharing == DT_LINK_SHARED)
+            rc = dt_sim_add_link(sim, g->intra.bus_bw_Bps > 0 ? g->intra.bus_bw_Bps : ibw, 0,
+                                 &net->bus[node], err);
+        int first = dt_topology_node_first_rank(topo, node);
+        for (int r = first; r < first + g->devices && r < n_ranks && !rc; r++) {
+            rc = dt_sim_add_link(sim, ibw, ilat, &net->dev_out[r], err);
+            if (!rc)
+                rc = dt_sim_add_link(sim, ibw, 0, &net->dev_in[r], err);
         }
         double nbw = pick(cp->nic_bw_Bps, g->nic.bw_Bps);
         double nlat = pick(cp->nic_lat_s, g->nic.lat_s);
@@ -108,12 +107,10 @@ int dt_simnet_route(const struct dt_simnet *net, int src, int dst, int *route)
     if (src == dst)
         return 0;
     if (a == b) {
-        if (net->bus[a] >= 0) {
+        route[n++] = net->dev_out[src];
+        if (net->bus[a] >= 0)
             route[n++] = net->bus[a];
-        } else {
-            route[n++] = net->dev_out[src];
-            route[n++] = net->dev_in[dst];
-        }
+        route[n++] = net->dev_in[dst];
         return n;
     }
     const struct dt_topology *t = net->topo;

@@ -1,5 +1,5 @@
 /* The topology turned into engine links, and the route between two ranks.
- *   same node:       crossbar: src device-out -> dst device-in; shared bus: the node's bus
+ *   same node:       src device-out -> [the node's shared bus, if shared] -> dst device-in
  *   different nodes: src NIC-up -> network -> dst NIC-down, where the network is
  *     switch:   one non-blocking switch (latency only)
  *     fat-tree: leaf switches of radix/2 nodes; between leaves the leaf's uplink (down/up

@@ -1,0 +1,800 @@
+/* dtk_net: a dt_model's layer graph run on the CPU kernels, with one allocation per buffer
+ * kind. Layer i reads its inputs' outputs (act) and accumulates into their gradients (dact);
+ * everything per sample is stored row-major by sample, so a row range is a pointer offset. */
+#include "net.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+
+/* Per-layer view into the net's buffers. */
+struct dtk_lay {
+    long out_sz;            /* floats per sample of the output */
+    float *act, *dact;      /* (max_batch, out_sz); dact NULL when no gradient is needed */
+    bool alias;             /* flatten: act/dact are the input's */
+    bool need;              /* the output gradient is needed (this or an earlier layer trains) */
+    float *aux;             /* per-row saved state: aux_row floats per sample */
+    long aux_row;
+    int *iaux;              /* per-row int state (maxpool argmax) */
+    long iaux_row;
+    float *run_mean, *run_var; /* batchnorm running statistics (in state) */
+    struct dtk_conv_dims cd;   /* conv, conv transpose, pools (B = max_batch) */
+    int rows, cols;         /* sequence layers: T and D of the input; else 1 and the size */
+};
+
+struct dtk_net {
+    const struct dt_model *model;
+    int max_batch;
+    long n_params;
+    float *params, *grads, *opt, *state;
+    float *arena;
+    int *iarena;
+    float *work;
+    int *tokens;            /* (max_batch, T) token ids of a token model */
+    struct dtk_lay *lay;
+    long in_sz;
+    const float *x;         /* input rows of the current forward (already offset to b0) */
+    int x_b0;
+    bool train;
+    float bn_momentum;
+    struct dtk_rng rng;
+    double bytes;
+};
+
+static long shape_size(const struct dt_shape *s)
+{
+    long n = 1;
+    for (int k = 0; k < s->rank; k++)
+        n *= s->d[k];
+    return n;
+}
+
+static long last_dim(const struct dt_shape *s)
+{
+    return s->d[s->rank - 1];
+}
+
+static const struct dt_shape *input_shape(const struct dt_model *m, int j)
+{
+    return j < 0 ? &m->input : &m->layers[j].out_shape;
+}
+
+static int layer_fail(struct dt_error *err, const struct dt_model *m, const struct dt_layer *L,
+                      const char *what)
+{
+    return dt_fail(err, DT_EINPUT, m->path, L->line, L->col, "layer '%s' (%s): %s", L->name,
+                   dt_layer_kind_name(L->kind), what);
+}
+
+/* Checks what the kernels need of a layer and fills its window dimensions. */
+static int check_layer(const struct dt_model *m, int i, struct dtk_lay *ly, int max_batch,
+                       struct dt_error *err)
+{
+    const struct dt_layer *L = &m->layers[i];
+    const struct dt_shape *in = &L->in_shape, *out = &L->out_shape;
+    if (L->n_in < 1 || L->n_in > DT_MAX_INPUTS)
+        return layer_fail(err, m, L, "needs 1 to 4 inputs");
+    for (int k = 0; k < L->n_in; k++)
+        if (L->in[k] < -1 || L->in[k] >= i)
+            return layer_fail(err, m, L, "reads a layer that does not come before it");
+    ly->rows = in->rank == 2 ? (int)in->d[0] : 1;
+    ly->cols = (int)last_dim(in);
+    switch (L->kind) {
+    case DT_L_CONV2D:
+    case DT_L_CONV2D_TRANSPOSE:
+    case DT_L_MAXPOOL:
+    case DT_L_AVGPOOL: {
+        if (in->rank != 3 || out->rank != 3)
+            return layer_fail(err, m, L, "needs (C,H,W) input and output");
+        struct dtk_conv_dims d = {
+            .B = max_batch, .C = (int)in->d[0], .H = (int)in->d[1], .W = (int)in->d[2],
+            .F = (int)out->d[0], .kh = L->kh, .kw = L->kw, .sh = L->sh, .sw = L->sw,
+            .pad_t = L->pad_t, .pad_l = L->pad_l, .pad_b = L->pad_b, .pad_r = L->pad_r,
+            .groups = L->kind == DT_L_CONV2D ? (L->groups > 0 ? L->groups : 1) : 1};
+        bool ok = L->kind == DT_L_CONV2D_TRANSPOSE ? dtk_convt_dims_finish(&d)
+                                                   : dtk_conv_dims_finish(&d);
+        if (!ok || d.OH != out->d[1] || d.OW != out->d[2] ||
+            (L->kind != DT_L_CONV2D && L->kind != DT_L_CONV2D_TRANSPOSE && d.F != d.C))
+            return layer_fail(err, m, L, "window, stride and padding do not give its shape");
+        if (L->kind == DT_L_CONV2D_TRANSPOSE && L->groups > 1)
+            return layer_fail(err, m, L, "grouped transposed convolution is not implemented");
+        if (L->kind == DT_L_CONV2D && (d.C % d.groups || d.F % d.groups))
+            return layer_fail(err, m, L, "groups must divide channels and filters");
+        ly->cd = d;
+        break;
+    }
+    case DT_L_GLOBALPOOL:
+    case DT_L_UPSAMPLE:
+        if (in->rank != 3)
+            return layer_fail(err, m, L, "needs a (C,H,W) input");
+        if (L->kind == DT_L_UPSAMPLE && L->scale < 1)
+            return layer_fail(err, m, L, "scale must be positive");
+        break;
+    case DT_L_DENSE:
+        if (in->rank == 3 || last_dim(out) != L->units)
+            return layer_fail(err, m, L, "needs a (N) or (T,D) input");
+        break;
+    case DT_L_LSTM:
+    case DT_L_ATTENTION:
+    case DT_L_SEQPOOL:
+        if (in->rank != 2)
+            return layer_fail(err, m, L, "needs a (T,D) input");
+        if (L->kind == DT_L_ATTENTION && (L->heads < 1 || in->d[1] % L->heads))
+            return layer_fail(err, m, L, "heads must divide the width");
+        break;
+    case DT_L_EMBEDDING:
+        if (L->in[0] != -1 || !m->input_is_tokens || out->rank != 2)
+            return layer_fail(err, m, L, "must read the model's token input");
+        ly->rows = (int)out->d[0];
+        ly->cols = (int)out->d[1];
+        if (L->positions && L->positions < ly->rows)
+            return layer_fail(err, m, L, "position table shorter than the sequence");
+        break;
+    case DT_L_ADD:
+    case DT_L_CONCAT:
+        for (int k = 0; k < L->n_in; k++) {
+            const struct dt_shape *s = input_shape(m, L->in[k]);
+            if (s->rank != in->rank)
+                return layer_fail(err, m, L, "inputs of different ranks");
+            if (L->kind == DT_L_ADD && shape_size(s) != shape_size(out))
+                return layer_fail(err, m, L, "inputs of different sizes");
+        }
+        break;
+    case DT_L_FLATTEN:
+    case DT_L_DROPOUT:
+    case DT_L_RELU:
+    case DT_L_TANH:
+    case DT_L_SIGMOID:
+    case DT_L_GELU:
+    case DT_L_SOFTMAX:
+    case DT_L_BATCHNORM:
+    case DT_L_LAYERNORM:
+        if (shape_size(in) != shape_size(out))
+            return layer_fail(err, m, L, "output size differs from input size");
+        break;
+    default:
+        return layer_fail(err, m, L, "kind not supported by the CPU executor");
+    }
+    return DT_OK;
+}
+
+/* Floats per sample a layer keeps for backward (beyond its output), ints likewise, and the
+ * scratch it needs for a batch of max_batch. */
+static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *ly, long *aux,
+                        long *iaux, long *work)
+{
+    const struct dt_layer *L = &m->layers[i];
+    const struct dt_shape *in = &L->in_shape;
+    int B = ly->cd.B;
+    *aux = *iaux = *work = 0;
+    switch (L->kind) {
+    case DT_L_CONV2D: *work = dtk_conv2d_workspace_floats(&ly->cd); break;
+    case DT_L_CONV2D_TRANSPOSE: *work = dtk_convt_workspace_floats(&ly->cd); break;
+    case DT_L_MAXPOOL: *iaux = ly->out_sz; break;
+    case DT_L_DROPOUT: *aux = ly->out_sz; break;
+    case DT_L_BATCHNORM: *aux = 2 * (in->rank == 3 ? in->d[0] : last_dim(in)); break;
+    case DT_L_LAYERNORM: *aux = 2L * ly->rows; break;
+    case DT_L_LSTM:
+        *aux = dtk_lstm_cache_floats(1, ly->rows, (int)L->units);
+        *work = dtk_lstm_workspace_floats(B, ly->rows, (int)L->units);
+        break;
+    case DT_L_ATTENTION:
+        *aux = dtk_attention_cache_floats(1, ly->rows, ly->cols, L->heads);
+        *work = dtk_attention_workspace_floats(B, ly->rows, ly->cols, L->heads);
+        break;
+    default: break;
+    }
+    /* The classifier output when it is not a softmax: probabilities for the loss. */
+    if (i == m->n_layers - 1 && L->kind != DT_L_SOFTMAX)
+        *aux += ly->out_sz;
+}
+
+static void *alloc_floats(size_t n, double *bytes)
+{
+    *bytes += (double)n * sizeof(float);
+    return calloc(n ? n : 1, sizeof(float));
+}
+
+int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init init,
+                   uint64_t seed, struct dtk_net **out, struct dt_error *err)
+{
+    *out = NULL;
+    if (max_batch < 1)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "max batch must be at least 1 (got %d)",
+                       max_batch);
+    if (model->n_layers < 1)
+        return dt_fail(err, DT_EINPUT, model->path, 0, 0, "model '%s' has no layers",
+                       model->name);
+    struct dtk_net *net = calloc(1, sizeof *net);
+    if (!net)
+        return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the network");
+    const int n = model->n_layers;
+    net->model = model;
+    net->max_batch = max_batch;
+    net->n_params = model->total_params;
+    net->in_sz = shape_size(&model->input);
+    net->bn_momentum = init == DTK_INIT_GLOROT ? 0.01f : 0.1f;
+    net->lay = calloc((size_t)n, sizeof *net->lay);
+    if (!net->lay) {
+        free(net);
+        return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the network");
+    }
+
+    /* Shapes, kinds and which gradients are needed; then the arena sizes. */
+    long acts = 0, iacts = 0, work = 0, state = 0;
+    int rc = DT_OK;
+    for (int i = 0; i < n && rc == DT_OK; i++) {
+        const struct dt_layer *L = &model->layers[i];
+        struct dtk_lay *ly = &net->lay[i];
+        ly->cd.B = max_batch;
+        if ((rc = check_layer(model, i, ly, max_batch, err)))
+            break;
+        ly->cd.B = max_batch;
+        ly->out_sz = shape_size(&L->out_shape);
+        ly->need = L->params > 0;
+        for (int k = 0; k < L->n_in; k++)
+            if (L->in[k] >= 0 && net->lay[L->in[k]].need)
+                ly->need = true;
+        ly->alias = L->kind == DT_L_FLATTEN && L->in[0] >= 0;
+        long aux, iaux, w;
+        layer_extra(model, i, ly, &aux, &iaux, &w);
+        ly->aux_row = aux;
+        ly->iaux_row = iaux;
+        if (w > work)
+            work = w;
+        long per = (ly->alias ? 0 : ly->out_sz * (ly->need ? 2 : 1)) + aux;
+        if ((double)per * max_batch + (double)acts > 4e11)
+            rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
+                         "exceed any memory", model->name, max_batch);
+        acts += per * max_batch;
+        iacts += iaux * max_batch;
+        if (L->kind == DT_L_BATCHNORM)
+            state += 2 * (L->in_shape.rank == 3 ? L->in_shape.d[0] : last_dim(&L->in_shape));
+    }
+    if (rc == DT_OK && state != model->total_state_floats)
+        rc = dt_fail(err, DT_EINPUT, model->path, 0, 0, "model '%s' declares %ld state floats "
+                     "but its batchnorm layers need %ld", model->name,
+                     model->total_state_floats, state);
+    if (rc) {
+        free(net->lay);
+        free(net);
+        return rc;
+    }
+    if (model->input_is_tokens)
+        iacts += net->in_sz * max_batch;
+
+    /* One allocation each. */
+    size_t np = (size_t)net->n_params;
+    net->params = alloc_floats(np, &net->bytes);
+    net->grads = alloc_floats(np, &net->bytes);
+    net->opt = alloc_floats(2 * np, &net->bytes);
+    net->state = alloc_floats((size_t)state, &net->bytes);
+    net->arena = alloc_floats((size_t)acts, &net->bytes);
+    net->work = alloc_floats((size_t)work, &net->bytes);
+    net->bytes += (double)iacts * sizeof(int);
+    net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
+    if (!net->params || !net->grads || !net->opt || !net->state || !net->arena || !net->work ||
+        !net->iarena) {
+        dtk_net_destroy(net);
+        return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
+                       "%.3g GB", model->name, max_batch, net->bytes / 1e9);
+    }
+
+    /* Carve the arenas. */
+    float *fp = net->arena, *sp = net->state;
+    int *ip = net->iarena;
+    for (int i = 0; i < n; i++) {
+        const struct dt_layer *L = &model->layers[i];
+        struct dtk_lay *ly = &net->lay[i];
+        if (ly->alias) {
+            ly->act = net->lay[L->in[0]].act;
+            ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
+        } else {
+            ly->act = fp;
+            fp += ly->out_sz * max_batch;
+            if (ly->need) {
+                ly->dact = fp;
+                fp += ly->out_sz * max_batch;
+            }
+        }
+        ly->aux = fp;
+        fp += ly->aux_row * max_batch;
+        ly->iaux = ip;
+        ip += ly->iaux_row * max_batch;
+        if (L->kind == DT_L_BATCHNORM) {
+            long c = ly->aux_row / 2;
+            ly->run_mean = sp;
+            ly->run_var = sp + c;
+            for (long k = 0; k < c; k++)
+                ly->run_var[k] = 1.0f;
+            sp += 2 * c;
+        }
+    }
+    if (model->input_is_tokens)
+        net->tokens = ip;
+
+    dtk_init_model(net->params, model, init, seed);
+    dtk_rng_seed(&net->rng, seed ^ 0x64726f706f7574ULL); /* "dropout": a stream apart */
+    *out = net;
+    return DT_OK;
+}
+
+void dtk_net_destroy(struct dtk_net *net)
+{
+    if (!net)
+        return;
+    free(net->params);
+    free(net->grads);
+    free(net->opt);
+    free(net->state);
+    free(net->arena);
+    free(net->work);
+    free(net->iarena);
+    free(net->lay);
+    free(net);
+}
+
+const struct dt_model *dtk_net_model(const struct dtk_net *net) { return net->model; }
+int dtk_net_max_batch(const struct dtk_net *net) { return net->max_batch; }
+long dtk_net_n_params(const struct dtk_net *net) { return net->n_params; }
+float *dtk_net_params(struct dtk_net *net) { return net->params; }
+float *dtk_net_grads(struct dtk_net *net) { return net->grads; }
+float *dtk_net_opt_m(struct dtk_net *net) { return net->opt; }
+float *dtk_net_opt_v(struct dtk_net *net) { return net->opt + net->n_params; }
+float *dtk_net_state(struct dtk_net *net) { return net->state; }
+struct dtk_rng *dtk_net_rng(struct dtk_net *net) { return &net->rng; }
+double dtk_net_bytes(const struct dtk_net *net) { return net->bytes; }
+void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum) { net->bn_momentum = momentum; }
+
+long dtk_net_out_floats(const struct dtk_net *net, int i)
+{
+    return i < 0 ? net->in_sz : net->lay[i].out_sz;
+}
+
+float *dtk_net_act(struct dtk_net *net, int i)
+{
+    return net->lay[i].act;
+}
+
+float *dtk_net_dact(struct dtk_net *net, int i)
+{
+    return net->lay[i].dact;
+}
+
+/* ---- forward ---- */
+
+static const float *in_rows(const struct dtk_net *net, int j, int b0)
+{
+    if (j < 0)
+        return net->x; /* already the rows of this call */
+    return net->lay[j].act + (long)b0 * net->lay[j].out_sz;
+}
+
+static float *din_rows(struct dtk_net *net, int j, int b0)
+{
+    if (j < 0 || !net->lay[j].dact)
+        return NULL;
+    return net->lay[j].dact + (long)b0 * net->lay[j].out_sz;
+}
+
+int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
+                          struct dt_error *err)
+{
+    const struct dt_model *m = net->model;
+    if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) outside the network's batch of %d",
+                       b0, b0 + nb, net->max_batch);
+    net->x = x;
+    net->x_b0 = b0;
+    net->train = train;
+    if (m->input_is_tokens) {
+        long vocab = m->vocab;
+        for (int i = 0; i < m->n_layers; i++)
+            if (m->layers[i].kind == DT_L_EMBEDDING && m->layers[i].in[0] == -1 &&
+                (vocab <= 0 || m->layers[i].vocab < vocab))
+                vocab = m->layers[i].vocab;
+        int *ids = net->tokens + (long)b0 * net->in_sz;
+        for (long r = 0; r < (long)nb * net->in_sz; r++) {
+            float v = x[r];
+            if (!(v >= 0.0f && v < (float)vocab && v == floorf(v)))
+                return dt_fail(err, DT_EINPUT, "", 0, 0,
+                               "token %ld of the batch is %g, not an id in [0, %ld)", r, v, vocab);
+            ids[r] = (int)v;
+        }
+    }
+    return DT_OK;
+}
+
+static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
+{
+    struct dtk_conv_dims d = ly->cd;
+    d.B = nb;
+    return d;
+}
+
+void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    const struct dt_model *m = net->model;
+    const struct dt_layer *L = &m->layers[i];
+    struct dtk_lay *ly = &net->lay[i];
+    const float *x = in_rows(net, L->in[0], b0);
+    const float *w = net->params + L->param_offset;
+    const long osz = ly->out_sz;
+    float *y = ly->act + (long)b0 * osz;
+    float *aux = ly->aux + (long)b0 * ly->aux_row;
+    int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
+    const long n = (long)nb * osz;
+    struct dtk_conv_dims d = rows_dims(ly, nb);
+
+    switch (L->kind) {
+    case DT_L_CONV2D: {
+        long nw = (long)d.F * (d.C / d.groups) * d.kh * d.kw;
+        dtk_conv2d_forward(y, net->work, x, w, L->bias ? w + nw : NULL, &d);
+        break;
+    }
+    case DT_L_CONV2D_TRANSPOSE: {
+        long nw = (long)d.C * d.F * d.kh * d.kw;
+        dtk_convt_forward(y, net->work, x, w, L->bias ? w + nw : NULL, &d);
+        break;
+    }
+    case DT_L_MAXPOOL: dtk_maxpool_forward(y, iaux, x, &d); break;
+    case DT_L_AVGPOOL: dtk_avgpool_forward(y, x, &d); break;
+    case DT_L_GLOBALPOOL:
+        dtk_globalpool_forward(y, x, nb, (int)L->in_shape.d[0],
+                               (int)(L->in_shape.d[1] * L->in_shape.d[2]));
+        break;
+    case DT_L_DENSE:
+        dtk_dense_forward(y, x, w, L->bias ? w + (long)L->units * ly->cols : NULL,
+                          nb * ly->rows, ly->cols, (int)L->units);
+        break;
+    case DT_L_FLATTEN:
+        if (!ly->alias)
+            memcpy(y, x, (size_t)n * sizeof(float));
+        break;
+    case DT_L_DROPOUT:
+        dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
+        break;
+    case DT_L_RELU: dtk_relu_forward(y, x, n); break;
+    case DT_L_TANH: dtk_tanh_forward(y, x, n); break;
+    case DT_L_SIGMOID: dtk_sigmoid_forward(y, x, n); break;
+    case DT_L_GELU: dtk_gelu_forward(y, x, n); break;
+    case DT_L_SOFTMAX: {
+        int V = (int)last_dim(&L->out_shape);
+        dtk_softmax_forward(y, x, (int)(n / V), V);
+        break;
+    }
+    case DT_L_BATCHNORM: {
+        const struct dt_shape *s = &L->in_shape;
+        int C = (int)(s->rank == 3 ? s->d[0] : last_dim(s));
+        int S = s->rank == 3 ? (int)(s->d[1] * s->d[2]) : 1;
+        int B = s->rank == 2 ? nb * (int)s->d[0] : nb;
+        if (net->train)
+            dtk_batchnorm_forward_train(y, aux, aux + C, ly->run_mean, ly->run_var, x, w, w + C,
+                                        B, C, S, (float)L->eps, net->bn_momentum);
+        else
+            dtk_batchnorm_forward_eval(y, x, w, w + C, ly->run_mean, ly->run_var, B, C, S,
+                                       (float)L->eps);
+        break;
+    }
+    case DT_L_LAYERNORM: {
+        int N = nb * ly->rows;
+        dtk_layernorm_forward(y, aux, aux + N, x, w, w + ly->cols, N, ly->cols, (float)L->eps);
+        break;
+    }
+    case DT_L_ADD:
+        dtk_add_forward(y, x, in_rows(net, L->in[1], b0), n);
+        for (int k = 2; k < L->n_in; k++)
+            dtk_accumulate(y, in_rows(net, L->in[k], b0), n);
+        break;
+    case DT_L_CONCAT: {
+        const struct dt_shape *os = &L->out_shape;
+        int r3 = os->rank == 3;
+        int S = r3 ? (int)(os->d[1] * os->d[2]) : 1;
+        int B = os->rank == 2 ? nb * (int)os->d[0] : nb;
+        int Cout = (int)(r3 ? os->d[0] : last_dim(os)), off = 0;
+        for (int k = 0; k < L->n_in; k++) {
+            const struct dt_shape *is = input_shape(m, L->in[k]);
+            int Cin = (int)(r3 ? is->d[0] : last_dim(is));
+            dtk_concat_forward(y, in_rows(net, L->in[k], b0), B, Cin, S, Cout, off);
+            off += Cin;
+        }
+        break;
+    }
+    case DT_L_UPSAMPLE: {
+        const struct dt_shape *s = &L->in_shape;
+        dtk_upsample_forward(y, x, nb, (int)s->d[0], (int)s->d[1], (int)s->d[2], L->scale);
+        break;
+    }
+    case DT_L_EMBEDDING: {
+        int T = ly->rows, D = ly->cols;
+        const int *ids = net->tokens + (long)b0 * net->in_sz;
+        dtk_embedding_forward(y, ids, w, nb * T, (int)L->vocab, D);
+        const float *pos = w + L->vocab * D;
+        if (L->positions)
+            dtk_rows_add_forward(y, pos, nb, T, D);
+        if (L->token_types) /* no segment ids in the input: every token has type 0 */
+            dtk_rows_add_forward(y, pos + L->positions * D, nb * T, 1, D);
+        break;
+    }
+    case DT_L_LSTM: {
+        int T = ly->rows, D = ly->cols, H = (int)L->units;
+        const float *wh = w + 4L * H * D;
+        dtk_lstm_forward(y, aux, x, w, wh, wh + 4L * H * H, nb, T, D, H, L->return_sequences);
+        break;
+    }
+    case DT_L_ATTENTION:
+        dtk_attention_forward(y, aux, x, w, nb, ly->rows, ly->cols, L->heads);
+        break;
+    case DT_L_SEQPOOL: dtk_seqpool_forward(y, x, nb, ly->rows, ly->cols); break;
+    default: break;
+    }
+}
+
+int dtk_net_forward(struct dtk_net *net, const float *x, int B, bool train, struct dt_error *err)
+{
+    int rc = dtk_net_begin_forward(net, x, 0, B, train, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < net->model->n_layers; i++)
+        dtk_net_forward_layer(net, i, 0, B);
+    return DT_OK;
+}
+
+/* ---- backward ---- */
+
+void dtk_net_zero_grads(struct dtk_net *net)
+{
+    memset(net->grads, 0, (size_t)net->n_params * sizeof(float));
+}
+
+/* Classes per row and rows per sample of the last output. */
+static void output_rows(const struct dtk_net *net, int *V, int *R)
+{
+    const struct dt_layer *L = &net->model->layers[net->model->n_layers - 1];
+    *V = (int)last_dim(&L->out_shape);
+    *R = (int)(net->lay[net->model->n_layers - 1].out_sz / *V);
+}
+
+int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                           double *loss, struct dt_error *err)
+{
+    const struct dt_model *m = net->model;
+    const int last = m->n_layers - 1;
+    const struct dt_layer *L = &m->layers[last];
+    struct dtk_lay *ly = &net->lay[last];
+    int V, R;
+    output_rows(net, &V, &R);
+    if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch || !(denom > 0))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) or denominator %g invalid", b0,
+                       b0 + nb, denom);
+    for (long r = 0; r < (long)nb * R; r++)
+        if (labels[r] < 0 || labels[r] >= V)
+            return dt_fail(err, DT_EINPUT, "", 0, 0,
+                           "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r], V);
+    for (int i = 0; i < m->n_layers; i++) {
+        struct dtk_lay *li = &net->lay[i];
+        if (li->dact && !li->alias)
+            memset(li->dact + (long)b0 * li->out_sz, 0, (size_t)nb * li->out_sz * sizeof(float));
+    }
+    const long off = (long)b0 * ly->out_sz;
+    const float scale = (float)(1.0 / (denom * R));
+    float *probs, *dlogits;
+    const float *logits;
+    if (L->kind == DT_L_SOFTMAX) {
+        probs = ly->act + off;
+        logits = in_rows(net, L->in[0], b0);
+        dlogits = din_rows(net, L->in[0], b0);
+    } else {
+        probs = ly->aux + (long)b0 * ly->aux_row + (ly->aux_row - ly->out_sz);
+        logits = ly->act + off;
+        dlogits = ly->dact ? ly->dact + off : NULL;
+    }
+    double l = dtk_softmax_xent_forward(probs, logits, labels, nb * R, V);
+    if (loss)
+        *loss = l;
+    if (dlogits) {
+        for (long r = 0; r < (long)nb * R; r++) {
+            const float *p = probs + r * V;
+            float *g = dlogits + r * V;
+            for (int j = 0; j < V; j++)
+                g[j] += (p[j] - (j == labels[r] ? 1.0f : 0.0f)) * scale;
+        }
+    }
+    return DT_OK;
+}
+
+void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    const struct dt_model *m = net->model;
+    const struct dt_layer *L = &m->layers[i];
+    struct dtk_lay *ly = &net->lay[i];
+    if (!ly->need || ly->alias)
+        return;
+    if (L->kind == DT_L_SOFTMAX && i == m->n_layers - 1)
+        return; /* fused with the loss in dtk_net_begin_backward */
+    const long osz = ly->out_sz, n = (long)nb * osz;
+    const float *x = in_rows(net, L->in[0], b0);
+    float *dx = din_rows(net, L->in[0], b0);
+    const float *w = net->params + L->param_offset;
+    float *dw = net->params ? net->grads + L->param_offset : NULL;
+    const float *y = ly->act + (long)b0 * osz;
+    const float *dy = ly->dact + (long)b0 * osz;
+    const float *aux = ly->aux + (long)b0 * ly->aux_row;
+    const int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
+    struct dtk_conv_dims d = rows_dims(ly, nb);
+
+    switch (L->kind) {
+    case DT_L_CONV2D: {
+        long nw = (long)d.F * (d.C / d.groups) * d.kh * d.kw;
+        dtk_conv2d_backward(dx, dw, L->bias ? dw + nw : NULL, net->work, dy, x, w, &d);
+        break;
+    }
+    case DT_L_CONV2D_TRANSPOSE: {
+        long nw = (long)d.C * d.F * d.kh * d.kw;
+        dtk_convt_backward(dx, dw, L->bias ? dw + nw : NULL, net->work, dy, x, w, &d);
+        break;
+    }
+    case DT_L_MAXPOOL:
+        if (dx)
+            dtk_maxpool_backward(dx, dy, iaux, &d);
+        break;
+    case DT_L_AVGPOOL:
+        if (dx)
+            dtk_avgpool_backward(dx, dy, &d);
+        break;
+    case DT_L_GLOBALPOOL:
+        if (dx)
+            dtk_globalpool_backward(dx, dy, nb, (int)L->in_shape.d[0],
+                                    (int)(L->in_shape.d[1] * L->in_shape.d[2]));
+        break;
+    case DT_L_DENSE:
+        dtk_dense_backward(dx, dw, L->bias ? dw + (long)L->units * ly->cols : NULL, dy, x, w,
+                           nb * ly->rows, ly->cols, (int)L->units);
+        break;
+    case DT_L_DROPOUT:
+        if (dx)
+            dtk_dropout_backward(dx, dy, aux, n);
+        break;
+    case DT_L_RELU:
+        if (dx)
+            dtk_relu_backward(dx, dy, x, n);
+        break;
+    case DT_L_TANH:
+        if (dx)
+            dtk_tanh_backward(dx, dy, y, n);
+        break;
+    case DT_L_SIGMOID:
+        if (dx)
+            dtk_sigmoid_backward(dx, dy, y, n);
+        break;
+    case DT_L_GELU:
+        if (dx)
+            dtk_gelu_backward(dx, dy, x, n);
+        break;
+    case DT_L_SOFTMAX:
+        if (dx) {
+            int V = (int)last_dim(&L->out_shape);
+            dtk_softmax_backward(dx, dy, y, (int)(n / V), V);
+        }
+        break;
+    case DT_L_BATCHNORM: {
+        const struct dt_shape *s = &L->in_shape;
+        int C = (int)(s->rank == 3 ? s->d[0] : last_dim(s));
+        int S = s->rank == 3 ? (int)(s->d[1] * s->d[2]) : 1;
+        int B = s->rank == 2 ? nb * (int)s->d[0] : nb;
+        dtk_batchnorm_backward(dx, dw, dw + C, dy, x, w, aux, aux + C, B, C, S);
+        break;
+    }
+    case DT_L_LAYERNORM: {
+        int N = nb * ly->rows;
+        dtk_layernorm_backward(dx, dw, dw + ly->cols, dy, x, w, aux, aux + N, N, ly->cols);
+        break;
+    }
+    case DT_L_ADD:
+        for (int k = 0; k < L->n_in; k++) {
+            float *dk = din_rows(net, L->in[k], b0);
+            if (dk)
+                dtk_accumulate(dk, dy, n);
+        }
+        break;
+    case DT_L_CONCAT: {
+        const struct dt_shape *os = &L->out_shape;
+        int r3 = os->rank == 3;
+        int S = r3 ? (int)(os->d[1] * os->d[2]) : 1;
+        int B = os->rank == 2 ? nb * (int)os->d[0] : nb;
+        int Cout = (int)(r3 ? os->d[0] : last_dim(os)), off = 0;
+        for (int k = 0; k < L->n_in; k++) {
+            const struct dt_shape *is = input_shape(m, L->in[k]);
+            int Cin = (int)(r3 ? is->d[0] : last_dim(is));
+            float *dk = din_rows(net, L->in[k], b0);
+            if (dk)
+                dtk_concat_backward(dk, dy, B, Cin, S, Cout, off);
+            off += Cin;
+        }
+        break;
+    }
+    case DT_L_UPSAMPLE:
+        if (dx) {
+            const struct dt_shape *s = &L->in_shape;
+            dtk_upsample_backward(dx, dy, nb, (int)s->d[0], (int)s->d[1], (int)s->d[2],
+                                  L->scale);
+        }
+        break;
+    case DT_L_EMBEDDING: {
+        int T = ly->rows, D = ly->cols;
+        const int *ids = net->tokens + (long)b0 * net->in_sz;
+        dtk_embedding_backward(dw, dy, ids, nb * T, (int)L->vocab, D);
+        float *dpos = dw + L->vocab * D;
+        if (L->positions)
+            dtk_rows_add_backward(dpos, dy, nb, T, D);
+        if (L->token_types)
+            dtk_rows_add_backward(dpos + L->positions * D, dy, nb * T, 1, D);
+        break;
+    }
+    case DT_L_LSTM: {
+        int T = ly->rows, D = ly->cols, H = (int)L->units;
+        const float *wh = w + 4L * H * D;
+        float *dwh = dw + 4L * H * D;
+        dtk_lstm_backward(dx, dw, dwh, dwh + 4L * H * H, net->work, dy, x, w, wh, aux, nb, T, D,
+                          H, L->return_sequences);
+        break;
+    }
+    case DT_L_ATTENTION:
+        dtk_attention_backward(dx, dw, net->work, dy, x, w, aux, nb, ly->rows, ly->cols,
+                               L->heads);
+        break;
+    case DT_L_SEQPOOL:
+        if (dx)
+            dtk_seqpool_backward(dx, dy, nb, ly->rows, ly->cols);
+        break;
+    default: break;
+    }
+}
+
+double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B)
+{
+    double loss;
+    dtk_net_zero_grads(net);
+    if (dtk_net_begin_backward(net, labels, 0, B, (double)B, &loss, NULL))
+        return NAN;
+    for (int i = net->model->n_layers - 1; i >= 0; i--)
+        dtk_net_backward_layer(net, i, 0, B);
+    return loss;
+}
+
+long dtk_net_correct(const struct dtk_net *net, const int *labels, int B)
+{
+    int V, R;
+    output_rows(net, &V, &R);
+    const float *y = net->lay[net->model->n_layers - 1].act;
+    long correct = 0;
+    for (long r = 0; r < (long)B * R; r++) {
+        const float *s = y + r * V;
+        int arg = 0;
+        for (int j = 1; j < V; j++)
+            if (s[j] > s[arg])
+                arg = j;
+        correct += arg == labels[r];
+    }
+    return correct;
+}
+
+double dtk_net_accuracy(const struct dtk_net *net, const int *labels, int B)
+{
+    int V, R;
+    output_rows(net, &V, &R);
+    return B > 0 ? (double)dtk_net_correct(net, labels, B) / ((double)B * R) : 0.0;
+}
+
+void dtk_net_adam_step(struct dtk_net *net, const struct dtk_adam *cfg, long t)
+{
+    dtk_adam_step(net->params, net->grads, net->opt, net->opt + net->n_params, net->n_params, t,
+                  cfg);
+}
+
+void dtk_net_sgd_step(struct dtk_net *net, const struct dtk_sgd *cfg, long t)
+{
+    dtk_sgd_step(net->params, net->grads, net->opt, net->n_params, t, cfg);
+}

@@ -1,0 +1,272 @@
+/* Tests of the plan player against closed-form alpha-beta costs (Thakur, Rabenseifner and
+ * Gropp 2005, "Optimization of Collective Communication Operations in MPICH", section 4),
+ * and of strategy rankings whose two figures the test computes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+#include "player.h"
+
+#define REL_TOL 1e-9
+
+/* p nodes of one device each, on one switch: every inter-node message crosses the sender's
+ * NIC (10 GB/s, 2 us) and the switch (0.5 us), then the receiver's NIC. So for an
+ * uncontended message of b bytes: alpha = 2.5 us, time = alpha + b / 10e9. */
+static const double ALPHA = 2.5e-6, BETA_BPS = 10e9;
+
+static struct dt_topology *cluster(int nodes, int ppn, const char *intra_bw, const char *nic_bw)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "name: test\nsource: test\nnodes:\n"
+             "  - name: n\n    count: %d\n    devices: %d\n"
+             "    device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+             " memory_bw: 900 GB/s}\n"
+             "    intra: {kind: nvswitch, bandwidth: %s, latency: 1 us, sharing: crossbar}\n"
+             "    nic: {kind: infiniband, bandwidth: %s, latency: 2 us, count: 1}\n"
+             "    data_read: 1 GB/s\n"
+             "network: {kind: switch, latency: 0.5 us}\n",
+             nodes, ppn, intra_bw, nic_bw);
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("test.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    return t;
+}
+
+/* A plan with one collective over all ranks and nothing else. */
+static struct dt_plan *one_collective(const struct dt_topology *t, enum dt_coll_kind kind,
+                                      enum dt_coll_alg alg, long floats)
+{
+    struct dt_plan *plan = calloc(1, sizeof *plan);
+    plan->topo = t;
+    plan->n_ranks = t->n_ranks;
+    plan->ranks = calloc((size_t)t->n_ranks, sizeof *plan->ranks);
+    int *all = malloc((size_t)t->n_ranks * sizeof *all);
+    for (int r = 0; r < t->n_ranks; r++)
+        all[r] = r;
+    int g = dt_plan_add_group(plan, t->n_ranks, all);
+    free(all);
+    for (int r = 0; r < t->n_ranks; r++) {
+        struct dt_op op = {.kind = DT_OP_COLL, .coll = kind, .alg = alg, .group = g,
+                           .region = {DT_BUF_GRADS, 0, floats}};
+        assert_int_equal(dt_plan_push(plan, r, &op), DT_OK);
+    }
+    return plan;
+}
+
+/* Costs without compute: no framework overhead, summing is free. */
+static void comm_only(struct dt_cost_params *cp)
+{
+    dt_cost_defaults(cp, DT_DEV_GPU);
+    cp->iter_overhead_s = 0;
+    cp->reduce_Bps = INFINITY;
+}
+
+static double simulate_collective(int nodes, enum dt_coll_kind kind, enum dt_coll_alg alg,
+                                  long floats)
+{
+    struct dt_topology *t = cluster(nodes, 1, "100 GB/s", "10 GB/s");
+    struct dt_plan *plan = one_collective(t, kind, alg, floats);
+    struct dt_cost_params cp;
+    comm_only(&cp);
+    struct dt_sim_result res;
+    struct dt_error err;
+    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double sent = 0, recv = 0;
+    for (int r = 0; r < res.n_ranks; r++) {
+        sent += res.rank[r].bytes_sent;
+        recv += res.rank[r].bytes_recv;
+    }
+    assert_true(sent == recv); /* conservation: every byte sent is received */
+    double t_iter = res.iter_s;
+    dt_sim_result_free(&res);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+    return t_iter;
+}
+
+static void assert_close(double got, double want)
+{
+    if (!(fabs(got - want) <= REL_TOL * fabs(want)))
+        fail_msg("got %.12g s, want %.12g s (relative error %.3g)", got, want,
+                 fabs(got - want) / want);
+}
+
+/* Ensure that ring allreduce of n bytes on p uncontended nodes takes
+ * 2(p-1)(alpha + n/(p beta)): p-1 reduce-scatter and p-1 allgather steps of n/p bytes. */
+static void test_ring_allreduce_closed_form(void **state)
+{
+    (void)state;
+    long floats = 1 << 20;
+    double n = 4.0 * floats;
+    for (int p = 2; p <= 8; p *= 2)
+        assert_close(simulate_collective(p, DT_COLL_ALLREDUCE, DT_ALG_RING, floats),
+                     2 * (p - 1) * (ALPHA + n / p / BETA_BPS));
+}
+
+/* Ensure that recursive doubling on p = 2^k nodes takes log2(p)(alpha + n beta). */
+static void test_recursive_doubling_closed_form(void **state)
+{
+    (void)state;
+    long floats = 1 << 18;
+    double n = 4.0 * floats;
+    assert_close(simulate_collective(8, DT_COLL_ALLREDUCE, DT_ALG_RECURSIVE_DOUBLING, floats),
+                 3 * (ALPHA + n / BETA_BPS));
+}
+
+/* Ensure that Rabenseifner's allreduce takes 2 log2(p) alpha + 2 (p-1)/p n beta. */
+static void test_rabenseifner_closed_form(void **state)
+{
+    (void)state;
+    long floats = 1 << 20;
+    double n = 4.0 * floats;
+    assert_close(simulate_collective(8, DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER, floats),
+                 2 * 3 * ALPHA + 2.0 * 7 / 8 * n / BETA_BPS);
+}
+
+/* Ensure that binomial reduce and bcast take ceil(log2 p)(alpha + n beta). */
+static void test_binomial_closed_form(void **state)
+{
+    (void)state;
+    long floats = 100000;
+    double n = 4.0 * floats;
+    assert_close(simulate_collective(8, DT_COLL_REDUCE, DT_ALG_BINOMIAL, floats),
+                 3 * (ALPHA + n / BETA_BPS));
+    assert_close(simulate_collective(5, DT_COLL_BCAST, DT_ALG_BINOMIAL, floats),
+                 3 * (ALPHA + n / BETA_BPS));
+}
+
+/* Ensure that the contention of a linear reduce is simulated, not assumed away: p-1 senders
+ * share the root's NIC, so each gets beta/(p-1) and all finish at alpha + (p-1) n beta. */
+static void test_linear_reduce_contends_at_root(void **state)
+{
+    (void)state;
+    long floats = 100000;
+    double n = 4.0 * floats;
+    assert_close(simulate_collective(4, DT_COLL_REDUCE, DT_ALG_LINEAR, floats),
+                 ALPHA + 3 * n / BETA_BPS);
+}
+
+static struct dt_model *load_model(const char *name)
+{
+    const char *top = getenv("top_srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s.yaml", top ? top : ".", name);
+    struct dt_model *m;
+    struct dt_error err;
+    if (dt_model_load(path, &m, &err) != DT_OK)
+        fail_msg("model %s: %s", path, err.msg);
+    return m;
+}
+
+static double iteration(const struct dt_model *m, const struct dt_topology *t,
+                        enum dt_strategy s)
+{
+    struct dt_plan_options po = {.strategy = s, .scaling = DT_SCALING_WEAK, .batch = 32};
+    struct dt_plan *plan;
+    struct dt_error err;
+    if (dt_plan_build(m, t, &po, &plan, &err) != DT_OK)
+        fail_msg("plan: %s", err.msg);
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, t->groups[0].device.kind);
+    struct dt_sim_result res;
+    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double it = res.iter_s;
+    dt_sim_result_free(&res);
+    dt_plan_destroy(plan);
+    return it;
+}
+
+/* Ensure that on 2 nodes x 4 devices with inter-node bandwidth 10x below intra-node,
+ * hierarchical allreduce beats the flat ring. Flat ring: 14 steps of n/8 each cross a NIC
+ * = 1.75 n/B_nic; hierarchical: 2 intra-node reduce steps + 2 leader-ring steps of n/2 + 2
+ * intra-node bcast steps = n/B_nic + 4 n/(10 B_nic) = 1.4 n/B_nic. */
+static void test_hierarchical_beats_ring_on_slow_network(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_model("cnn690k");
+    struct dt_topology *t = cluster(2, 4, "100 GB/s", "10 GB/s");
+    double ring = iteration(m, t, DT_STRAT_ALLREDUCE_RING);
+    double hier = iteration(m, t, DT_STRAT_ALLREDUCE_HIERARCHICAL);
+    if (!(hier < ring))
+        fail_msg("hierarchical %.6g s is not below ring %.6g s", hier, ring);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+/* Ensure that reduce+broadcast through rank 0 (linear) is the slowest strategy on 4 nodes x
+ * 2 devices at 1 Gbit/s: rank 0's NIC carries 6 full gradients in and 6 out. */
+static void test_linear_reduce_bcast_slowest_on_4n2p(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_model("cnn690k");
+    struct dt_topology *t = cluster(4, 2, "100 GB/s", "1 Gbit/s");
+    double linear = iteration(m, t, DT_STRAT_REDUCE_BCAST_LINEAR);
+    for (int s = DT_STRAT_REDUCE_BCAST_BINOMIAL; s < DT_STRAT_COUNT; s++) {
+        double other = iteration(m, t, s);
+        if (s == DT_STRAT_PS_CENTRAL) /* the same traffic through rank 0 */
+            assert_true(other <= linear * (1 + 1e-6));
+        else if (!(other < linear))
+            fail_msg("%s %.6g s is not below reduce-bcast-linear %.6g s", dt_strategy_name(s),
+                     other, linear);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+/* Ensure that gradient buckets overlap communication with backward: with buckets the
+ * iteration is shorter than without, and never shorter than compute alone. */
+static void test_buckets_overlap(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_model("cnn690k");
+    struct dt_topology *t = cluster(4, 1, "100 GB/s", "10 Gbit/s");
+    struct dt_plan_options po = {.strategy = DT_STRAT_ALLREDUCE_RING, .batch = 32};
+    struct dt_plan *plain, *buck;
+    struct dt_error err;
+    assert_int_equal(dt_plan_build(m, t, &po, &plain, &err), DT_OK);
+    po.bucket_bytes = 256 * 1024;
+    assert_int_equal(dt_plan_build(m, t, &po, &buck, &err), DT_OK);
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_GPU);
+    struct dt_sim_result a, b;
+    assert_int_equal(dt_sim_run(plain, &cp, NULL, &a, &err), DT_OK);
+    assert_int_equal(dt_sim_run(buck, &cp, NULL, &b, &err), DT_OK);
+    if (!(b.iter_s < a.iter_s))
+        fail_msg("buckets %.6g s not below %.6g s", b.iter_s, a.iter_s);
+    assert_true(b.iter_s >= b.rank[0].compute_s);
+    dt_sim_result_free(&a);
+    dt_sim_result_free(&b);
+    dt_plan_destroy(plain);
+    dt_plan_destroy(buck);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_allreduce_closed_form),
+        cmocka_unit_test(test_recursive_doubling_closed_form),
+        cmocka_unit_test(test_rabenseifner_closed_form),
+        cmocka_unit_test(test_binomial_closed_form),
+        cmocka_unit_test(test_linear_reduce_contends_at_root),
+        cmocka_unit_test(test_hierarchical_beats_ring_on_slow_network),
+        cmocka_unit_test(test_linear_reduce_bcast_slowest_on_4n2p),
+        cmocka_unit_test(test_buckets_overlap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
