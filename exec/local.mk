@@ -1,1 +1,2 @@
 # exec: see README
+include exec/cpu.mk

@@ -119,20 +119,26 @@ static bool probe_hwloc(struct cpu_facts *f)
     f->cores = cores;
     f->mem_bytes = mem;
     unsigned v = hwloc_get_api_version();
-    snprintf(f->how, sizeof f->how, "hwloc %u.%u", v >> 16, (v >> 8) & 0xff);
+    snprintf(f->how, sizeof f->how, "hwloc API %u.%u", v >> 16, (v >> 8) & 0xff);
     return true;
 }
 #endif
 
+static double sysconf_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
 static bool probe_sysconf(struct cpu_facts *f)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page = sysconf(_SC_PAGESIZE);
-    if (cores < 1 || pages < 1 || page < 1)
+    double mem = sysconf_memory();
+    if (cores < 1 || mem <= 0)
         return false;
     f->cores = cores > DT_TOPO_MAX_DEVICES ? DT_TOPO_MAX_DEVICES : (int)cores;
-    f->mem_bytes = (double)pages * (double)page;
+    f->mem_bytes = mem;
     snprintf(f->how, sizeof f->how, "sysconf");
     return true;
 }
@@ -145,6 +151,10 @@ int dt_topology_detect(struct dt_topology **out, struct dt_error *err)
     bool ok = false;
 #ifdef HAVE_HWLOC
     ok = probe_hwloc(&f);
+    /* hwloc adds up the NUMA nodes' meminfo, which virtual machines whose memory is brought
+     * online lazily under-report; the kernel's own total (sysconf) is then the larger. */
+    if (ok && sysconf_memory() > f.mem_bytes)
+        f.mem_bytes = sysconf_memory();
 #endif
     if (!ok && !probe_sysconf(&f))
         return dt_fail(err, DT_ESYS, "", 0, 0, "cannot count the cores and memory: %s",

@@ -11,3 +11,6 @@ tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/network.c
 tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+TESTS += tests/test_dtsim_cli.sh
+EXTRA_DIST += tests/test_dtsim_cli.sh

@@ -1,107 +1,280 @@
-/* Event queue: an indexed 4-ary heap keyed on (time, sequence). */
+/* Event queue: events grouped by exact time into buckets; a heap orders the buckets.
+ *
+ * Simulations of collectives put many events at one instant (a ring step starts every flow at
+ * the same time; symmetric nodes finish together). So the heap holds one entry per distinct
+ * pending time, not per event; a hash table finds the bucket of a time; inside a bucket the
+ * events form a FIFO list, which is sequence order because sequence numbers only grow and a
+ * moved event goes to the tail with a fresh one. A push into an existing time is O(1), a pop
+ * O(1) unless it empties its bucket (then O(log #times)). */
 #include "eventq.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* A heap entry: 16 bytes, so that the four children of a node share one cache line. The
- * sequence number and the slot are packed in one word, sequence high: comparing the words
- * compares the sequence numbers (they are unique). */
-#define SLOT_BITS 24
-#define SLOT_MASK ((UINT64_C(1) << SLOT_BITS) - 1)
-#define MAX_SLOTS (UINT32_C(1) << SLOT_BITS)          /* pending events at once */
-#define MAX_SEQ (UINT64_C(1) << (64 - SLOT_BITS))     /* events scheduled in a run */
+#define NIL UINT32_MAX
 
-struct entry {
-    double t;
-    uint64_t key; /* seq << SLOT_BITS | slot */
-};
-
-struct slot {
-    int32_t pos;     /* index in the heap; -1 when the slot is free */
+struct slot {               /* one event */
+    uint64_t seq;
+    uint32_t bucket;        /* NIL when the slot is free */
+    uint32_t prev, next;    /* in the bucket's list; next doubles as the free list */
     int32_t kind;
     uint32_t data;
-    uint32_t next;   /* free list */
+};
+
+struct bucket {             /* all pending events at one time */
+    double t;
+    uint32_t head, tail;
+    uint32_t pos;           /* index in the heap; next free bucket when unused */
+};
+
+struct hentry {             /* a heap entry: the time is copied for locality */
+    double t;
+    uint32_t bucket;
 };
 
 struct dt_eventq {
     double now;
     uint64_t next_seq;
-    struct entry *heap;
-    size_t n, cap;
+    size_t n;               /* pending events */
+
     struct slot *slots;
-    uint32_t n_slots, cap_slots;
-    uint32_t free_head; /* UINT32_MAX when empty */
+    uint32_t n_slots, cap_slots, free_slot;
+
+    struct bucket *buckets;
+    uint32_t n_buckets, cap_buckets, free_bucket;
+
+    struct hentry *heap;    /* binary min-heap on t (times are distinct) */
+    uint32_t n_heap;
+
+    uint32_t *table;        /* open addressing, linear probing: bucket index or NIL */
+    uint32_t table_mask;    /* capacity - 1 (a power of two) */
+    uint32_t n_table;
 };
 
-#define ARITY 4 /* a 4-ary heap: half the levels of a binary one, same cache lines per level */
+/* ---- heap of buckets ---- */
 
-static inline bool before(const struct entry *a, const struct entry *b)
-{
-    return a->t < b->t || (a->t == b->t && a->key < b->key);
-}
-
-static inline uint32_t slot_of(const struct entry *e)
-{
-    return (uint32_t)(e->key & SLOT_MASK);
-}
-
-static inline void place(struct dt_eventq *q, size_t i, struct entry e)
+static inline void hplace(struct dt_eventq *q, uint32_t i, struct hentry e)
 {
     q->heap[i] = e;
-    q->slots[slot_of(&e)].pos = (int32_t)i;
+    q->buckets[e.bucket].pos = i;
 }
 
-static void sift_up(struct dt_eventq *q, size_t i)
+static void hsift_up(struct dt_eventq *q, uint32_t i)
 {
-    struct entry e = q->heap[i];
+    struct hentry e = q->heap[i];
     while (i > 0) {
-        size_t parent = (i - 1) / ARITY;
-        if (!before(&e, &q->heap[parent]))
+        uint32_t parent = (i - 1) / 2;
+        if (!(e.t < q->heap[parent].t))
             break;
-        place(q, i, q->heap[parent]);
+        hplace(q, i, q->heap[parent]);
         i = parent;
     }
-    place(q, i, e);
+    hplace(q, i, e);
 }
 
-static void sift_down(struct dt_eventq *q, size_t i)
+static void hsift_down(struct dt_eventq *q, uint32_t i)
 {
-    struct entry e = q->heap[i];
-    size_t n = q->n;
+    struct hentry e = q->heap[i];
+    uint32_t n = q->n_heap;
     for (;;) {
-        size_t first = ARITY * i + 1;
-        if (first >= n)
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
             break;
-        size_t last = first + ARITY < n ? first + ARITY : n;
-        size_t c = first;
-        for (size_t k = first + 1; k < last; k++)
-            if (before(&q->heap[k], &q->heap[c]))
-                c = k;
-        if (!before(&q->heap[c], &e))
+        if (c + 1 < n && q->heap[c + 1].t < q->heap[c].t)
+            c++;
+        if (!(q->heap[c].t < e.t))
             break;
-        place(q, i, q->heap[c]);
+        hplace(q, i, q->heap[c]);
         i = c;
     }
-    place(q, i, e);
+    hplace(q, i, e);
 }
 
-static int next_key(struct dt_eventq *q, uint32_t slot, uint64_t *key, struct dt_error *err)
+static void hremove(struct dt_eventq *q, uint32_t i)
 {
-    if (q->next_seq >= MAX_SEQ)
-        return dt_fail(err, DT_EINTERNAL, "", 0, 0, "event sequence numbers exhausted "
-                       "(%llu events scheduled)", (unsigned long long)q->next_seq);
-    *key = q->next_seq++ << SLOT_BITS | slot;
-    return DT_OK;
+    q->n_heap--;
+    if (i == q->n_heap)
+        return;
+    struct hentry gone = q->heap[i], last = q->heap[q->n_heap];
+    hplace(q, i, last);
+    if (last.t < gone.t)
+        hsift_up(q, i);
+    else
+        hsift_down(q, i);
 }
+
+/* ---- hash table: time -> bucket ---- */
+
+static inline uint32_t thash(const struct dt_eventq *q, double t)
+{
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    bits ^= bits >> 29;
+    bits *= UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing */
+    return (uint32_t)(bits >> 32) & q->table_mask;
+}
+
+static uint32_t tfind(const struct dt_eventq *q, double t)
+{
+    if (!q->table)
+        return NIL;
+    for (uint32_t i = thash(q, t);; i = (i + 1) & q->table_mask) {
+        uint32_t b = q->table[i];
+        if (b == NIL || q->buckets[b].t == t)
+            return b;
+    }
+}
+
+static void tinsert_nogrow(struct dt_eventq *q, uint32_t b)
+{
+    uint32_t i = thash(q, q->buckets[b].t);
+    while (q->table[i] != NIL)
+        i = (i + 1) & q->table_mask;
+    q->table[i] = b;
+    q->n_table++;
+}
+
+static int tinsert(struct dt_eventq *q, uint32_t b)
+{
+    if (!q->table || 2 * (q->n_table + 1) > q->table_mask + 1) {
+        uint32_t cap = q->table ? 2 * (q->table_mask + 1) : 256;
+        if (cap == 0)
+            return -1;
+        uint32_t *old = q->table, old_cap = q->table ? q->table_mask + 1 : 0;
+        q->table = malloc((size_t)cap * sizeof *q->table);
+        if (!q->table) {
+            q->table = old;
+            return -1;
+        }
+        for (uint32_t i = 0; i < cap; i++)
+            q->table[i] = NIL;
+        q->table_mask = cap - 1;
+        q->n_table = 0;
+        for (uint32_t i = 0; i < old_cap; i++)
+            if (old[i] != NIL)
+                tinsert_nogrow(q, old[i]);
+        free(old);
+    }
+    tinsert_nogrow(q, b);
+    return 0;
+}
+
+/* Deletes bucket b's entry, shifting later entries of the probe run back (no tombstones). */
+static void tdelete(struct dt_eventq *q, uint32_t b)
+{
+    uint32_t mask = q->table_mask, i = thash(q, q->buckets[b].t);
+    while (q->table[i] != b)
+        i = (i + 1) & mask;
+    for (uint32_t j = i;;) {
+        j = (j + 1) & mask;
+        uint32_t e = q->table[j];
+        if (e == NIL)
+            break;
+        uint32_t home = thash(q, q->buckets[e].t);
+        /* e may move back to the hole at i unless its home lies cyclically in (i, j] */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            q->table[i] = e;
+            i = j;
+        }
+    }
+    q->table[i] = NIL;
+    q->n_table--;
+}
+
+/* ---- buckets ---- */
+
+/* The bucket of time t, created if needed. NIL when out of memory. */
+static uint32_t bucket_at(struct dt_eventq *q, double t)
+{
+    uint32_t b = tfind(q, t);
+    if (b != NIL)
+        return b;
+    b = q->free_bucket;
+    if (b != NIL) {
+        q->free_bucket = q->buckets[b].pos;
+    } else {
+        if (q->n_buckets == q->cap_buckets) {
+            if (q->cap_buckets >= UINT32_MAX / 4)
+                return NIL;
+            uint32_t cap = q->cap_buckets ? 2 * q->cap_buckets : 64;
+            struct bucket *nb = realloc(q->buckets, (size_t)cap * sizeof *nb);
+            if (!nb)
+                return NIL;
+            q->buckets = nb;
+            struct hentry *nh = realloc(q->heap, (size_t)cap * sizeof *nh);
+            if (!nh)
+                return NIL;
+            q->heap = nh;
+            q->cap_buckets = cap;
+        }
+        b = q->n_buckets++;
+    }
+    q->buckets[b] = (struct bucket){t, NIL, NIL, 0};
+    if (tinsert(q, b)) {
+        q->buckets[b].pos = q->free_bucket;
+        q->free_bucket = b;
+        return NIL;
+    }
+    q->heap[q->n_heap] = (struct hentry){t, b};
+    q->buckets[b].pos = q->n_heap;
+    q->n_heap++;
+    hsift_up(q, q->n_heap - 1);
+    return b;
+}
+
+static void bucket_free(struct dt_eventq *q, uint32_t b)
+{
+    tdelete(q, b);
+    hremove(q, q->buckets[b].pos);
+    q->buckets[b].pos = q->free_bucket;
+    q->free_bucket = b;
+}
+
+/* Appends slot s (sequence number already set) to bucket b's list. */
+static void link_tail(struct dt_eventq *q, uint32_t b, uint32_t s)
+{
+    struct bucket *bk = &q->buckets[b];
+    q->slots[s].bucket = b;
+    q->slots[s].prev = bk->tail;
+    q->slots[s].next = NIL;
+    if (bk->tail != NIL)
+        q->slots[bk->tail].next = s;
+    else
+        bk->head = s;
+    bk->tail = s;
+}
+
+/* Takes slot s out of its bucket, freeing the bucket when it empties. */
+static void unlink_slot(struct dt_eventq *q, uint32_t s)
+{
+    struct slot *sl = &q->slots[s];
+    uint32_t b = sl->bucket;
+    struct bucket *bk = &q->buckets[b];
+    if (sl->prev != NIL)
+        q->slots[sl->prev].next = sl->next;
+    else
+        bk->head = sl->next;
+    if (sl->next != NIL)
+        q->slots[sl->next].prev = sl->prev;
+    else
+        bk->tail = sl->prev;
+    if (bk->head == NIL)
+        bucket_free(q, b);
+    sl->bucket = NIL;
+}
+
+/* ---- the interface ---- */
 
 int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
 {
     struct dt_eventq *q = calloc(1, sizeof *q);
     if (!q)
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
-    q->free_head = UINT32_MAX;
+    q->free_slot = NIL;
+    q->free_bucket = NIL;
     *out = q;
     return DT_OK;
 }
@@ -110,8 +283,10 @@ void dt_eventq_destroy(struct dt_eventq *q)
 {
     if (!q)
         return;
-    free(q->heap);
     free(q->slots);
+    free(q->buckets);
+    free(q->heap);
+    free(q->table);
     free(q);
 }
 
@@ -134,51 +309,43 @@ static int check_delay(double delay_s, struct dt_error *err)
     return DT_OK;
 }
 
+static int no_memory(struct dt_error *err)
+{
+    return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
+}
+
 int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t data,
                        uint32_t *id, struct dt_error *err)
 {
     int rc = check_delay(delay_s, err);
     if (rc)
         return rc;
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? 2 * q->cap : 256;
-        struct entry *h = realloc(q->heap, cap * sizeof *h);
-        if (!h)
-            return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event heap)");
-        q->heap = h;
-        q->cap = cap;
-    }
-    uint32_t s = q->free_head;
-    if (s == UINT32_MAX) {
+    uint32_t s = q->free_slot;
+    if (s == NIL) {
         if (q->n_slots == q->cap_slots) {
-            if (q->cap_slots >= MAX_SLOTS)
-                return dt_fail(err, DT_ENOMEM, "", 0, 0, "more than %lu events pending",
-                               (unsigned long)MAX_SLOTS);
+            if (q->cap_slots >= UINT32_MAX / 4)
+                return no_memory(err);
             uint32_t cap = q->cap_slots ? 2 * q->cap_slots : 256;
             struct slot *sl = realloc(q->slots, (size_t)cap * sizeof *sl);
             if (!sl)
-                return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event slots)");
+                return no_memory(err);
             q->slots = sl;
             q->cap_slots = cap;
         }
         s = q->n_slots++;
-    } else {
-        q->free_head = q->slots[s].next;
+        q->slots[s].bucket = NIL;
+        q->slots[s].next = q->free_slot;
+        q->free_slot = s; /* so that a failure below leaves it free */
     }
-    uint64_t key = 0;
-    rc = next_key(q, s, &key, err);
-    if (rc) {
-        q->slots[s].pos = -1;
-        q->slots[s].next = q->free_head;
-        q->free_head = s;
-        return rc;
-    }
+    uint32_t b = bucket_at(q, q->now + delay_s + 0.0); /* + 0.0: -0 and +0 are one time */
+    if (b == NIL)
+        return no_memory(err);
+    q->free_slot = q->slots[s].next;
     q->slots[s].kind = kind;
     q->slots[s].data = data;
-    q->heap[q->n] = (struct entry){q->now + delay_s, key};
-    q->slots[s].pos = (int32_t)q->n;
+    q->slots[s].seq = q->next_seq++;
+    link_tail(q, b, s);
     q->n++;
-    sift_up(q, q->n - 1);
     if (id)
         *id = s;
     return DT_OK;
@@ -186,7 +353,7 @@ int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t d
 
 static bool pending(const struct dt_eventq *q, uint32_t id)
 {
-    return id < q->n_slots && q->slots[id].pos >= 0;
+    return id < q->n_slots && q->slots[id].bucket != NIL;
 }
 
 int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
@@ -197,50 +364,32 @@ int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
         return rc;
     if (!pending(q, id))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "event %u is not pending", id);
-    size_t i = (size_t)q->slots[id].pos;
-    struct entry old = q->heap[i];
-    rc = next_key(q, id, &q->heap[i].key, err);
-    if (rc)
-        return rc;
-    q->heap[i].t = q->now + delay_s;
-    /* the new key is larger in seq, so it can only move down unless its time dropped */
-    if (before(&q->heap[i], &old))
-        sift_up(q, i);
-    else
-        sift_down(q, i);
+    double t = q->now + delay_s + 0.0;
+    /* find or make the new bucket before leaving the old one, so that failure changes
+     * nothing (the old bucket cannot vanish meanwhile: it holds this event) */
+    uint32_t b = bucket_at(q, t);
+    if (b == NIL)
+        return no_memory(err);
+    unlink_slot(q, id);
+    q->slots[id].seq = q->next_seq++;
+    link_tail(q, b, id);
     return DT_OK;
-}
-
-/* Takes the entry at heap index i out, filling the hole with the last entry. */
-static void remove_at(struct dt_eventq *q, size_t i)
-{
-    uint32_t s = slot_of(&q->heap[i]);
-    q->n--;
-    if (i != q->n) {
-        struct entry last = q->heap[q->n];
-        struct entry gone = q->heap[i];
-        place(q, i, last);
-        if (before(&last, &gone))
-            sift_up(q, i);
-        else
-            sift_down(q, i);
-    }
-    q->slots[s].pos = -1;
-    q->slots[s].next = q->free_head;
-    q->free_head = s;
 }
 
 int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err)
 {
     if (!pending(q, id))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "event %u is not pending", id);
-    remove_at(q, (size_t)q->slots[id].pos);
+    unlink_slot(q, id);
+    q->slots[id].next = q->free_slot;
+    q->free_slot = id;
+    q->n--;
     return DT_OK;
 }
 
 int dt_eventq_peek(const struct dt_eventq *q, double *t)
 {
-    if (q->n == 0)
+    if (q->n_heap == 0)
         return 0;
     *t = q->heap[0].t;
     return 1;
@@ -248,16 +397,21 @@ int dt_eventq_peek(const struct dt_eventq *q, double *t)
 
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
 {
-    if (q->n == 0)
+    if (q->n_heap == 0)
         return 0;
-    struct entry top = q->heap[0];
-    uint32_t s = slot_of(&top);
-    ev->t = top.t;
-    ev->seq = top.key >> SLOT_BITS;
-    ev->kind = q->slots[s].kind;
-    ev->data = q->slots[s].data;
+    uint32_t b = q->heap[0].bucket;
+    double t = q->buckets[b].t;
+    uint32_t s = q->buckets[b].head;
+    struct slot *sl = &q->slots[s];
+    ev->t = t;
+    ev->seq = sl->seq;
+    ev->kind = sl->kind;
+    ev->data = sl->data;
     ev->id = s;
-    remove_at(q, 0);
-    q->now = top.t;
+    unlink_slot(q, s);
+    sl->next = q->free_slot;
+    q->free_slot = s;
+    q->n--;
+    q->now = t;
     return 1;
 }

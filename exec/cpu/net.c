@@ -33,6 +33,7 @@ struct dtk_net {
     int *iarena;
     float *work;
     int *tokens;            /* (max_batch, T) token ids of a token model */
+    float *probs;           /* (max_batch, out) when the last layer is not a softmax */
     struct dtk_lay *lay;
     long in_sz;
     const float *x;         /* input rows of the current forward (already offset to b0) */
@@ -186,9 +187,6 @@ static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *l
         break;
     default: break;
     }
-    /* The classifier output when it is not a softmax: probabilities for the loss. */
-    if (i == m->n_layers - 1 && L->kind != DT_L_SOFTMAX)
-        *aux += ly->out_sz;
 }
 
 static void *alloc_floats(size_t n, double *bytes)
@@ -264,6 +262,9 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     }
     if (model->input_is_tokens)
         iacts += net->in_sz * max_batch;
+    const struct dt_layer *last = &model->layers[n - 1];
+    if (last->kind != DT_L_SOFTMAX)
+        acts += net->lay[n - 1].out_sz * max_batch;
 
     /* One allocation each. */
     size_t np = (size_t)net->n_params;
@@ -314,6 +315,8 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     }
     if (model->input_is_tokens)
         net->tokens = ip;
+    if (last->kind != DT_L_SOFTMAX)
+        net->probs = fp;
 
     dtk_init_model(net->params, model, init, seed);
     dtk_rng_seed(&net->rng, seed ^ 0x64726f706f7574ULL); /* "dropout": a stream apart */
@@ -587,7 +590,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
         logits = in_rows(net, L->in[0], b0);
         dlogits = din_rows(net, L->in[0], b0);
     } else {
-        probs = ly->aux + (long)b0 * ly->aux_row + (ly->aux_row - ly->out_sz);
+        probs = net->probs + off;
         logits = ly->act + off;
         dlogits = ly->dact ? ly->dact + off : NULL;
     }
@@ -618,7 +621,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     const float *x = in_rows(net, L->in[0], b0);
     float *dx = din_rows(net, L->in[0], b0);
     const float *w = net->params + L->param_offset;
-    float *dw = net->params ? net->grads + L->param_offset : NULL;
+    float *dw = net->grads + L->param_offset;
     const float *y = ly->act + (long)b0 * osz;
     const float *dy = ly->dact + (long)b0 * osz;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;

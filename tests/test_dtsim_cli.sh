@@ -1,0 +1,74 @@
+#!/bin/sh
+# dtsim as a user runs it: the default job, determinism, formats, sweeps, traces, bad input.
+set -u
+dtsim="$top_builddir/dtsim"
+cd "$top_srcdir"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+
+# expect_error NAME WANTED-TEXT ARGS...: exit status 2 and the text in stderr
+expect_error() {
+  name=$1 want=$2; shift 2
+  "$dtsim" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "$want" "$tmp/err"; then ok "$name"
+  else bad "$name (exit $rc, stderr: $(cat "$tmp/err"))"; fi
+}
+
+# The default job: every data-parallel strategy that fits 2n4p, ranked.
+if "$dtsim" --topology topologies/2n4p.yaml >"$tmp/default" 2>&1; then
+  n=$(grep -cE '^[0-9]+ +[a-z-]+ +8 ' "$tmp/default")
+  [ "$n" -eq 9 ] && ok "default run ranks 9 strategies" || bad "default run: $n rows"
+else
+  bad "default run failed: $(cat "$tmp/default")"
+fi
+
+# Same inputs, byte-identical output.
+"$dtsim" -t 2n4p -f csv >"$tmp/a.csv" && "$dtsim" -t 2n4p -f csv >"$tmp/b.csv" &&
+  cmp -s "$tmp/a.csv" "$tmp/b.csv" && ok "deterministic" || bad "two runs differ"
+
+# Seed 002's grid in one command: 3 x 4 shapes, one row per configuration.
+"$dtsim" -t 1n1p --strategy reduce-bcast --sweep nodes=1,2,4 ppn=1,2,4,8 -f csv >"$tmp/grid.csv"
+rows=$(($(wc -l <"$tmp/grid.csv") - 1))
+[ "$rows" -eq 11 ] && ok "sweep rows" || bad "sweep gave $rows rows, want 11 (1x1 has no reduce-bcast)"
+
+# JSON and the Chrome trace parse (when python3 is there to check them).
+"$dtsim" -t 2n2p -f json -o "$tmp/r.json" --trace "$tmp/t.json" || bad "json/trace run"
+if command -v python3 >/dev/null; then
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])>0" "$tmp/r.json" &&
+    ok "json parses" || bad "json does not parse"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert any(e.get('ph')=='X' for e in d['traceEvents'])" "$tmp/t.json" &&
+    ok "trace parses" || bad "trace does not parse"
+fi
+
+# The model summary.
+"$dtsim" --model models/cnn690k.yaml --summary | grep -q "690,590\|690590" &&
+  ok "summary" || bad "summary lacks the parameter count"
+
+# Bad flags: the flag's name and exit 2.
+expect_error "batch zero" "--batch" -t 2n4p --batch 0
+expect_error "batch text" "--batch" -t 2n4p --batch many
+expect_error "bad format" "--format" -t 2n4p --format xml
+expect_error "bad strategy" "--strategy" -t 2n4p --strategy nope
+expect_error "bad scaling" "--scaling" -t 2n4p --scaling medium
+expect_error "bad bucket" "--bucket" -t 2n4p --bucket 25
+expect_error "bad sweep" "--sweep" -t 2n4p --sweep cores=1,2
+expect_error "unknown option" "unknown option" -t 2n4p --frobnicate
+expect_error "missing value" "needs a value" -t 2n4p --batch
+expect_error "no topology" "--topology" 
+expect_error "stray operand" "unexpected argument" -t 2n4p extra
+expect_error "strong batch below ranks" "smaller than" -t 2n4p --scaling strong --batch 4
+expect_error "buckets on reduce-bcast" "buckets" -t 2n4p --strategy reduce-bcast --bucket "1 MiB"
+
+# Bad files: file:line:column and exit 2.
+printf 'name: x\nsource: y\nnodes: [\n' >"$tmp/broken.yaml"
+expect_error "broken topology" "broken.yaml:[0-9]*:[0-9]*:" -t "$tmp/broken.yaml"
+expect_error "missing topology file" "nothere.yaml" -t "$tmp/nothere.yaml"
+printf 'name: m\nsource: s\ninput: {shape: [1, 3, 3]}\nclasses: 2\nlayers:\n  - {kind: conv2d, filters: 2, kernel: 5}\n' >"$tmp/m.yaml"
+expect_error "kernel larger than input" "m.yaml:6:" -t 2n4p -m "$tmp/m.yaml"
+
+echo "$fails failed"
+[ $fails -eq 0 ]
