@@ -97,7 +97,7 @@ static int ring_allgather(int p, int me, long n, struct dt_schedule *s)
         long so, sl, ro, rl;
         dt_chunk(n, p, mod(me - step, p), &so, &sl);
         dt_chunk(n, p, mod(me - step - 1, p), &ro, &rl);
-        int rc = sendrecv(s, right, so, sl, left, ro, rl, true);
+        int rc = sendrecv(s, right, so, sl, left, ro, rl, false);
         if (rc)
             return rc;
     }

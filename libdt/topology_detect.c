@@ -177,7 +177,7 @@ int dt_topology_detect(struct dt_topology **out, struct dt_error *err)
     t->groups = g;
     t->n_groups = 1;
     snprintf(t->name, sizeof t->name, "localhost");
-    snprintf(t->path, sizeof t->path, "(detected)");
+    snprintf(t->path, sizeof t->path, "detected");
     snprintf(t->source, sizeof t->source,
              "detected: %d cores and %.1f GiB (%s); peak = clock %.0f MHz%s x %d FP32 "
              "FLOP/cycle (%s); bandwidths and latencies are estimates (topologies/README.md)",

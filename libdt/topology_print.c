@@ -72,8 +72,9 @@ static void print_network(const struct dt_network *n, FILE *out)
                 n->levels, n->levels == 1 ? "" : "s");
         break;
     case DT_NET_RAIL:
-        fprintf(out, "  network: rail-optimised, %d rail%s of %d nodes, %s per switch\n",
-                n->n_leaves, n->n_leaves == 1 ? "" : "s", n->hosts_per_leaf, a);
+        fprintf(out, "  network: rail-optimised, %d rail%s of %d node%s, %s per switch\n",
+                n->n_leaves, n->n_leaves == 1 ? "" : "s", n->hosts_per_leaf,
+                n->hosts_per_leaf == 1 ? "" : "s", a);
         break;
     }
 }

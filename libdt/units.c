@@ -29,7 +29,9 @@ struct base {
 
 static const struct base bytes_units[] = {{"B", 1.0, 1}, {"bit", 0.125, 1}, {NULL, 0, 0}};
 static const struct base bw_units[] = {{"B/s", 1.0, 1}, {"bit/s", 0.125, 1}, {NULL, 0, 0}};
+/* Microseconds: "us", the micro sign U+00B5 and the Greek mu U+03BC (both look alike). */
 static const struct base time_units[] = {{"ns", 1e-9, 0}, {"us", 1e-6, 0}, {"\xc2\xb5s", 1e-6, 0},
+                                         {"\xce\xbcs", 1e-6, 0},
                                          {"ms", 1e-3, 0}, {"s", 1.0, 0},    {"min", 60.0, 0},
                                          {"h", 3600.0, 0}, {NULL, 0, 0}};
 static const struct base rate_units[] = {{"FLOP/s", 1.0, 1}, {NULL, 0, 0}};
@@ -106,9 +108,10 @@ int dt_parse_quantity(const char *text, enum dt_unit unit, double *out, char *wh
                  dt_unit_example(unit));
         return -1;
     }
-    /* Refuse strtod's extras: hex floats, inf, nan. */
-    if (isalpha((unsigned char)s[0]) || (s[0] == '-' && isalpha((unsigned char)s[1])) ||
-        strncmp(s, "0x", 2) == 0 || strncmp(s, "0X", 2) == 0) {
+    /* Refuse strtod's extras: hex floats, inf, nan (with or without a sign). */
+    const char *digits = s + (s[0] == '+' || s[0] == '-');
+    if (isalpha((unsigned char)digits[0]) || strncmp(digits, "0x", 2) == 0 ||
+        strncmp(digits, "0X", 2) == 0) {
         snprintf(why, whylen, "'%s' is not a number with a unit; write e.g. '%s'", text,
                  dt_unit_example(unit));
         return -1;

@@ -247,12 +247,11 @@ static void link_tail(struct dt_eventq *q, uint32_t b, uint32_t s)
     bk->tail = s;
 }
 
-/* Takes slot s out of its bucket, freeing the bucket when it empties. */
-static void unlink_slot(struct dt_eventq *q, uint32_t s)
+/* Takes slot s out of its bucket's list (the bucket may be left empty). */
+static void list_remove(struct dt_eventq *q, uint32_t s)
 {
     struct slot *sl = &q->slots[s];
-    uint32_t b = sl->bucket;
-    struct bucket *bk = &q->buckets[b];
+    struct bucket *bk = &q->buckets[sl->bucket];
     if (sl->prev != NIL)
         q->slots[sl->prev].next = sl->next;
     else
@@ -261,9 +260,16 @@ static void unlink_slot(struct dt_eventq *q, uint32_t s)
         q->slots[sl->next].prev = sl->prev;
     else
         bk->tail = sl->prev;
-    if (bk->head == NIL)
+}
+
+/* Takes slot s out of its bucket, freeing the bucket when it empties. */
+static void unlink_slot(struct dt_eventq *q, uint32_t s)
+{
+    uint32_t b = q->slots[s].bucket;
+    list_remove(q, s);
+    if (q->buckets[b].head == NIL)
         bucket_free(q, b);
-    sl->bucket = NIL;
+    q->slots[s].bucket = NIL;
 }
 
 /* ---- the interface ---- */
@@ -370,7 +376,10 @@ int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
     uint32_t b = bucket_at(q, t);
     if (b == NIL)
         return no_memory(err);
-    unlink_slot(q, id);
+    if (b == q->slots[id].bucket)
+        list_remove(q, id); /* same time: only its place in the order changes */
+    else
+        unlink_slot(q, id);
     q->slots[id].seq = q->next_seq++;
     link_tail(q, b, id);
     return DT_OK;

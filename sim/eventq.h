@@ -9,10 +9,10 @@
  * flow's finish time, which moves whenever the flow's rate changes. Ids are recycled once the
  * event has been popped or cancelled.
  *
- * Implementation: a 4-ary heap of (time, sequence, slot) entries; each slot remembers where
- * its entry sits in the heap, so a move or cancel costs O(log n). Memory is linear in the
- * number of pending events. Limits: 2^24 events pending at once, 2^40 scheduled in a run
- * (DT_ENOMEM / DT_EINTERNAL beyond). */
+ * Implementation: events at the same time share a bucket (a FIFO list, which is sequence
+ * order); a binary heap orders the distinct pending times and a hash table finds the bucket
+ * of a time. Scheduling into a time already pending and popping are O(1); a new time costs
+ * O(log #distinct times). Memory is linear in the number of pending events. */
 #ifndef DT_SIM_EVENTQ_H
 #define DT_SIM_EVENTQ_H
 

@@ -131,35 +131,85 @@ static void test_reschedule_cancel(void **state)
     dt_eventq_destroy(q);
 }
 
-/* Ensure that many pushes, moves and pops keep the heap order (checked against the sorted
- * order of a deterministic pseudo-random sequence). */
-static void test_heap_stress(void **state)
+/* Ensure that a random mix of schedules, moves, cancels and pops always pops what a plain
+ * reference (a linear scan for the smallest (time, sequence)) says is next. Times are drawn
+ * from a few values so that many events share a time, and from many so that most do not. */
+static void test_against_reference(void **state)
 {
     (void)state;
     struct dt_eventq *q = new_queue();
-    enum { N = 5000 };
-    static uint32_t ids[N];
-    static double when[N];
-    uint64_t x = 12345;
-    for (int i = 0; i < N; i++) {
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
-        when[i] = (double)(x >> 40) / 1e3;
-        assert_int_equal(dt_eventq_schedule(q, when[i], 0, (uint32_t)i, &ids[i], NULL), DT_OK);
+    enum { N = 3000 };
+    static double t_of[N];
+    static uint64_t seq_of[N];
+    static uint32_t id_of[N];
+    static int live[N];
+    uint64_t x = 12345, seq = 0;
+#define NEXT() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, x >> 33)
+    int n_live = 0, made = 0;
+    for (int round = 0; round < 20000; round++) {
+        int op = (int)(NEXT() % 10);
+        double delay = (NEXT() % 2) ? (double)(NEXT() % 4) : (double)(NEXT() % 100000) / 7.0;
+        if (op < 4 && made < N) { /* schedule */
+            int i = made++;
+            assert_int_equal(dt_eventq_schedule(q, delay, 0, (uint32_t)i, &id_of[i], NULL),
+                             DT_OK);
+            t_of[i] = dt_eventq_now(q) + delay;
+            seq_of[i] = seq++;
+            live[i] = 1;
+            n_live++;
+        } else if (op < 6 && n_live > 0) { /* move or cancel a live one */
+            int i = (int)(NEXT() % (uint64_t)made);
+            if (!live[i])
+                continue;
+            if (op == 4) {
+                assert_int_equal(dt_eventq_reschedule(q, id_of[i], delay, NULL), DT_OK);
+                t_of[i] = dt_eventq_now(q) + delay;
+                seq_of[i] = seq++;
+            } else {
+                assert_int_equal(dt_eventq_cancel(q, id_of[i], NULL), DT_OK);
+                live[i] = 0;
+                n_live--;
+            }
+        } else if (n_live > 0) { /* pop and compare with the reference */
+            int best = -1;
+            for (int i = 0; i < made; i++)
+                if (live[i] && (best < 0 || t_of[i] < t_of[best] ||
+                                (t_of[i] == t_of[best] && seq_of[i] < seq_of[best])))
+                    best = i;
+            struct dt_event ev;
+            assert_true(dt_eventq_pop(q, &ev));
+            assert_int_equal(ev.data, (uint32_t)best);
+            assert_true(ev.t == t_of[best]);
+            live[best] = 0;
+            n_live--;
+        }
+        assert_int_equal(dt_eventq_size(q), (size_t)n_live);
     }
-    for (int i = 0; i < N; i += 3) { /* move every third event later by 1 */
-        when[i] += 1.0;
-        assert_int_equal(dt_eventq_reschedule(q, ids[i], when[i], NULL), DT_OK);
-    }
-    struct dt_event ev, prev = {0};
-    int n = 0;
-    while (dt_eventq_pop(q, &ev)) {
-        assert_true(ev.t == when[ev.data]);
-        if (n > 0)
-            assert_true(ev.t > prev.t || (ev.t == prev.t && ev.seq > prev.seq));
-        prev = ev;
-        n++;
-    }
-    assert_int_equal(n, N);
+#undef NEXT
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that moving an event to the time it already has puts it behind the others there,
+ * and that cancelling the only event of a time leaves the queue consistent. */
+static void test_same_time_moves(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    uint32_t a, b, c;
+    assert_int_equal(dt_eventq_schedule(q, 1.0, 0, 'a', &a, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 1.0, 0, 'b', &b, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 2.0, 0, 'c', &c, NULL), DT_OK);
+    assert_int_equal(dt_eventq_reschedule(q, a, 1.0, NULL), DT_OK); /* a goes behind b */
+    assert_int_equal(dt_eventq_reschedule(q, c, 2.0, NULL), DT_OK); /* alone: stays */
+    assert_int_equal(dt_eventq_cancel(q, c, NULL), DT_OK);
+    struct dt_event ev;
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 'b');
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, 'a');
+    assert_false(dt_eventq_pop(q, &ev));
+    double t;
+    assert_false(dt_eventq_peek(q, &t));
     dt_eventq_destroy(q);
 }
 
@@ -171,7 +221,8 @@ int main(void)
         cmocka_unit_test(test_refuses_past),
         cmocka_unit_test(test_relative_to_now),
         cmocka_unit_test(test_reschedule_cancel),
-        cmocka_unit_test(test_heap_stress),
+        cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_same_time_moves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
