@@ -68,7 +68,7 @@ static void report(const char *name, struct dt_sim *sim, double t0, double sim_s
     double dt = wall() - t0;
     struct dt_sim_counters k;
     dt_sim_get_counters(sim, &k);
-    printf("%-28s sim %.6f s | wall %.3f s | %llu flows %.2f M flows/s | %llu events "
+    printf("%-28s sim %.6f s | wall %.4f s | %llu flows %.2f M flows/s | %llu events "
            "%.2f M events/s | solves %llu (mean %.1f flows) | peak RSS %.1f MiB\n",
            name, sim_s, dt, (unsigned long long)k.flows_done, 1e-6 * (double)k.flows_done / dt,
            (unsigned long long)k.events, 1e-6 * (double)k.events / dt,
@@ -306,7 +306,7 @@ static void run_grid(void)
         report(name, sim, t0, dt_sim_now(sim));
         dt_sim_destroy(sim);
     }
-    printf("grid total wall %.3f s\n", wall() - t_all);
+    printf("grid total wall %.4f s\n", wall() - t_all);
 }
 
 static long parse_long(const char *s, const char *what, long lo, long hi)

@@ -430,6 +430,9 @@ static void free_flow(struct dt_sim *sim, uint32_t i)
             return oom(err, what);                                                  \
     } while (0)
 
+static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
+                         struct dt_error *err);
+
 /* Solves the component that contains shared link `seed` and applies the new rates. */
 static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_error *err)
 {
@@ -464,8 +467,52 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
     }
     if (n_flows == 0)
         return DT_OK;
-    RESERVE(ccap, cap_ccap, n_links, "component");
     RESERVE(crate, cap_crate, n_flows, "component");
+    if (n_flows == 1 && sim->flows[sim->cflows[0]].n_shared == n_links) {
+        /* one flow over distinct links (the common case of a ring step): the slowest one */
+        double r = INFINITY;
+        for (int k = 0; k < n_links; k++)
+            if (sim->links[sim->clinks[k]].bw_Bps < r)
+                r = sim->links[sim->clinks[k]].bw_Bps;
+        sim->crate[0] = r;
+    } else if (n_links == 1 && nnz == n_flows) {
+        /* flows that share just one link, once each: equal shares */
+        double r = sim->links[seed].bw_Bps / n_flows;
+        for (int j = 0; j < n_flows; j++)
+            sim->crate[j] = r;
+    } else {
+        int rc = solve_general(sim, n_links, n_flows, nnz, err);
+        if (rc)
+            return rc;
+    }
+    sim->cnt.solves++;
+    sim->cnt.solved_flows += (uint64_t)n_flows;
+    for (int j = 0; j < n_flows; j++) {
+        uint32_t fi = sim->cflows[j];
+        struct flow *f = &sim->flows[fi];
+        double r = sim->crate[j];
+        if (r == f->rate && f->ev != NONE)
+            continue; /* same rate: the end event already stands */
+        settle(sim, f, now);
+        f->rate = r;
+        double dt = f->remaining / r;
+        int rc;
+        if (f->ev == NONE)
+            rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
+        else
+            rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+        if (rc)
+            return rc;
+        sim->cnt.rate_changes++;
+    }
+    return DT_OK;
+}
+
+/* The component gathered in cflows/clinks, handed to the max-min solver. */
+static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
+                         struct dt_error *err)
+{
+    RESERVE(ccap, cap_ccap, n_links, "component");
     RESERVE(cstart, cap_cstart, n_flows + 1, "component");
     RESERVE(cidx, cap_cidx, nnz, "component");
     for (int k = 0; k < n_links; k++)
@@ -481,30 +528,8 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
         }
     }
     sim->cstart[n_flows] = w;
-    int rc = dt_maxmin_solve(sim->mm, n_links, sim->ccap, n_flows, sim->cstart, sim->cidx,
-                             sim->crate, err);
-    if (rc)
-        return rc;
-    sim->cnt.solves++;
-    sim->cnt.solved_flows += (uint64_t)n_flows;
-    for (int j = 0; j < n_flows; j++) {
-        uint32_t fi = sim->cflows[j];
-        struct flow *f = &sim->flows[fi];
-        double r = sim->crate[j];
-        if (r == f->rate && f->ev != NONE)
-            continue; /* same rate: the end event already stands */
-        settle(sim, f, now);
-        f->rate = r;
-        double dt = f->remaining / r;
-        if (f->ev == NONE)
-            rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
-        else
-            rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
-        if (rc)
-            return rc;
-        sim->cnt.rate_changes++;
-    }
-    return DT_OK;
+    return dt_maxmin_solve(sim->mm, n_links, sim->ccap, n_flows, sim->cstart, sim->cidx,
+                           sim->crate, err);
 }
 
 /* One solve per timestamp: every component touched since the last one. */

@@ -32,7 +32,7 @@
 
 #include "dt/error.h"
 
-#define DT_SIM_MAX_HOPS 16 /* longest route a flow may take */
+#define DT_SIM_MAX_HOPS 8 /* longest route a flow may take (a 3-tier fat tree needs 6) */
 
 struct dt_sim; /* opaque; dt_sim_create/dt_sim_destroy */
 
