@@ -2,6 +2,7 @@
 #include "dt/datafile.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,9 +27,10 @@ int dt_find_data_file(const char *folder, const char *name, char *out, size_t le
         snprintf(out, len, "%s", name);
         return access(name, R_OK) == 0 ? 0 : -1;
     }
-    const char *dirs[] = {NULL, DT_DATADIR};
+    const char *env = getenv("DTSIM_DATADIR");
+    const char *dirs[] = {NULL, env && *env ? env : DT_DATADIR, DT_DATADIR};
     const char *exts[] = {"", ".yaml"};
-    for (size_t d = 0; d < 2; d++)
+    for (size_t d = 0; d < 3; d++)
         for (size_t e = 0; e < 2; e++)
             if (try_path(out, len, dirs[d], folder, name, exts[e]))
                 return 0;

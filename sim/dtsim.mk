@@ -14,3 +14,10 @@ tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 TESTS += tests/test_dtsim_cli.sh
 EXTRA_DIST += tests/test_dtsim_cli.sh
+
+# Benchmark: the seed 002 grid x all strategies (target: under 1 s).
+EXTRA_DIST += sim/bench_grid.sh
+BENCH_TARGETS += bench-dtsim-grid
+bench-dtsim-grid: dtsim$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_grid.sh ./dtsim$(EXEEXT)
+.PHONY: bench-dtsim-grid

@@ -27,7 +27,7 @@ tests_test_flownet_LDADD = $(DTSIM_ENGINE_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 noinst_PROGRAMS += sim/bench_flows
 sim_bench_flows_SOURCES = sim/bench_flows.c
 sim_bench_flows_CPPFLAGS = $(DTSIM_ENGINE_CPPFLAGS)
-sim_bench_flows_CFLAGS = $(AM_CFLAGS) -O2
+sim_bench_flows_CFLAGS = $(AM_CFLAGS)
 sim_bench_flows_LDADD = $(DTSIM_ENGINE_LIBS) $(DTCORE_LIBS)
 BENCH_TARGETS += bench-sim
 bench-sim: sim/bench_flows$(EXEEXT)
