@@ -2,9 +2,25 @@
 #include "network.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static double pick(double override, double value) { return override > 0 ? override : value; }
+
+/* Adds a link and remembers its name for traces. */
+static int add_link(struct dt_simnet *net, struct dt_sim *sim, double bw, double lat, int *id,
+                    struct dt_error *err, const char *fmt, int a)
+{
+    int rc = dt_sim_add_link(sim, bw, lat, id, err);
+    if (rc)
+        return rc;
+    char (*names)[40] = realloc(net->link_name, (size_t)(*id + 1) * sizeof *names);
+    if (!names)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    net->link_name = names;
+    snprintf(names[*id], sizeof names[*id], fmt, a);
+    return DT_OK;
+}
 
 int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_topology *topo,
                     int n_ranks, const struct dt_cost_params *cp, struct dt_error *err)
@@ -37,13 +53,13 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
         double ilat = pick(cp->intra_lat_s, g->intra.lat_s);
         net->bus[node] = -1;
         if (g->intra.sharing == DT_LINK_SHARED)
-            rc = dt_sim_add_link(sim, g->intra.bus_bw_Bps > 0 ? g->intra.bus_bw_Bps : ibw, 0,
-                                 &net->bus[node], err);
+            rc = add_link(net, sim, g->intra.bus_bw_Bps > 0 ? g->intra.bus_bw_Bps : ibw, 0,
+                          &net->bus[node], err, "node %d bus", node);
         int first = dt_topology_node_first_rank(topo, node);
         for (int r = first; r < first + g->devices && r < n_ranks && !rc; r++) {
-            rc = dt_sim_add_link(sim, ibw, ilat, &net->dev_out[r], err);
+            rc = add_link(net, sim, ibw, ilat, &net->dev_out[r], err, "rank %d out", r);
             if (!rc)
-                rc = dt_sim_add_link(sim, ibw, 0, &net->dev_in[r], err);
+                rc = add_link(net, sim, ibw, 0, &net->dev_in[r], err, "rank %d in", r);
         }
         double nbw = pick(cp->nic_bw_Bps, g->nic.bw_Bps);
         double nlat = pick(cp->nic_lat_s, g->nic.lat_s);
@@ -56,15 +72,17 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
                     net->nic_down[node * net->max_nics + kk];
                 continue;
             }
-            rc = dt_sim_add_link(sim, nbw, nlat, &net->nic_up[node * net->max_nics + k], err);
+            rc = add_link(net, sim, nbw, nlat, &net->nic_up[node * net->max_nics + k], err,
+                          "node %d nic-up", node);
             if (!rc)
-                rc = dt_sim_add_link(sim, nbw, 0, &net->nic_down[node * net->max_nics + k], err);
+                rc = add_link(net, sim, nbw, 0, &net->nic_down[node * net->max_nics + k], err,
+                              "node %d nic-down", node);
         }
     }
     if (rc)
         return rc;
     double swlat = pick(cp->net_lat_s, topo->net.switch_lat_s);
-    rc = dt_sim_add_link(sim, INFINITY, swlat, &net->sw, err);
+    rc = add_link(net, sim, INFINITY, swlat, &net->sw, err, "switch%.0d", 0);
     if (!rc && topo->net.kind == DT_NET_FATTREE) {
         net->nodes_per_leaf = topo->net.radix / 2 > 0 ? topo->net.radix / 2 : 1;
         int leaves = (n_nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
@@ -79,9 +97,9 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
         if (!net->leaf_up || !net->leaf_down)
             return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         for (int l = 0; l < leaves && !rc; l++) {
-            rc = dt_sim_add_link(sim, up, swlat, &net->leaf_up[l], err);
+            rc = add_link(net, sim, up, swlat, &net->leaf_up[l], err, "leaf %d up", l);
             if (!rc)
-                rc = dt_sim_add_link(sim, up, swlat, &net->leaf_down[l], err);
+                rc = add_link(net, sim, up, swlat, &net->leaf_down[l], err, "leaf %d down", l);
         }
     }
     net->n_links = dt_sim_n_links(sim);
@@ -99,6 +117,7 @@ void dt_simnet_free(struct dt_simnet *net)
     free(net->nic_down);
     free(net->leaf_up);
     free(net->leaf_down);
+    free(net->link_name);
 }
 
 int dt_simnet_route(const struct dt_simnet *net, int src, int dst, int *route)

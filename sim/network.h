@@ -28,6 +28,7 @@ struct dt_simnet {
     int *leaf_up, *leaf_down;   /* fat-tree: per leaf */
     int nodes_per_leaf;
     int n_links;
+    char (*link_name)[40]; /* per link, for traces: "node 0 nic-up" */
 };
 
 int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_topology *topo,

@@ -12,6 +12,8 @@
 
 enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW };
 
+#define LINK_TID 100000 /* trace tracks of links come after those of ranks */
+
 static uint64_t make_tag(enum tag_kind k, uint32_t index)
 {
     return ((uint64_t)k << 32) | index;
@@ -68,6 +70,7 @@ struct player {
     struct dt_sim_result *res;
     struct dt_error *err;
     long trace_events;
+    char *link_seen;         /* trace: link tracks already named */
 };
 
 static const struct dt_device_spec *device_of(struct player *p, int rank)
@@ -346,6 +349,20 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     const struct flowrec fr = p->flows[(uint32_t)(c->tag & 0xffffffffu)];
     const struct flowrec *f = &fr;
     p->res->rank[f->dst].bytes_recv += c->bytes;
+    if (p->opt && p->opt->trace) { /* one track per link the flow crossed */
+        int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
+        char name[48];
+        snprintf(name, sizeof name, "%d->%d", f->src, f->dst);
+        for (int h = 0; h < hops; h++) {
+            if (!p->link_seen[route[h]]) {
+                p->link_seen[route[h]] = 1;
+                fprintf(p->opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", "
+                                       "\"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
+                        p->opt->trace_pid, LINK_TID + route[h], p->net.link_name[route[h]]);
+            }
+            trace(p, LINK_TID + route[h], name, "link", c->t_start, c->t_end);
+        }
+    }
     /* sender side: one transfer of its round done */
     int rc = DT_OK;
     if (--p->acts[f->act].outstanding == 0) {
@@ -420,6 +437,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         goto done;
     }
     rc = dt_simnet_build(&p.net, p.sim, plan->topo, n, cp, err);
+    if (!rc && !(p.link_seen = calloc((size_t)p.net.n_links + 1, 1)))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < n && !rc; r++) {
         int dev;
         rc = dt_sim_add_device(p.sim, &dev, err);
@@ -488,6 +507,7 @@ done:
     free(p.acts);
     free(p.mail);
     free(p.flows);
+    free(p.link_seen);
     if (p.rs)
         for (int r = 0; r < n; r++) {
             free(p.rs[r].coll_seq);

@@ -158,7 +158,7 @@ static void test_dense_forward_values(void **state)
 static void test_dense_gradcheck(void **state)
 {
     (void)state;
-    struct dense_ctx c = {3, 5, 4};
+    struct dense_ctx c = {.N = 3, .in = 5, .out = 4};
     c.x = frand(15, -1, 1), c.w = frand(20, -1, 1), c.b = frand(4, -1, 1);
     c.y = fbuf(12), c.dx = fbuf(15), c.dw = fbuf(20), c.db = fbuf(4), c.dy = fbuf(12);
     struct gcheck g = {dense_fwd, dense_bwd, &c, c.y, 12, c.dy, 3,
@@ -532,7 +532,7 @@ static void test_activations_gradcheck(void **state)
 {
     (void)state;
     for (int kind = 0; kind < 4; kind++) {
-        struct act_ctx c = {kind, 60};
+        struct act_ctx c = {.kind = kind, .n = 60};
         c.x = frand_nonzero(60, (float)(4 * GC_H), 3.0f);
         c.y = fbuf(60), c.dx = fbuf(60), c.dy = fbuf(60);
         struct gcheck g = {act_fwd, act_bwd, &c, c.y, 60, c.dy, 1, {{"x", c.x, c.dx, 60}}};
@@ -578,7 +578,7 @@ static void sm_bwd(void *p)
 static void test_softmax_gradcheck(void **state)
 {
     (void)state;
-    struct sm_ctx c = {3, 5};
+    struct sm_ctx c = {.B = 3, .V = 5};
     c.x = frand(15, -2, 2), c.y = fbuf(15), c.dx = fbuf(15), c.dy = fbuf(15);
     struct gcheck g = {sm_fwd, sm_bwd, &c, c.y, 15, c.dy, 1, {{"x", c.x, c.dx, 15}}};
     assert_int_equal(gradcheck(&g), 0);
@@ -669,7 +669,7 @@ static void bn_bwd(void *p)
 static struct bn_ctx bn_make(int B, int C, int S)
 {
     long n = (long)B * C * S;
-    struct bn_ctx c = {B, C, S};
+    struct bn_ctx c = {.B = B, .C = C, .S = S};
     c.x = frand(n, -2, 2), c.g = frand(C, 0.5f, 1.5f), c.b = frand(C, -1, 1);
     c.y = fbuf(n), c.dx = fbuf(n), c.dg = fbuf(C), c.db = fbuf(C), c.dy = fbuf(n);
     c.mean = fbuf(C), c.rstd = fbuf(C), c.rm = fbuf(C), c.rv = fbuf(C);
@@ -758,7 +758,7 @@ static void ln_bwd(void *p)
 static void test_layernorm_gradcheck(void **state)
 {
     (void)state;
-    struct ln_ctx c = {4, 6};
+    struct ln_ctx c = {.N = 4, .D = 6};
     c.x = frand(24, -2, 2), c.g = frand(6, 0.5f, 1.5f), c.b = frand(6, -1, 1);
     c.y = fbuf(24), c.dx = fbuf(24), c.dg = fbuf(6), c.db = fbuf(6), c.dy = fbuf(24);
     c.mean = fbuf(4), c.rstd = fbuf(4);
@@ -830,7 +830,7 @@ static void test_movement_gradcheck(void **state)
     static const long ny[] = {24, 18, 48, 12, 8, 24};
     int ids[4] = {4, 0, 4, 2};
     for (int kind = 0; kind < 6; kind++) {
-        struct mv_ctx c = {kind};
+        struct mv_ctx c = {.kind = kind};
         c.a = frand(na[kind], -1, 1), c.b = frand(nb[kind], -1, 1), c.y = fbuf(ny[kind]);
         c.da = fbuf(na[kind]), c.db = fbuf(nb[kind]), c.dy = fbuf(ny[kind]);
         c.ids = ids;
@@ -886,7 +886,7 @@ static void test_lstm_gradcheck(void **state)
 {
     (void)state;
     for (int seq = 0; seq < 2; seq++) {
-        struct lstm_ctx c = {2, 4, 3, 3, seq};
+        struct lstm_ctx c = {.B = 2, .T = 4, .D = 3, .H = 3, .seq = seq};
         long nx = 2 * 4 * 3, nwx = 12 * 3, nwh = 12 * 3, ny = seq ? 2 * 4 * 3 : 2 * 3;
         c.x = frand(nx, -1, 1), c.wx = frand(nwx, -0.8f, 0.8f), c.wh = frand(nwh, -0.8f, 0.8f);
         c.b = frand(12, -0.5f, 0.5f), c.y = fbuf(ny), c.cache = fbuf(dtk_lstm_cache_floats(2, 4, 3));
@@ -935,7 +935,7 @@ static void att_bwd(void *p)
 static void test_attention_gradcheck(void **state)
 {
     (void)state;
-    struct att_ctx c = {2, 4, 6, 2};
+    struct att_ctx c = {.B = 2, .T = 4, .D = 6, .heads = 2};
     long nx = 2 * 4 * 6, nw = 4 * 36 + 4 * 6;
     c.x = frand(nx, -1, 1), c.w = frand(nw, -0.6f, 0.6f), c.y = fbuf(nx);
     c.cache = fbuf(dtk_attention_cache_floats(2, 4, 6, 2)), c.dx = fbuf(nx), c.dw = fbuf(nw);
