@@ -64,6 +64,13 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
         double nbw = pick(cp->nic_bw_Bps, g->nic.bw_Bps);
         double nlat = pick(cp->nic_lat_s, g->nic.lat_s);
         int nics = g->nics > 0 ? g->nics : 1;
+        if (!(nbw > 0)) { /* a node without a NIC: fine while it is the only node */
+            if (n_nodes > 1)
+                return dt_fail(err, DT_EINPUT, topo->path, 0, 0,
+                               "node group '%s' has no NIC but the topology has %d nodes",
+                               g->name, n_nodes);
+            continue;
+        }
         for (int k = 0; k < net->max_nics && !rc; k++) {
             int kk = k < nics ? k : nics - 1; /* fewer NICs: alias to the last one */
             if (k != kk) {

@@ -44,6 +44,13 @@ static const char *const BASE[] = {
 };
 #define BASE_LINES ((int)(sizeof BASE / sizeof BASE[0]))
 
+/* A valid one-line node group of `count` one-GPU nodes, for whole-document cases. */
+#define GROUP(count)                                                                         \
+    "nodes:\n  - {name: g, count: " count ", devices: 1, device: {kind: gpu, name: x, "       \
+    "peak: {fp32: 1 TFLOP/s}, memory: 1 GiB, memory_bw: 1 GB/s}, intra: {kind: pcie, "       \
+    "bandwidth: 1 GB/s, latency: 1 us}, nic: {kind: ethernet, bandwidth: 1 GB/s, "            \
+    "latency: 1 us}}\n"
+
 struct bad_case {
     const char *name;
     /* Either a whole document ... */
@@ -212,14 +219,15 @@ static const struct bad_case cases[] = {
      "{fp32: 1 TFLOP/s}, memory: 1 GiB, memory_bw: 1 GB/s}\n    intra: {kind: pcie, "
      "bandwidth: 1 GB/s, latency: 1 us}\n    nic: {kind: ethernet, bandwidth: 1 GB/s, "
      "latency: 1 us}",
-     22, 13, "used twice"},
+     22, 11, "used twice"},
     /* Ensure that a fat-tree without a radix is refused at the network mapping. */
     {"fattree_without_radix", NULL, 23, 1, "  kind: fat-tree", 23, 3,
      "missing required key 'radix'"},
     /* Ensure that a fat-tree too small for its NIC ports is refused: 300 nodes on radix 4
      * (2 down ports per leaf, at most 2 x 2 x 4 = 16 ports in three tiers). */
-    {"fattree_too_small", NULL, 23, 0, "  kind: fat-tree\n  radix: 4", 23, 3,
-     "do not fit a three-tier fat-tree"},
+    {"fattree_too_small",
+     "name: t\n" GROUP("300") "network:\n  kind: fat-tree\n  latency: 1 us\n  radix: 4\n", 0, 0,
+     NULL, 4, 3, "do not fit a three-tier fat-tree"},
     /* Ensure that an oversubscription below 1 is refused. */
     {"oversubscription_below_one", NULL, 23, 1,
      "  kind: fat-tree\n  radix: 64\n  oversubscription: 0.5", 25, 21, "out of range"},
@@ -227,7 +235,9 @@ static const struct bad_case cases[] = {
     {"oversubscription_on_switch", NULL, 25, 0, "  oversubscription: 2", 25, 21,
      "only to kind: fat-tree"},
     /* Ensure that a single switch with fewer ports than NICs is refused. */
-    {"switch_radix_too_small", NULL, 25, 0, "  radix: 2", 23, 3, "cannot connect"},
+    {"switch_radix_too_small",
+     "name: t\n" GROUP("3") "network:\n  kind: switch\n  latency: 1 us\n  radix: 2\n", 0, 0,
+     NULL, 4, 3, "cannot connect"},
     /* Ensure that a rail network without one NIC per device is refused at the group. */
     {"rail_needs_nic_per_device", NULL, 23, 1, "  kind: rail", 3, 5,
      "one NIC per device"},
@@ -258,7 +268,8 @@ static const struct bad_case cases[] = {
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 /* Ensure that more than DT_TOPO_MAX_GROUPS node groups are refused at the first one too many:
- * "nodes: [" is 8 characters and each "1, " 3, so item 65 starts at column 9 + 64 x 3 = 201. */
+ * "nodes: [" is 8 characters and items are 3 apart ("1, "), so item k (from 0) starts at column
+ * 9 + 3k: item 64, the 65th, at 201. */
 static void test_too_many_groups(void **state)
 {
     (void)state;
@@ -266,8 +277,6 @@ static void test_too_many_groups(void **state)
     for (int i = 0; i < 100; i++)
         strcat(text, i ? ", 1" : "1");
     strcat(text, "]\n");
-    /* Items after the first are ", 1": item k (0-based) starts at 9 + 3k... minus the first
-     * item's missing comma: item 0 at column 9, item k at column 9 + 3k - 1 + 1. */
     expect_error(text, 2, 9 + 3 * DT_TOPO_MAX_GROUPS, "more than 64 node groups");
 }
 
