@@ -375,6 +375,16 @@ static void print_table(FILE *out, const struct options *o, const struct dt_mode
                 r->iter_s * 1e3, r->compute_s * 1e3, r->comm_s * 1e3, r->idle_s * 1e3,
                 r->samples_per_s, r->mem_total / MIB, r->speedup, r->efficiency * 100);
     }
+    fprintf(out, "\nMemory of the largest rank (MiB):\n%-4s %-20s %5s %9s %9s %10s %12s %9s %9s\n",
+            "", "strategy", "ranks", "weights", "grads", "optimizer", "activations", "buffers",
+            "total");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        fprintf(out, "%-4s %-20s %5d %9.1f %9.1f %10.1f %12.1f %9.1f %9.1f\n", "",
+                dt_strategy_name(r->strategy), r->ranks, r->mem_weights / MIB,
+                r->mem_grads / MIB, r->mem_opt / MIB, r->mem_act / MIB, r->mem_comm / MIB,
+                r->mem_total / MIB);
+    }
     fprintf(out, "\nepoch = iterations x iteration time; compute/comm/idle: mean per rank per "
                  "iteration; mem: the largest rank (weights + gradients + optimizer + "
                  "activations + receive buffers); speedup against sequential on one device.\n");
@@ -470,6 +480,13 @@ static int run_shape(const struct options *o, const struct dt_model *model,
         }
         if (o->dump_plan)
             continue;
+        double mem_cap = topo->groups[0].device.mem_bytes;
+        if (mem_cap > 0 && r->mem_total > mem_cap) {
+            fprintf(stderr, "%s: strategy %s skipped on %s: needs %.2f GiB per device, the "
+                            "device has %.2f GiB\n", prog, dt_strategy_name(s), topo->name,
+                    r->mem_total / (1 << 30), mem_cap / (1 << 30));
+            continue;
+        }
         /* Speedup in throughput against one device with the baseline's batch. */
         r->speedup = r->samples_per_s / base.samples_per_s;
         r->efficiency = r->speedup / r->ranks;
@@ -541,6 +558,11 @@ int main(int argc, char **argv)
     }
     if (rc || o.dump_plan)
         goto done;
+    if (n_rows == 0) {
+        fprintf(stderr, "%s: no strategy fits %s (see the messages above)\n", prog, topo->name);
+        rc = 2;
+        goto done;
+    }
     qsort(rows, (size_t)n_rows, sizeof *rows, cmp_rows);
     if (o.format == FMT_TABLE)
         print_table(out, &o, model, topo, rows, n_rows);

@@ -4,6 +4,7 @@
  *
  * Conventions (shared with exec/ kernels):
  * - shapes exclude the batch; images are (C,H,W), sequences (T,D), flat vectors (N).
+ * - layers are in execution order and only read earlier layers (in[k] < own index).
  * - FLOPs count a multiply-add as 2. Backward = backward-data + backward-weights; the first
  *   trainable layer (and anything before it) needs no backward-data.
  * - parameters per layer, in this order in the flat buffer (floats):
@@ -38,11 +39,13 @@ enum dt_layer_kind {
     DT_L_TANH,
     DT_L_SIGMOID,
     DT_L_GELU,
-    DT_L_SOFTMAX,      /* last layer of a classifier: fused with cross-entropy in training */
+    DT_L_SOFTMAX,      /* last layer of a classifier: fused with cross-entropy in training;
+                          over the channels of (C,H,W) (per pixel), the last axis otherwise */
     DT_L_BATCHNORM,
     DT_L_LAYERNORM,
     DT_L_ADD,          /* residual: elementwise sum of 2+ inputs of equal shape */
-    DT_L_CONCAT,       /* channel concat of 2+ (C,H,W) inputs of equal H,W */
+    DT_L_CONCAT,       /* channel concat of 2+ (C,H,W) inputs of equal H,W; on (T,D) and (N)
+                          along the last axis */
     DT_L_UPSAMPLE,     /* nearest-neighbour upsampling by an integer factor */
     DT_L_CONV2D_TRANSPOSE, /* U-Net's up-convolution */
     DT_L_EMBEDDING,    /* (T) token ids -> (T,D) */
