@@ -100,6 +100,23 @@ double dtk_softmax_xent_forward(float *probs, const float *logits, const int *la
 void dtk_softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int V);
 /* Number of rows whose arg max equals the label (first maximum on ties). */
 int dtk_count_correct(const float *scores, const int *labels, int B, int V);
+/* The same over the channel axis of (B, C, S) (an NCHW per-pixel classifier: S = H*W;
+ * labels (B, S)); the loss is the mean over the B*S positions and the gradient is scaled by
+ * `scale` (1/(B*S) for that mean). The (B, V) forms above are these with S = 1. */
+void dtk_softmax_ch_forward(float *probs, const float *logits, int B, int C, long S);
+void dtk_softmax_ch_backward(float *dinp, const float *dout, const float *probs, int B, int C,
+                             long S);
+double dtk_softmax_xent_ch_forward(float *probs, const float *logits, const int *labels, int B,
+                                   int C, long S);
+void dtk_softmax_xent_ch_backward(float *dlogits, const float *probs, const int *labels, int B,
+                                  int C, long S, float scale);
+long dtk_count_correct_ch(const float *scores, const int *labels, int B, int C, long S);
+/* Sigmoid with binary cross-entropy on n independent outputs, labels 0 or 1 (a single sigmoid
+ * output is a 2-class classifier, as in Keras): probs = sigmoid(logits); returns the mean
+ * loss; backward adds (p - y) * scale to dlogits. */
+double dtk_sigmoid_bce_forward(float *probs, const float *logits, const int *labels, long n);
+void dtk_sigmoid_bce_backward(float *dlogits, const float *probs, const int *labels, long n,
+                              float scale);
 
 /* ---- dropout (inverted): keeps each element with probability 1 - rate and scales it by
  * 1 / (1 - rate); mask (n) receives that factor (0 or 1/(1-rate)). Draws one uniform per

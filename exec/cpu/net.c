@@ -34,6 +34,13 @@ struct dtk_net {
     float *work;
     int *tokens;            /* (max_batch, T) token ids of a token model */
     float *probs;           /* (max_batch, out) when the last layer is not a softmax */
+    /* the loss on the last output: LOSS_SOFTMAX and LOSS_SIGMOID fuse the last layer, LOSS_LOGITS
+     * takes the last output as softmax logits. Softmax groups: lc classes S = ls apart,
+     * lgroups groups per sample (ls = H*W for a per-pixel classifier, lgroups = T per token). */
+    enum { LOSS_SOFTMAX, LOSS_SIGMOID, LOSS_LOGITS } loss_kind;
+    int lc, lgroups;
+    long ls;
+    long labels_per_sample;
     struct dtk_lay *lay;
     long in_sz;
     const float *x;         /* input rows of the current forward (already offset to b0) */
@@ -263,7 +270,15 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     if (model->input_is_tokens)
         iacts += net->in_sz * max_batch;
     const struct dt_layer *last = &model->layers[n - 1];
-    if (last->kind != DT_L_SOFTMAX)
+    const struct dt_shape *os = &last->out_shape;
+    net->loss_kind = last->kind == DT_L_SOFTMAX ? LOSS_SOFTMAX
+                     : last->kind == DT_L_SIGMOID ? LOSS_SIGMOID : LOSS_LOGITS;
+    net->lc = (int)(os->rank == 3 ? os->d[0] : last_dim(os));
+    net->ls = os->rank == 3 ? os->d[1] * os->d[2] : 1;
+    net->lgroups = os->rank == 2 ? (int)os->d[0] : 1;
+    net->labels_per_sample = net->loss_kind == LOSS_SIGMOID ? net->lay[n - 1].out_sz
+                                                            : net->lgroups * net->ls;
+    if (net->loss_kind == LOSS_LOGITS)
         acts += net->lay[n - 1].out_sz * max_batch;
 
     /* One allocation each. */
@@ -315,7 +330,7 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     }
     if (model->input_is_tokens)
         net->tokens = ip;
-    if (last->kind != DT_L_SOFTMAX)
+    if (net->loss_kind == LOSS_LOGITS)
         net->probs = fp;
 
     dtk_init_model(net->params, model, init, seed);
@@ -410,6 +425,14 @@ int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, b
     return DT_OK;
 }
 
+/* Softmax runs over the channels of (C,H,W), the last axis otherwise. */
+static void softmax_geometry(const struct dt_layer *L, int *C, long *S)
+{
+    const struct dt_shape *s = &L->out_shape;
+    *C = (int)(s->rank == 3 ? s->d[0] : last_dim(s));
+    *S = s->rank == 3 ? s->d[1] * s->d[2] : 1;
+}
+
 static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
 {
     struct dtk_conv_dims d = ly->cd;
@@ -464,8 +487,10 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_SIGMOID: dtk_sigmoid_forward(y, x, n); break;
     case DT_L_GELU: dtk_gelu_forward(y, x, n); break;
     case DT_L_SOFTMAX: {
-        int V = (int)last_dim(&L->out_shape);
-        dtk_softmax_forward(y, x, (int)(n / V), V);
+        int C;
+        long S;
+        softmax_geometry(L, &C, &S);
+        dtk_softmax_ch_forward(y, x, (int)(n / (C * S)), C, S);
         break;
     }
     case DT_L_BATCHNORM: {
@@ -552,14 +577,6 @@ void dtk_net_zero_grads(struct dtk_net *net)
     memset(net->grads, 0, (size_t)net->n_params * sizeof(float));
 }
 
-/* Classes per row and rows per sample of the last output. */
-static void output_rows(const struct dtk_net *net, int *V, int *R)
-{
-    const struct dt_layer *L = &net->model->layers[net->model->n_layers - 1];
-    *V = (int)last_dim(&L->out_shape);
-    *R = (int)(net->lay[net->model->n_layers - 1].out_sz / *V);
-}
-
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err)
 {
@@ -567,44 +584,48 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
     const int last = m->n_layers - 1;
     const struct dt_layer *L = &m->layers[last];
     struct dtk_lay *ly = &net->lay[last];
-    int V, R;
-    output_rows(net, &V, &R);
+    const long nl = (long)nb * net->labels_per_sample;
+    const int top = net->loss_kind == LOSS_SIGMOID ? 2 : net->lc;
     if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch || !(denom > 0))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) or denominator %g invalid", b0,
                        b0 + nb, denom);
-    for (long r = 0; r < (long)nb * R; r++)
-        if (labels[r] < 0 || labels[r] >= V)
+    for (long r = 0; r < nl; r++)
+        if (labels[r] < 0 || labels[r] >= top)
             return dt_fail(err, DT_EINPUT, "", 0, 0,
-                           "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r], V);
+                           "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
+                           top);
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *li = &net->lay[i];
         if (li->dact && !li->alias)
             memset(li->dact + (long)b0 * li->out_sz, 0, (size_t)nb * li->out_sz * sizeof(float));
     }
     const long off = (long)b0 * ly->out_sz;
-    const float scale = (float)(1.0 / (denom * R));
+    /* each sample's loss is the mean over its labelled positions; samples sum to denom */
+    const float scale = (float)(1.0 / (denom * (double)net->labels_per_sample));
     float *probs, *dlogits;
     const float *logits;
-    if (L->kind == DT_L_SOFTMAX) {
-        probs = ly->act + off;
-        logits = in_rows(net, L->in[0], b0);
-        dlogits = din_rows(net, L->in[0], b0);
-    } else {
+    if (net->loss_kind == LOSS_LOGITS) {
         probs = net->probs + off;
         logits = ly->act + off;
         dlogits = ly->dact ? ly->dact + off : NULL;
+    } else {
+        probs = ly->act + off;
+        logits = in_rows(net, L->in[0], b0);
+        dlogits = din_rows(net, L->in[0], b0);
     }
-    double l = dtk_softmax_xent_forward(probs, logits, labels, nb * R, V);
+    double l;
+    if (net->loss_kind == LOSS_SIGMOID) {
+        l = dtk_sigmoid_bce_forward(probs, logits, labels, nl);
+        if (dlogits)
+            dtk_sigmoid_bce_backward(dlogits, probs, labels, nl, scale);
+    } else {
+        int groups = nb * net->lgroups;
+        l = dtk_softmax_xent_ch_forward(probs, logits, labels, groups, net->lc, net->ls);
+        if (dlogits)
+            dtk_softmax_xent_ch_backward(dlogits, probs, labels, groups, net->lc, net->ls, scale);
+    }
     if (loss)
         *loss = l;
-    if (dlogits) {
-        for (long r = 0; r < (long)nb * R; r++) {
-            const float *p = probs + r * V;
-            float *g = dlogits + r * V;
-            for (int j = 0; j < V; j++)
-                g[j] += (p[j] - (j == labels[r] ? 1.0f : 0.0f)) * scale;
-        }
-    }
     return DT_OK;
 }
 
@@ -615,7 +636,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     struct dtk_lay *ly = &net->lay[i];
     if (!ly->need || ly->alias)
         return;
-    if (L->kind == DT_L_SOFTMAX && i == m->n_layers - 1)
+    if (i == m->n_layers - 1 && net->loss_kind != LOSS_LOGITS)
         return; /* fused with the loss in dtk_net_begin_backward */
     const long osz = ly->out_sz, n = (long)nb * osz;
     const float *x = in_rows(net, L->in[0], b0);
@@ -678,8 +699,10 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
         break;
     case DT_L_SOFTMAX:
         if (dx) {
-            int V = (int)last_dim(&L->out_shape);
-            dtk_softmax_backward(dx, dy, y, (int)(n / V), V);
+            int C;
+            long S;
+            softmax_geometry(L, &C, &S);
+            dtk_softmax_ch_backward(dx, dy, y, (int)(n / (C * S)), C, S);
         }
         break;
     case DT_L_BATCHNORM: {
@@ -769,26 +792,26 @@ double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B)
 
 long dtk_net_correct(const struct dtk_net *net, const int *labels, int B)
 {
-    int V, R;
-    output_rows(net, &V, &R);
     const float *y = net->lay[net->model->n_layers - 1].act;
-    long correct = 0;
-    for (long r = 0; r < (long)B * R; r++) {
-        const float *s = y + r * V;
-        int arg = 0;
-        for (int j = 1; j < V; j++)
-            if (s[j] > s[arg])
-                arg = j;
-        correct += arg == labels[r];
+    if (net->loss_kind == LOSS_SIGMOID) {
+        long correct = 0, n = (long)B * net->labels_per_sample;
+        for (long i = 0; i < n; i++)
+            correct += (y[i] > 0.5f) == (labels[i] == 1);
+        return correct;
     }
-    return correct;
+    return dtk_count_correct_ch(y, labels, B * net->lgroups, net->lc, net->ls);
 }
 
 double dtk_net_accuracy(const struct dtk_net *net, const int *labels, int B)
 {
-    int V, R;
-    output_rows(net, &V, &R);
-    return B > 0 ? (double)dtk_net_correct(net, labels, B) / ((double)B * R) : 0.0;
+    return B > 0 ? (double)dtk_net_correct(net, labels, B) /
+                       ((double)B * net->labels_per_sample)
+                 : 0.0;
+}
+
+long dtk_net_labels_per_sample(const struct dtk_net *net)
+{
+    return net->labels_per_sample;
 }
 
 void dtk_net_adam_step(struct dtk_net *net, const struct dtk_adam *cfg, long t)

@@ -23,10 +23,10 @@
  * is when its slice [param_offset, param_offset + params) of the gradients can be reduced.
  *
  * Loss: the classifier's last layer is normally softmax, fused with cross-entropy in training
- * (the gradient (p - onehot)/denom goes straight to the softmax's input). If the last layer is
- * not a softmax its output is taken as logits (from_logits = True). Labels are class indices,
- * one per row of the last output (one per sample for a (classes) output, one per token for a
- * (T, classes) output). */
+ * (the gradient (p - onehot)/denom goes straight to the softmax's input; over the channels of a
+ * (C,H,W) output, per pixel). A last sigmoid is fused with binary cross-entropy (Keras' single
+ * sigmoid output for 2 classes). Any other last layer gives logits for softmax cross-entropy
+ * (from_logits = True). Labels are class indices, dtk_net_labels_per_sample per sample. */
 #ifndef DTK_NET_H
 #define DTK_NET_H
 
@@ -93,6 +93,9 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb);
  * layer in reverse. Returns the mean loss, or NaN (and no gradient) on a label out of range. */
 double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B);
 
+/* Labels per sample: 1 for a (classes) output, T for (T, classes), H*W for a per-pixel
+ * (classes, H, W) softmax, the output size for a sigmoid output (labels 0 or 1). */
+long dtk_net_labels_per_sample(const struct dtk_net *net);
 /* Correct predictions (arg max of the last output) among rows [0, B) after a forward pass;
  * dtk_net_accuracy is that count over the number of labelled rows. */
 long dtk_net_correct(const struct dtk_net *net, const int *labels, int B);

@@ -1,85 +1,145 @@
-/* Softmax, cross-entropy fused with it, and accuracy counting. */
+/* Softmax, cross-entropy fused with it, binary cross-entropy fused with a sigmoid, and
+ * accuracy counting. The general form works on (B, C, S): the softmax runs over the C values
+ * of each (b, s), S apart in memory, which is the channel axis of an NCHW per-pixel classifier
+ * (S = H*W) and the last axis of a (B, V) matrix (C = V, S = 1). Loss sums are in double. */
 #include "layers.h"
 
 #include <math.h>
 
-static void softmax_row(float *p, const float *z, int V)
+static void softmax_group(float *p, const float *z, int C, long S)
 {
     float mx = z[0];
-    for (int j = 1; j < V; j++)
-        if (z[j] > mx)
-            mx = z[j];
+    for (int j = 1; j < C; j++)
+        if (z[j * S] > mx)
+            mx = z[j * S];
     float s = 0.0f;
-    for (int j = 0; j < V; j++) {
-        p[j] = expf(z[j] - mx);
-        s += p[j];
+    for (int j = 0; j < C; j++) {
+        p[j * S] = expf(z[j * S] - mx);
+        s += p[j * S];
     }
     float inv = 1.0f / s;
-    for (int j = 0; j < V; j++)
-        p[j] *= inv;
+    for (int j = 0; j < C; j++)
+        p[j * S] *= inv;
 }
 
-/* logits (B, V) -> probs (B, V) */
-void dtk_softmax_forward(float *probs, const float *logits, int B, int V)
+void dtk_softmax_ch_forward(float *probs, const float *logits, int B, int C, long S)
 {
     for (int b = 0; b < B; b++)
-        softmax_row(probs + (long)b * V, logits + (long)b * V, V);
+        for (long s = 0; s < S; s++)
+            softmax_group(probs + (long)b * C * S + s, logits + (long)b * C * S + s, C, S);
+}
+
+void dtk_softmax_ch_backward(float *dinp, const float *dout, const float *probs, int B, int C,
+                             long S)
+{
+    for (int b = 0; b < B; b++)
+        for (long s = 0; s < S; s++) {
+            long o = (long)b * C * S + s;
+            const float *p = probs + o, *g = dout + o;
+            float *dx = dinp + o;
+            float dot = 0.0f;
+            for (int j = 0; j < C; j++)
+                dot += g[j * S] * p[j * S];
+            for (int j = 0; j < C; j++)
+                dx[j * S] += p[j * S] * (g[j * S] - dot);
+        }
+}
+
+double dtk_softmax_xent_ch_forward(float *probs, const float *logits, const int *labels, int B,
+                                   int C, long S)
+{
+    double total = 0.0;
+    for (int b = 0; b < B; b++)
+        for (long s = 0; s < S; s++) {
+            long o = (long)b * C * S + s;
+            const float *z = logits + o;
+            softmax_group(probs + o, z, C, S);
+            double mx = z[0];
+            for (int j = 1; j < C; j++)
+                if (z[j * S] > mx)
+                    mx = z[j * S];
+            double sum = 0.0;
+            for (int j = 0; j < C; j++)
+                sum += exp((double)z[j * S] - mx);
+            total += mx + log(sum) - (double)z[labels[(long)b * S + s] * S];
+        }
+    return B > 0 ? total / ((double)B * S) : 0.0;
+}
+
+void dtk_softmax_xent_ch_backward(float *dlogits, const float *probs, const int *labels, int B,
+                                  int C, long S, float scale)
+{
+    for (int b = 0; b < B; b++)
+        for (long s = 0; s < S; s++) {
+            long o = (long)b * C * S + s;
+            int y = labels[(long)b * S + s];
+            for (int j = 0; j < C; j++)
+                dlogits[o + j * S] += (probs[o + j * S] - (j == y ? 1.0f : 0.0f)) * scale;
+        }
+}
+
+long dtk_count_correct_ch(const float *scores, const int *labels, int B, int C, long S)
+{
+    long correct = 0;
+    for (int b = 0; b < B; b++)
+        for (long s = 0; s < S; s++) {
+            const float *v = scores + (long)b * C * S + s;
+            int arg = 0;
+            for (int j = 1; j < C; j++)
+                if (v[j * S] > v[arg * S])
+                    arg = j;
+            correct += arg == labels[(long)b * S + s];
+        }
+    return correct;
+}
+
+/* ---- the (B, V) forms ---- */
+
+void dtk_softmax_forward(float *probs, const float *logits, int B, int V)
+{
+    dtk_softmax_ch_forward(probs, logits, B, V, 1);
 }
 
 void dtk_softmax_backward(float *dinp, const float *dout, const float *probs, int B, int V)
 {
-    for (int b = 0; b < B; b++) {
-        const float *p = probs + (long)b * V, *g = dout + (long)b * V;
-        float *dx = dinp + (long)b * V;
-        float dot = 0.0f;
-        for (int j = 0; j < V; j++)
-            dot += g[j] * p[j];
-        for (int j = 0; j < V; j++)
-            dx[j] += p[j] * (g[j] - dot);
-    }
+    dtk_softmax_ch_backward(dinp, dout, probs, B, V, 1);
 }
 
 double dtk_softmax_xent_forward(float *probs, const float *logits, const int *labels, int B,
                                 int V)
 {
-    double total = 0.0;
-    for (int b = 0; b < B; b++) {
-        const float *z = logits + (long)b * V;
-        softmax_row(probs + (long)b * V, z, V);
-        double mx = z[0];
-        for (int j = 1; j < V; j++)
-            if (z[j] > mx)
-                mx = z[j];
-        double s = 0.0;
-        for (int j = 0; j < V; j++)
-            s += exp((double)z[j] - mx);
-        total += mx + log(s) - (double)z[labels[b]];
-    }
-    return B > 0 ? total / B : 0.0;
+    return dtk_softmax_xent_ch_forward(probs, logits, labels, B, V, 1);
 }
 
 void dtk_softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B,
                                int V)
 {
-    const float inv = 1.0f / (float)B;
-    for (int b = 0; b < B; b++) {
-        const float *p = probs + (long)b * V;
-        float *dz = dlogits + (long)b * V;
-        for (int j = 0; j < V; j++)
-            dz[j] += (p[j] - (j == labels[b] ? 1.0f : 0.0f)) * inv;
-    }
+    dtk_softmax_xent_ch_backward(dlogits, probs, labels, B, V, 1, 1.0f / (float)B);
 }
 
 int dtk_count_correct(const float *scores, const int *labels, int B, int V)
 {
-    int correct = 0;
-    for (int b = 0; b < B; b++) {
-        const float *s = scores + (long)b * V;
-        int arg = 0;
-        for (int j = 1; j < V; j++)
-            if (s[j] > s[arg])
-                arg = j;
-        correct += arg == labels[b];
+    return (int)dtk_count_correct_ch(scores, labels, B, V, 1);
+}
+
+/* ---- sigmoid + binary cross-entropy ---- */
+
+/* loss(z, y) = max(z, 0) - z y + log(1 + exp(-|z|)), the overflow-free form of
+ * -(y log p + (1 - y) log(1 - p)), p = sigmoid(z). */
+double dtk_sigmoid_bce_forward(float *probs, const float *logits, const int *labels, long n)
+{
+    double total = 0.0;
+    for (long i = 0; i < n; i++) {
+        double z = logits[i];
+        probs[i] = 1.0f / (1.0f + expf(-logits[i]));
+        total += (z > 0 ? z : 0) - z * labels[i] + log1p(exp(-fabs(z)));
     }
-    return correct;
+    return n > 0 ? total / (double)n : 0.0;
+}
+
+void dtk_sigmoid_bce_backward(float *dlogits, const float *probs, const int *labels, long n,
+                              float scale)
+{
+    for (long i = 0; i < n; i++)
+        dlogits[i] += (probs[i] - (float)labels[i]) * scale;
 }

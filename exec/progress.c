@@ -1,0 +1,104 @@
+/* Keras-like progress bar. */
+#include "progress.h"
+
+#include <math.h>
+#include <string.h>
+
+#define BAR_WIDTH 30
+
+void dtx_progress_init(struct dtx_progress *p, FILE *out, bool tty, bool quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->out = out;
+    p->tty = tty;
+    p->quiet = quiet;
+}
+
+void dtx_progress_epoch(struct dtx_progress *p, int epoch, int epochs, long total, double now_s)
+{
+    p->epoch = epoch;
+    p->epochs = epochs;
+    p->total = total;
+    p->start_s = now_s;
+    p->last_draw_s = -1e300;
+    if (!p->quiet && p->tty) {
+        fprintf(p->out, "Epoch %d/%d\n", epoch, epochs);
+        fflush(p->out);
+    }
+}
+
+/* "4s", "1:02", "1:02:03" as Keras writes durations. */
+static void duration(char *buf, size_t len, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t < 60)
+        snprintf(buf, len, "%lds", t);
+    else if (t < 3600)
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+void dtx_progress_format(char *buf, size_t len, long done, long total, double elapsed_s,
+                         double loss, double accuracy)
+{
+    int digits = snprintf(NULL, 0, "%ld", total);
+    char bar[BAR_WIDTH + 1];
+    long filled = total > 0 ? BAR_WIDTH * done / total : BAR_WIDTH;
+    for (int i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < filled ? '=' : '.';
+    if (done < total && filled < BAR_WIDTH)
+        bar[filled] = '>';
+    bar[BAR_WIDTH] = 0;
+    char t[32];
+    int n;
+    if (done >= total) {
+        duration(t, sizeof t, elapsed_s);
+        double per = done > 0 ? elapsed_s / done : 0;
+        n = snprintf(buf, len, "%*ld/%ld [%s] - %s %.0fms/step", digits, done, total, bar, t,
+                     per * 1e3);
+    } else {
+        duration(t, sizeof t, done > 0 ? elapsed_s / done * (total - done) : 0);
+        n = snprintf(buf, len, "%*ld/%ld [%s] - ETA: %s", digits, done, total, bar, t);
+    }
+    if (n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " - loss: %.4f - accuracy: %.4f", loss, accuracy);
+}
+
+void dtx_progress_step(struct dtx_progress *p, long done, double loss, double accuracy,
+                       double now_s)
+{
+    if (p->quiet || !p->tty)
+        return;
+    if (done < p->total && now_s - p->last_draw_s < 0.1)
+        return;
+    p->last_draw_s = now_s;
+    char line[256];
+    dtx_progress_format(line, sizeof line, done, p->total, now_s - p->start_s, loss, accuracy);
+    fprintf(p->out, "\r%s\033[K", line);
+    fflush(p->out);
+}
+
+void dtx_progress_end(struct dtx_progress *p, long steps, double train_s, double loss,
+                      double accuracy, double test_loss, double test_accuracy)
+{
+    if (p->quiet)
+        return;
+    if (p->tty) {
+        char line[256];
+        dtx_progress_format(line, sizeof line, steps, steps, train_s, loss, accuracy);
+        fprintf(p->out, "\r%s", line);
+        if (!isnan(test_loss))
+            fprintf(p->out, " - test_loss: %.4f - test_accuracy: %.4f", test_loss, test_accuracy);
+        fprintf(p->out, "\033[K\n");
+    } else {
+        fprintf(p->out, "epoch %d/%d: %ld steps in %.3f s (%.2f ms/step) - loss: %.4f - accuracy: "
+                        "%.4f",
+                p->epoch, p->epochs, steps, train_s, steps > 0 ? train_s / steps * 1e3 : 0.0, loss,
+                accuracy);
+        if (!isnan(test_loss))
+            fprintf(p->out, " - test_loss: %.4f - test_accuracy: %.4f", test_loss, test_accuracy);
+        fputc('\n', p->out);
+    }
+    fflush(p->out);
+}
