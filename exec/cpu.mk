@@ -46,5 +46,6 @@ exec_bench_kernels_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 exec_bench_kernels_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS)
 BENCH_TARGETS += bench-kernels
 bench-kernels: exec/bench_kernels$(EXEEXT)
-	OPENBLAS_NUM_THREADS=1 ./exec/bench_kernels$(EXEEXT)
+	OPENBLAS_NUM_THREADS=1 ./exec/bench_kernels$(EXEEXT) 128 0.5 \
+	  $(srcdir)/models/cnn690k.yaml $(srcdir)/models/mlp-fmnist.yaml
 .PHONY: bench-kernels

@@ -53,10 +53,10 @@ static int alloc_data(const struct dtx_data_shape *want, long total, struct dtx_
     d->x = malloc(nx * sizeof *d->x);
     d->y = malloc(ny * sizeof *d->y);
     if (!d->x || !d->y) {
+        long floats = d->sample_floats;
         dtx_data_destroy(d);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0,
-                       "out of memory for %ld samples of %ld floats (%s)", count,
-                       d->sample_floats, what);
+                       "out of memory for %ld samples of %ld floats (%s)", count, floats, what);
     }
     *out = d;
     return DT_OK;
@@ -608,7 +608,7 @@ int dtx_data_load_dir(const char *dir, bool train, const struct dtx_data_shape *
         shard_range(items, whole, shard_index, shard_count, &r);
         rc = dtx_idx_load(img, lab, want, r, out, err);
         if (!rc)
-            snprintf((*out)->what, sizeof (*out)->what, "%s (%s)", img, train ? "train" : "test");
+            snprintf((*out)->what, sizeof (*out)->what, "%.1000s (%s)", img, train ? "train" : "test");
         return rc;
     }
     /* CIFAR-10 binary */
@@ -652,7 +652,7 @@ int dtx_data_load_dir(const char *dir, bool train, const struct dtx_data_shape *
         shard_range(total, whole, shard_index, shard_count, &r);
         int rc = dtx_cifar_load(paths, n, want, r, out, err);
         if (!rc)
-            snprintf((*out)->what, sizeof (*out)->what, "%s (%s)", paths[0],
+            snprintf((*out)->what, sizeof (*out)->what, "%.1000s (%s)", paths[0],
                      train ? "train" : "test");
         return rc;
     }

@@ -28,7 +28,7 @@ struct dtx_data {
     float *x;            /* n x sample_floats */
     int *y;              /* n x label_rows */
     double bytes_read;   /* bytes read from files (compressed size for .gz: what was decoded) */
-    char what[600];      /* "fashion-mnist train (/usr/share/...)": for messages and records */
+    char what[1100];      /* "fashion-mnist train (/usr/share/...)": for messages and records */
 };
 
 /* What the data must fit: the model's input and output. */

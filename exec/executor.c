@@ -27,6 +27,7 @@ struct comm_state {
     float *scratch;
     long scratch_floats;
     MPI_Request *req;
+    MPI_Status *status;     /* a real array: GCC rejects MPI_STATUSES_IGNORE's fake pointer */
     int max_req, n_req;
     int round;
     bool active;
@@ -178,8 +179,9 @@ static int setup_comm_op(struct dtx_exec *ex, int i, struct dt_error *err)
         }
     }
     c->req = malloc((size_t)c->max_req * sizeof *c->req);
+    c->status = malloc((size_t)c->max_req * sizeof *c->status);
     c->scratch = malloc((size_t)(c->scratch_floats > 0 ? c->scratch_floats : 1) * sizeof(float));
-    if (!c->req || !c->scratch)
+    if (!c->req || !c->status || !c->scratch)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0,
                        "out of memory for %ld floats of receive buffer", c->scratch_floats);
     ex->scratch_bytes += (double)c->scratch_floats * sizeof(float);
@@ -250,10 +252,7 @@ int dtx_exec_create(const struct dt_plan *plan, struct dtk_net *net, MPI_Comm co
     ex->opt = *opt;
     const struct dt_model *m = dtk_net_model(net);
     ex->in_floats = dtk_net_out_floats(net, -1);
-    long out_floats = dtk_net_out_floats(net, m->n_layers - 1);
-    ex->label_rows = m->classes > 0 ? (int)(out_floats / m->classes) : 1;
-    if (ex->label_rows < 1)
-        ex->label_rows = 1;
+    ex->label_rows = (int)dtk_net_labels_per_sample(net);
     ex->n_handles = plan->next_handle;
     ex->x = malloc((size_t)(rp->batch ? rp->batch : 1) * (size_t)ex->in_floats * sizeof *ex->x);
     ex->y = calloc((size_t)(rp->batch ? rp->batch : 1) * (size_t)ex->label_rows, sizeof *ex->y);
@@ -301,6 +300,7 @@ void dtx_exec_destroy(struct dtx_exec *ex)
         dt_schedule_free(&c->sched);
         free(c->scratch);
         free(c->req);
+        free(c->status);
         free(c->counts);
         free(c->displs);
         free(c);
@@ -408,7 +408,7 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
             MPI_Reduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->gcomm);
         else
             MPI_Ireduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->gcomm, r);
-        (root ? c->bytes_recv : c->bytes_sent) += bytes;
+        *(root ? &c->bytes_recv : &c->bytes_sent) += bytes;
         break;
     }
     case DT_COLL_BCAST:
@@ -416,7 +416,7 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
             MPI_Bcast(base, n, MPI_FLOAT, o->root, c->gcomm);
         else
             MPI_Ibcast(base, n, MPI_FLOAT, o->root, c->gcomm, r);
-        (root ? c->bytes_sent : c->bytes_recv) += bytes;
+        *(root ? &c->bytes_sent : &c->bytes_recv) += bytes;
         break;
     case DT_COLL_REDUCE_SCATTER:
         if (blocking)
@@ -463,7 +463,7 @@ static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
             MPI_Irecv(c->scratch + off, (int)len, MPI_FLOAT, o->peer, c->tag, ex->comm,
                       &c->req[c->n_req++]);
     }
-    (o->kind == DT_OP_SEND ? c->bytes_sent : c->bytes_recv) +=
+    *(o->kind == DT_OP_SEND ? &c->bytes_sent : &c->bytes_recv) +=
         (double)o->region.count * sizeof(float);
 }
 
@@ -487,7 +487,7 @@ static void advance(struct dtx_exec *ex, struct comm_state *c)
     while (c->active) {
         if (c->n_req > 0) {
             int done = 0;
-            MPI_Testall(c->n_req, c->req, &done, MPI_STATUSES_IGNORE);
+            MPI_Testall(c->n_req, c->req, &done, c->status);
             if (!done)
                 return;
         }
@@ -522,7 +522,7 @@ static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
 {
     for (;;) {
         int done = 0;
-        MPI_Testall(c->n_req, c->req, &done, MPI_STATUSES_IGNORE);
+        MPI_Testall(c->n_req, c->req, &done, c->status);
         if (done)
             return;
         progress_all(ex, c);
@@ -673,12 +673,18 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, do
 
 uint64_t dtx_params_hash(const float *p, long n)
 {
-    const unsigned char *b = (const unsigned char *)p;
+    /* FNV-1a's step on 32-bit words, then a final avalanche: any differing bit changes the
+     * hash, and it runs at memory speed (the check runs after every epoch) */
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < (size_t)n * sizeof *p; i++) {
-        h ^= b[i];
+    for (long i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, p + i, sizeof w);
+        h ^= w;
         h *= 1099511628211ull;
     }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
     return h;
 }
 

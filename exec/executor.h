@@ -69,7 +69,7 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, do
 /* Optimizer steps taken so far. */
 long dtx_exec_steps(const struct dtx_exec *ex);
 
-/* FNV-1a hash of the parameters' bytes. */
+/* A 64-bit hash of the parameters' bits (FNV-1a over 32-bit words). */
 uint64_t dtx_params_hash(const float *p, long n);
 /* Whether every rank holds bit-identical parameters (collective over the executor's comm). */
 bool dtx_exec_params_agree(struct dtx_exec *ex);

@@ -265,10 +265,10 @@ static const struct dt_ynode *group_place(const struct places *pl, int g)
 }
 
 /* Switch layout of a fat-tree: leaves split radix ports into down (to NICs) and up in the
- * ratio oversubscription : 1; two tiers hold radix leaves (one port per leaf on each spine),
- * three tiers radix pods of radix/2 leaves. */
-static int layout_fattree(struct dt_network *net, const struct where *w, const struct places *pl,
-                          struct dt_error *err)
+ * ratio oversubscription : 1, and all NICs of a node sit on one leaf. Two tiers hold radix
+ * leaves (each spine has one port per leaf), three tiers radix pods of radix/2 leaves. */
+static int layout_fattree(struct dt_network *net, int nodes, int max_nics, const struct where *w,
+                          const struct places *pl, struct dt_error *err)
 {
     int down = (int)((double)net->radix * net->oversubscription / (1.0 + net->oversubscription));
     int up = net->radix - down;
@@ -279,19 +279,22 @@ static int layout_fattree(struct dt_network *net, const struct where *w, const s
                        net->radix, net->oversubscription, down < 1 ? "down" : "up");
     net->hosts_per_leaf = down;
     net->uplinks_per_leaf = up;
-    net->n_leaves = (net->endpoints + down - 1) / down;
-    long max3 = (long)down * (net->radix / 2) * net->radix;
+    net->leaf_up_bw_Bps = up * net->uplink_bw_Bps;
+    net->nodes_per_leaf = down / max_nics > 0 ? down / max_nics : 1;
+    net->n_leaves = (nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
+    long max_leaves = (long)(net->radix / 2) * net->radix;
     if (net->n_leaves == 1)
         net->levels = 1;
     else if (net->n_leaves <= net->radix)
         net->levels = 2;
-    else if (net->endpoints <= max3)
+    else if (net->n_leaves <= max_leaves)
         net->levels = 3;
     else
         return fail_at(w, pl->network, err,
-                       "%d NIC ports do not fit a three-tier fat-tree of radix %d "
-                       "(at most %ld with oversubscription %g)",
-                       net->endpoints, net->radix, max3, net->oversubscription);
+                       "%d nodes (%d NIC ports) do not fit a three-tier fat-tree of radix %d "
+                       "(at most %ld leaves of %d nodes with oversubscription %g)",
+                       nodes, net->endpoints, net->radix, max_leaves, net->nodes_per_leaf,
+                       net->oversubscription);
     return DT_OK;
 }
 
@@ -301,8 +304,11 @@ static int derive(struct dt_topology *t, const struct where *w, const struct pla
 {
     long nodes = 0, ranks = 0, endpoints = 0;
     double fastest_nic = 0;
+    int max_nics = 1;
     for (int g = 0; g < t->n_groups; g++) {
         const struct dt_node_group *grp = &t->groups[g];
+        if (grp->nics > max_nics)
+            max_nics = grp->nics;
         nodes += grp->count;
         ranks += (long)grp->count * grp->devices;
         endpoints += (long)grp->count * grp->nics;
@@ -331,6 +337,8 @@ static int derive(struct dt_topology *t, const struct where *w, const struct pla
     struct dt_network *net = &t->net;
     net->endpoints = (int)endpoints;
     net->uplinks_per_leaf = 0;
+    net->leaf_up_bw_Bps = 0;
+    net->nodes_per_leaf = (int)nodes;
     switch (net->kind) {
     case DT_NET_SWITCH:
         if (net->radix && endpoints > net->radix)
@@ -345,7 +353,7 @@ static int derive(struct dt_topology *t, const struct where *w, const struct pla
     case DT_NET_FATTREE:
         if (net->uplink_bw_Bps == 0)
             net->uplink_bw_Bps = fastest_nic;
-        return layout_fattree(net, w, pl, err);
+        return layout_fattree(net, (int)nodes, max_nics, w, pl, err);
     case DT_NET_RAIL:
         /* Rail r joins NIC r of every node; traffic between rails crosses a spine. */
         for (int g = 0; g < t->n_groups; g++) {

@@ -51,7 +51,7 @@ static void print_group(const struct dt_node_group *g, FILE *out)
         fprintf(out, "    data read: %s\n",
                 fmt_q(g->data_read_Bps, DT_UNIT_BANDWIDTH, a, sizeof a));
     if (g->price_per_h > 0)
-        fprintf(out, "    price: %.4g USD per node-hour\n", g->price_per_h);
+        fprintf(out, "    price: %.2f USD per node-hour\n", g->price_per_h);
 }
 
 static void print_network(const struct dt_network *n, FILE *out)
@@ -66,10 +66,12 @@ static void print_network(const struct dt_network *n, FILE *out)
     case DT_NET_FATTREE:
         fprintf(out,
                 "  network: fat-tree of radix %d, oversubscription %g:1, %s per switch\n"
-                "    %d NIC ports on %d leaves (%d down, %d up at %s each), %d tier%s\n",
-                n->radix, n->oversubscription, a, n->endpoints, n->n_leaves, n->hosts_per_leaf,
-                n->uplinks_per_leaf, fmt_q(n->uplink_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b),
-                n->levels, n->levels == 1 ? "" : "s");
+                "    %d NIC ports on %d leaves of %d node%s (%d ports down, %d up at %s each), "
+                "%d tier%s\n",
+                n->radix, n->oversubscription, a, n->endpoints, n->n_leaves, n->nodes_per_leaf,
+                n->nodes_per_leaf == 1 ? "" : "s", n->hosts_per_leaf, n->uplinks_per_leaf,
+                fmt_q(n->uplink_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b), n->levels,
+                n->levels == 1 ? "" : "s");
         break;
     case DT_NET_RAIL:
         fprintf(out, "  network: rail-optimised, %d rail%s of %d node%s, %s per switch\n",
@@ -88,7 +90,7 @@ void dt_topology_print(const struct dt_topology *topo, FILE *out)
             topo->n_ranks, topo->n_ranks == 1 ? "" : "s");
     double price = dt_topology_price_per_h(topo);
     if (price > 0)
-        fprintf(out, ", %.4g USD/h", price);
+        fprintf(out, ", %.2f USD/h", price);
     fprintf(out, "\n");
     for (int g = 0; g < topo->n_groups; g++)
         print_group(&topo->groups[g], out);

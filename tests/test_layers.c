@@ -283,7 +283,9 @@ static void test_conv2d_forward_strided_grouped(void **state)
 }
 
 /* Ensure that conv2d forward equals the direct convolution when one sample fills a GEMM
- * (P = 48*48 >= the chunk target, so the GEMM writes straight into the output). */
+ * (P = 48*48 >= the 2048-column block, so the GEMM writes straight into the output in bands
+ * of 42 and 6 output rows; the second band starts inside the padded image), also with
+ * stride 2 (P = 50*50, bands of 40 and 10 rows). */
 static void test_conv2d_forward_wide(void **state)
 {
     (void)state;
@@ -293,6 +295,13 @@ static void test_conv2d_forward_wide(void **state)
     conv_setup(&c, false);
     conv_forward_matches_ref(&c);
     conv_free(&c);
+    struct conv_ctx s2 = {.d = {.B = 1, .C = 2, .H = 100, .W = 99, .F = 2, .kh = 3, .kw = 3,
+                                .sh = 2, .sw = 2, .pad_t = 1, .pad_l = 1, .pad_b = 1, .pad_r = 1,
+                                .groups = 1}};
+    conv_setup(&s2, false);
+    assert_int_equal(s2.d.OH * s2.d.OW, 2500);
+    conv_forward_matches_ref(&s2);
+    conv_free(&s2);
 }
 
 /* Ensure that conv2d backward (input, weight, bias) matches finite differences: padding 1. */

@@ -174,7 +174,7 @@ static void test_2n4p_units(void **state)
 }
 
 /* Ensure that the DGX H100 file reads its datasheet values: NVLink 900 GB/s both ways = 450 GB/s
- * per direction, 8 NICs of 400 Gbit/s = 50 GB/s, dense FP16 989.5 TFLOP/s, 80 GB of HBM3,
+ * per direction, 8 NICs of 400 Gbit/s = 50 GB/s, dense FP16 989.5 TFLOP/s, 80 GiB of HBM3,
  * one rail per GPU. */
 static void test_dgx_h100(void **state)
 {
@@ -191,7 +191,7 @@ static void test_dgx_h100(void **state)
     assert_close(g->nic.bw_Bps, 50e9);
     assert_close(g->device.peak_flops[DT_FP16], 989.5e12);
     assert_close(g->device.peak_flops[DT_FP8], 1979e12);
-    assert_close(g->device.mem_bytes, 80e9);
+    assert_close(g->device.mem_bytes, 80 * GiB);
     assert_close(g->device.mem_bw_Bps, 3.35e12);
     assert_int_equal(t->net.kind, DT_NET_RAIL);
     assert_int_equal(t->net.n_leaves, 8);
@@ -199,7 +199,8 @@ static void test_dgx_h100(void **state)
 }
 
 /* Ensure that the 128-node fat-tree derives its layout: 128 x 8 = 1024 NIC ports; radix 64 at
- * 1:1 gives 32 down and 32 up per leaf, 1024 / 32 = 32 leaves <= 64: two tiers. */
+ * 1:1 gives 32 down and 32 up per leaf, so 32 / 8 = 4 nodes per leaf, 128 / 4 = 32 leaves
+ * <= 64: two tiers; a leaf sends up 32 x 400 Gbit/s = 1.6 TB/s. */
 static void test_fattree_layout(void **state)
 {
     (void)state;
@@ -209,7 +210,9 @@ static void test_fattree_layout(void **state)
     assert_int_equal(t->net.kind, DT_NET_FATTREE);
     assert_int_equal(t->net.endpoints, 1024);
     assert_int_equal(t->net.hosts_per_leaf, 32);
+    assert_int_equal(t->net.nodes_per_leaf, 4);
     assert_int_equal(t->net.uplinks_per_leaf, 32);
+    assert_close(t->net.leaf_up_bw_Bps, 32 * 50e9);
     assert_int_equal(t->net.n_leaves, 32);
     assert_int_equal(t->net.levels, 2);
     assert_close(t->net.uplink_bw_Bps, 50e9); /* 400 Gbit/s */
@@ -229,14 +232,16 @@ static void test_fattree_oversubscribed(void **state)
         "}\nnetwork: {kind: fat-tree, latency: 100 ns, radix: 64, oversubscription: 3}\n");
     assert_int_equal(t->net.hosts_per_leaf, 48);
     assert_int_equal(t->net.uplinks_per_leaf, 16);
+    assert_int_equal(t->net.nodes_per_leaf, 48);
     assert_int_equal(t->net.n_leaves, 3); /* ceil(100 / 48) */
+    assert_close(t->net.leaf_up_bw_Bps, 16 * 12.5e9);
     assert_int_equal(t->net.levels, 2);
     assert_close(t->net.uplink_bw_Bps, 12.5e9); /* 100 Gbit/s */
     dt_topology_destroy(t);
 }
 
-/* Ensure that tier counts follow size: radix 8 at 1:1 has 4 ports down per leaf; 4 ports fit
- * one leaf (1 tier), 40 ports need 10 leaves > 8 (3 tiers, up to 4 x 4 x 8 = 128 ports). */
+/* Ensure that tier counts follow size: radix 8 at 1:1 has 4 ports down per leaf; 4 one-NIC
+ * nodes fit one leaf (1 tier), 40 need 10 leaves > 8 (3 tiers: up to 8/2 x 8 = 32 leaves). */
 static void test_fattree_tiers(void **state)
 {
     (void)state;

@@ -44,7 +44,8 @@ static const char *const BASE[] = {
 };
 #define BASE_LINES ((int)(sizeof BASE / sizeof BASE[0]))
 
-/* A valid one-line node group of `count` one-GPU nodes, for whole-document cases. */
+/* A valid one-line node group of `count` one-GPU nodes, for whole-document cases: with
+ * "name: t" first, the group is on line 3 and a following "network:" mapping starts at 5:3. */
 #define GROUP(count)                                                                         \
     "nodes:\n  - {name: g, count: " count ", devices: 1, device: {kind: gpu, name: x, "       \
     "peak: {fp32: 1 TFLOP/s}, memory: 1 GiB, memory_bw: 1 GB/s}, intra: {kind: pcie, "       \
@@ -115,8 +116,9 @@ static void run_case(void **state)
 }
 
 static const struct bad_case cases[] = {
-    /* Ensure that an unclosed flow sequence is a YAML syntax error at the end of input. */
-    {"syntax_unclosed_bracket", NULL, 4, 1, "    count: [2", 5, 5, "YAML syntax error"},
+    /* Ensure that an unclosed flow sequence is a YAML syntax error where libyaml notices it:
+     * the ':' of the next line's "devices: 4" (column 12), read as part of the sequence. */
+    {"syntax_unclosed_bracket", NULL, 4, 1, "    count: [2", 5, 12, "YAML syntax error"},
     /* Ensure that a tab used as indentation is a syntax error where the tab is. */
     {"syntax_tab_indent", NULL, 4, 1, "\tcount: 2", 4, 1, "YAML syntax error"},
     /* Ensure that an unclosed quoted string is a syntax error. */
@@ -223,11 +225,11 @@ static const struct bad_case cases[] = {
     /* Ensure that a fat-tree without a radix is refused at the network mapping. */
     {"fattree_without_radix", NULL, 23, 1, "  kind: fat-tree", 23, 3,
      "missing required key 'radix'"},
-    /* Ensure that a fat-tree too small for its NIC ports is refused: 300 nodes on radix 4
-     * (2 down ports per leaf, at most 2 x 2 x 4 = 16 ports in three tiers). */
+    /* Ensure that a fat-tree too small for its nodes is refused: 300 one-NIC nodes on radix 4
+     * (2 nodes per leaf, 150 leaves; three tiers hold at most 4/2 x 4 = 8 leaves). */
     {"fattree_too_small",
      "name: t\n" GROUP("300") "network:\n  kind: fat-tree\n  latency: 1 us\n  radix: 4\n", 0, 0,
-     NULL, 4, 3, "do not fit a three-tier fat-tree"},
+     NULL, 5, 3, "do not fit a three-tier fat-tree"},
     /* Ensure that an oversubscription below 1 is refused. */
     {"oversubscription_below_one", NULL, 23, 1,
      "  kind: fat-tree\n  radix: 64\n  oversubscription: 0.5", 25, 21, "out of range"},
@@ -237,7 +239,7 @@ static const struct bad_case cases[] = {
     /* Ensure that a single switch with fewer ports than NICs is refused. */
     {"switch_radix_too_small",
      "name: t\n" GROUP("3") "network:\n  kind: switch\n  latency: 1 us\n  radix: 2\n", 0, 0,
-     NULL, 4, 3, "cannot connect"},
+     NULL, 5, 3, "cannot connect"},
     /* Ensure that a rail network without one NIC per device is refused at the group. */
     {"rail_needs_nic_per_device", NULL, 23, 1, "  kind: rail", 3, 5,
      "one NIC per device"},
@@ -254,7 +256,9 @@ static const struct bad_case cases[] = {
      "only for sharing: shared"},
     /* Ensure that a NIC count of zero is refused. */
     {"nic_count_zero", NULL, 22, 0, "      count: 0", 22, 14, "out of range"},
-    /* Ensure that an exponential alias expansion ("billion laughs") is refused quickly. */
+    /* Ensure that an exponential alias expansion ("billion laughs") is refused quickly: g
+     * would expand to 11 million nodes; the error points at the anchor &f (line 6, column 4)
+     * whose seventh-level copies cross the 2-million-node limit. */
     {"alias_bomb",
      "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
      "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
@@ -263,7 +267,7 @@ static const struct bad_case cases[] = {
      "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
      "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
      "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
-     0, 0, NULL, 7, 8, "document too large"},
+     0, 0, NULL, 6, 4, "document too large"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -1,5 +1,6 @@
 # Topology zoo, installed under $(pkgdatadir)/topologies.
 dist_topologies_DATA += $(wildcard $(srcdir)/topologies/*.yaml)
+EXTRA_DIST += topologies/README.md
 
 # Tests of the topology loader, the zoo and the units it reads.
 check_PROGRAMS += tests/test_units tests/test_topology tests/test_topology_errors

@@ -2,7 +2,7 @@
  * plain sgemm of the same sizes, and the time of one training step of models/cnn690k.yaml.
  * FLOPs count a multiply-add as 2 (as dt/model.h). Threads: OPENBLAS_NUM_THREADS (the
  * "make bench" target sets 1).
- * Usage: bench_kernels [batch] [min seconds per figure] */
+ * Usage: bench_kernels [batch] [min seconds per figure] [model.yaml ...] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     if (argc > 2)
         min_s = atof(argv[2]);
     if (B < 1 || !(min_s > 0)) {
-        fprintf(stderr, "usage: bench_kernels [batch >= 1] [min seconds > 0]\n");
+        fprintf(stderr, "usage: bench_kernels [batch >= 1] [min seconds > 0] [model.yaml ...]\n");
         return 2;
     }
     struct dtk_rng rng;
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     bench_dense("dense 256->1000", B, 256, 1000, &rng);
     bench_dense("dense 1000->100", B, 1000, 100, &rng);
     bench_dense("dense 784->128 (MLP)", B, 784, 128, &rng);
-    bench_model(DT_SRCDIR "/models/cnn690k.yaml", B, &rng);
-    bench_model(DT_SRCDIR "/models/mlp-fmnist.yaml", B, &rng);
+    for (int a = 3; a < argc; a++)
+        bench_model(argv[a], B, &rng);
     return 0;
 }

@@ -5,7 +5,9 @@
  * Folding samples into N matters for the small late feature maps of a CNN (P = 121 or 9 in the
  * seed-002 model), where a per-sample GEMM would be thin and slow; the chunk is sized so that
  * nb*P is about DTK_CONV_TARGET_N columns. When one sample alone is wide enough (nb = 1) the
- * GEMM writes straight into the NCHW output. Backward reuses the same unfolding:
+ * GEMM writes straight into the NCHW output, one band of output rows at a time (leading
+ * dimension P), so a large image never needs its whole unfolding. Backward reuses the same
+ * blocks:
  * dW_g += dtmp_g col_g^T and dcol_g = W_g^T dtmp_g, folded back by col2im. */
 #include "layers.h"
 
@@ -41,13 +43,29 @@ bool dtk_convt_dims_finish(struct dtk_conv_dims *d)
     return d->OH > 0 && d->OW > 0;
 }
 
-static int conv_chunk(const struct dtk_conv_dims *d, int B)
+/* Work is cut into blocks of about DTK_CONV_TARGET_N output columns: nb whole samples side
+ * by side when a sample has fewer output pixels than that, else bands of `rows` output rows of
+ * one sample (so that the unfolded columns of a large image, U-Net's 256x256 say, never need
+ * K x H x W floats at once). */
+struct conv_block {
+    int nb;       /* samples in the block */
+    int rows;     /* output rows per sample in the block (OH when nb > 1) */
+};
+
+static struct conv_block conv_blocking(const struct dtk_conv_dims *d, int B)
 {
     long P = (long)d->OH * d->OW;
-    long nb = (DTK_CONV_TARGET_N + P - 1) / P;
-    if (nb > B)
-        nb = B;
-    return nb < 1 ? 1 : (int)nb;
+    struct conv_block k = {1, d->OH};
+    if (P >= DTK_CONV_TARGET_N) {
+        long rows = DTK_CONV_TARGET_N / d->OW;
+        k.rows = rows < 1 ? 1 : rows > d->OH ? d->OH : (int)rows;
+    } else {
+        long nb = (DTK_CONV_TARGET_N + P - 1) / P;
+        k.nb = nb > B ? B : (int)nb;
+        if (k.nb < 1)
+            k.nb = 1;
+    }
+    return k;
 }
 
 static bool conv_is_pointwise(const struct dtk_conv_dims *d)
@@ -58,20 +76,32 @@ static bool conv_is_pointwise(const struct dtk_conv_dims *d)
 
 long dtk_conv2d_workspace_floats(const struct dtk_conv_dims *d)
 {
+    struct conv_block k = conv_blocking(d, d->B);
     long K = (long)d->C * d->kh * d->kw;
-    long N = (long)conv_chunk(d, d->B) * d->OH * d->OW;
+    long N = (long)k.nb * k.rows * d->OW;
     /* backward: col + dcol (K x N each) + dtmp (F x N); forward needs col + tmp. */
     return 2 * K * N + (long)d->F * N;
 }
 
-/* Unfolds samples [b0, b0 + nb) of inp into col (K, nb*P). */
+/* Unfolds output rows [oh0, oh0 + rows) of samples [b0, b0 + nb) into col (K, nb*rows*OW):
+ * the band is the convolution with rows output rows and the top padding moved by oh0*sh
+ * (negative inside the image, which im2col's bounds test handles). */
 static void conv_unfold(float *col, const float *inp, const struct dtk_conv_dims *d, int b0,
-                        int nb)
+                        int nb, int oh0, int rows)
 {
-    long P = (long)d->OH * d->OW, N = nb * P, img = (long)d->C * d->H * d->W;
+    long n = (long)rows * d->OW, N = nb * n, img = (long)d->C * d->H * d->W;
     for (int bi = 0; bi < nb; bi++)
-        dtk_im2col(col + bi * P, N, inp + (b0 + bi) * img, d->C, d->H, d->W, d->kh, d->kw,
-                   d->sh, d->sw, d->pad_t, d->pad_l, d->OH, d->OW);
+        dtk_im2col(col + bi * n, N, inp + (b0 + bi) * img, d->C, d->H, d->W, d->kh, d->kw,
+                   d->sh, d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
+}
+
+static void conv_fold(float *dinp, const float *dcol, const struct dtk_conv_dims *d, int b0,
+                      int nb, int oh0, int rows)
+{
+    long n = (long)rows * d->OW, N = nb * n, img = (long)d->C * d->H * d->W;
+    for (int bi = 0; bi < nb; bi++)
+        dtk_col2im(dinp + (b0 + bi) * img, dcol + bi * n, N, d->C, d->H, d->W, d->kh, d->kw,
+                   d->sh, d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
 }
 
 /* inp (B, C, H, W), weight (F, C/groups, kh, kw), bias (F), out (B, F, OH, OW). */
@@ -80,38 +110,49 @@ void dtk_conv2d_forward(float *out, float *work, const float *inp, const float *
 {
     const int G = d->groups > 0 ? d->groups : 1;
     const long P = (long)d->OH * d->OW, img = (long)d->C * d->H * d->W;
-    const int Fg = d->F / G, Kg = d->C / G * d->kh * d->kw;
-    const int nbmax = conv_chunk(d, d->B);
+    const long K = (long)d->C * d->kh * d->kw;
+    const int Fg = d->F / G, Kg = (int)(K / G);
+    const struct conv_block k = conv_blocking(d, d->B);
     const bool pointwise = conv_is_pointwise(d);
     float *col = work;
-    float *tmp = work + (long)d->C * d->kh * d->kw * nbmax * P;
+    float *tmp = work + K * k.nb * k.rows * d->OW;
 
-    for (int b0 = 0; b0 < d->B; b0 += nbmax) {
-        int nb = d->B - b0 < nbmax ? d->B - b0 : nbmax;
-        long N = nb * P;
-        const float *src = col;
-        if (nb == 1 && pointwise)
-            src = inp + b0 * img; /* a 1x1 convolution's unfolding is the image itself */
-        else
-            conv_unfold(col, inp, d, b0, nb);
-        float *dst = nb == 1 ? out + b0 * (long)d->F * P : tmp;
-        for (int g = 0; g < G; g++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Fg, (int)N, Kg, 1.0f,
-                        weight + (long)g * Fg * Kg, Kg, src + (long)g * Kg * N, (int)N, 0.0f,
-                        dst + (long)g * Fg * N, (int)N);
-        /* (F, nb, P) -> (nb, F, P), adding the bias on the way. */
-        for (int bi = 0; bi < nb; bi++) {
-            for (int f = 0; f < d->F; f++) {
-                float *o = out + ((b0 + bi) * (long)d->F + f) * P;
-                if (nb > 1)
-                    memcpy(o, tmp + f * N + bi * P, (size_t)P * sizeof(float));
-                if (bias) {
-                    float bf = bias[f];
+    for (int b0 = 0; b0 < d->B; b0 += k.nb) {
+        int nb = d->B - b0 < k.nb ? d->B - b0 : k.nb;
+        for (int oh0 = 0; oh0 < d->OH; oh0 += k.rows) {
+            int rows = d->OH - oh0 < k.rows ? d->OH - oh0 : k.rows;
+            long n = (long)rows * d->OW, N = nb * n;
+            /* B operand (K, N) with leading dimension ldb; C operand likewise */
+            const float *src = col;
+            long ldb = N, ldc = N;
+            if (nb == 1 && pointwise) {
+                src = inp + b0 * img + oh0 * (long)d->OW; /* 1x1: the image is its unfolding */
+                ldb = P;
+            } else {
+                conv_unfold(col, inp, d, b0, nb, oh0, rows);
+            }
+            float *dst = tmp;
+            if (nb == 1) {
+                dst = out + b0 * (long)d->F * P + oh0 * (long)d->OW;
+                ldc = P;
+            }
+            for (int g = 0; g < G; g++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Fg, (int)N, Kg, 1.0f,
+                            weight + (long)g * Fg * Kg, Kg, src + (long)g * Kg * ldb, (int)ldb,
+                            0.0f, dst + (long)g * Fg * ldc, (int)ldc);
+            if (nb > 1) /* (F, nb, P) -> (nb, F, P) */
+                for (int bi = 0; bi < nb; bi++)
+                    for (int f = 0; f < d->F; f++)
+                        memcpy(out + ((b0 + bi) * (long)d->F + f) * P, tmp + f * N + bi * P,
+                               (size_t)P * sizeof(float));
+        }
+        if (bias)
+            for (int bi = 0; bi < nb; bi++)
+                for (int f = 0; f < d->F; f++) {
+                    float *o = out + ((b0 + bi) * (long)d->F + f) * P, bf = bias[f];
                     for (long p = 0; p < P; p++)
                         o[p] += bf;
                 }
-            }
-        }
     }
 }
 
@@ -123,11 +164,10 @@ void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
     const long P = (long)d->OH * d->OW, img = (long)d->C * d->H * d->W;
     const long K = (long)d->C * d->kh * d->kw;
     const int Fg = d->F / G, Kg = (int)(K / G);
-    const int nbmax = conv_chunk(d, d->B);
+    const struct conv_block k = conv_blocking(d, d->B);
     const bool pointwise = conv_is_pointwise(d);
-    float *col = work;
-    float *dcol = work + K * nbmax * P;
-    float *dtmp = dcol + K * nbmax * P;
+    const long Nmax = (long)k.nb * k.rows * d->OW;
+    float *col = work, *dcol = work + K * Nmax, *dtmp = dcol + K * Nmax;
 
     if (dbias) {
         for (int b = 0; b < d->B; b++)
@@ -139,45 +179,49 @@ void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
                 dbias[f] += s;
             }
     }
-    for (int b0 = 0; b0 < d->B; b0 += nbmax) {
-        int nb = d->B - b0 < nbmax ? d->B - b0 : nbmax;
-        long N = nb * P;
-        const float *dsrc = dtmp;
-        if (nb == 1) {
-            dsrc = dout + b0 * (long)d->F * P;
-        } else {
-            for (int bi = 0; bi < nb; bi++)
-                for (int f = 0; f < d->F; f++)
-                    memcpy(dtmp + f * N + bi * P, dout + ((b0 + bi) * (long)d->F + f) * P,
-                           (size_t)P * sizeof(float));
-        }
-        if (dweight) {
-            const float *src = col;
-            if (nb == 1 && pointwise)
-                src = inp + b0 * img;
-            else
-                conv_unfold(col, inp, d, b0, nb);
-            for (int g = 0; g < G; g++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Fg, Kg, (int)N, 1.0f,
-                            dsrc + (long)g * Fg * N, (int)N, src + (long)g * Kg * N, (int)N,
-                            1.0f, dweight + (long)g * Fg * Kg, Kg);
-        }
-        if (dinp) {
-            if (nb == 1 && pointwise) {
-                /* col2im of a 1x1 convolution is the identity: accumulate in place. */
+    for (int b0 = 0; b0 < d->B; b0 += k.nb) {
+        int nb = d->B - b0 < k.nb ? d->B - b0 : k.nb;
+        for (int oh0 = 0; oh0 < d->OH; oh0 += k.rows) {
+            int rows = d->OH - oh0 < k.rows ? d->OH - oh0 : k.rows;
+            long n = (long)rows * d->OW, N = nb * n;
+            /* dout of the block as an (F, N) operand with leading dimension ldd */
+            const float *dsrc = dtmp;
+            long ldd = N;
+            if (nb == 1) {
+                dsrc = dout + b0 * (long)d->F * P + oh0 * (long)d->OW;
+                ldd = P;
+            } else {
+                for (int bi = 0; bi < nb; bi++)
+                    for (int f = 0; f < d->F; f++)
+                        memcpy(dtmp + f * N + bi * P, dout + ((b0 + bi) * (long)d->F + f) * P,
+                               (size_t)P * sizeof(float));
+            }
+            const bool direct = nb == 1 && pointwise;
+            const long ldx = direct ? P : N;
+            if (dweight) {
+                const float *src = col;
+                if (direct)
+                    src = inp + b0 * img + oh0 * (long)d->OW;
+                else
+                    conv_unfold(col, inp, d, b0, nb, oh0, rows);
+                /* dW_g (Fg, Kg) += dout_g (Fg, N) col_g^T (N, Kg) */
+                for (int g = 0; g < G; g++)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Fg, Kg, (int)N, 1.0f,
+                                dsrc + (long)g * Fg * ldd, (int)ldd, src + (long)g * Kg * ldx,
+                                (int)ldx, 1.0f, dweight + (long)g * Fg * Kg, Kg);
+            }
+            if (dinp) {
+                /* dcol_g (Kg, N) = W_g^T (Kg, Fg) dout_g (Fg, N); a 1x1 convolution's col2im is
+                 * the identity, so it accumulates straight into dinp */
+                float *dst = direct ? dinp + b0 * img + oh0 * (long)d->OW : dcol;
                 for (int g = 0; g < G; g++)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, (int)N, Fg, 1.0f,
-                                weight + (long)g * Fg * Kg, Kg, dsrc + (long)g * Fg * N, (int)N,
-                                1.0f, dinp + b0 * img + (long)g * Kg * N, (int)N);
-                continue;
+                                weight + (long)g * Fg * Kg, Kg, dsrc + (long)g * Fg * ldd,
+                                (int)ldd, direct ? 1.0f : 0.0f, dst + (long)g * Kg * ldx,
+                                (int)ldx);
+                if (!direct)
+                    conv_fold(dinp, dcol, d, b0, nb, oh0, rows);
             }
-            for (int g = 0; g < G; g++)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, (int)N, Fg, 1.0f,
-                            weight + (long)g * Fg * Kg, Kg, dsrc + (long)g * Fg * N, (int)N,
-                            0.0f, dcol + (long)g * Kg * N, (int)N);
-            for (int bi = 0; bi < nb; bi++)
-                dtk_col2im(dinp + (b0 + bi) * img, dcol + bi * P, N, d->C, d->H, d->W, d->kh,
-                           d->kw, d->sh, d->sw, d->pad_t, d->pad_l, d->OH, d->OW);
         }
     }
 }

@@ -43,8 +43,7 @@ struct dtk_net {
     long labels_per_sample;
     struct dtk_lay *lay;
     long in_sz;
-    const float *x;         /* input rows of the current forward (already offset to b0) */
-    int x_b0;
+    const float *x;         /* the batch's input, row 0 (rows b0.. are at x + b0 * in_sz) */
     bool train;
     float bn_momentum;
     struct dtk_rng rng;
@@ -386,7 +385,7 @@ float *dtk_net_dact(struct dtk_net *net, int i)
 static const float *in_rows(const struct dtk_net *net, int j, int b0)
 {
     if (j < 0)
-        return net->x; /* already the rows of this call */
+        return net->x + (long)b0 * net->in_sz;
     return net->lay[j].act + (long)b0 * net->lay[j].out_sz;
 }
 
@@ -405,17 +404,17 @@ int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, b
         return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) outside the network's batch of %d",
                        b0, b0 + nb, net->max_batch);
     net->x = x;
-    net->x_b0 = b0;
     net->train = train;
-    if (m->input_is_tokens) {
+    if (m->input_is_tokens && x) {
         long vocab = m->vocab;
         for (int i = 0; i < m->n_layers; i++)
             if (m->layers[i].kind == DT_L_EMBEDDING && m->layers[i].in[0] == -1 &&
                 (vocab <= 0 || m->layers[i].vocab < vocab))
                 vocab = m->layers[i].vocab;
         int *ids = net->tokens + (long)b0 * net->in_sz;
+        const float *xr = x + (long)b0 * net->in_sz;
         for (long r = 0; r < (long)nb * net->in_sz; r++) {
-            float v = x[r];
+            float v = xr[r];
             if (!(v >= 0.0f && v < (float)vocab && v == floorf(v)))
                 return dt_fail(err, DT_EINPUT, "", 0, 0,
                                "token %ld of the batch is %g, not an id in [0, %ld)", r, v, vocab);

@@ -70,9 +70,11 @@ void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum);
 /* Bytes of the allocations above, all together. */
 double dtk_net_bytes(const struct dtk_net *net);
 
-/* Records rows [b0, b0 + nb) of the batch: x points at those rows' input (nb samples, each
- * dtk_net_out_floats(net, -1) floats; token models give token ids as floats). train selects
- * dropout and batch statistics. x must stay valid until the forward pass is done.
+/* Starts the forward pass of rows [b0, b0 + nb) of the batch. x is the batch's input from row
+ * 0 (each row dtk_net_out_floats(net, -1) floats; token models give token ids as floats); rows
+ * [b0, b0 + nb) of it are read, by the forward and by the first layer's backward, so x must
+ * stay valid until that backward is done. train selects dropout and batch statistics. A
+ * pipeline stage that does not run the first layer may pass x = NULL.
  * DT_EINPUT when b0 + nb exceeds max_batch or a token id is outside the vocabulary. */
 int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
                           struct dt_error *err);

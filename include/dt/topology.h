@@ -63,12 +63,19 @@ struct dt_network {
     double switch_lat_s;       /* per switch traversed */
     int radix;                 /* fat-tree: ports per switch */
     double oversubscription;   /* fat-tree: down/up bandwidth ratio at the leaves (>= 1) */
-    double uplink_bw_Bps;      /* fat-tree: each leaf-to-spine link; derived if not given */
+    double uplink_bw_Bps;      /* fat-tree: each leaf-to-spine link; if not given, the fastest
+                                  NIC's bandwidth (a leaf has uplinks_per_leaf of them) */
     /* derived by the loader (and by dt_topology_reshape) */
     int endpoints;             /* NIC ports on the network: sum over groups of count * nics */
     int hosts_per_leaf;        /* NIC ports under one leaf switch (single switch: endpoints) */
+    int nodes_per_leaf;        /* fat-tree: all NICs of a node sit on one leaf, so
+                                  max(1, hosts_per_leaf / most NICs per node); switch: all
+                                  nodes; rail: all nodes (one rail switch per NIC index) */
     int uplinks_per_leaf;      /* fat-tree: links from each leaf up; 0 otherwise */
-    int n_leaves;              /* leaf switches; rail: one switch per rail (NIC index) */
+    double leaf_up_bw_Bps;     /* fat-tree: a leaf's total upward capacity, per direction:
+                                  uplinks_per_leaf * uplink_bw_Bps; 0 otherwise */
+    int n_leaves;              /* fat-tree: ceil(nodes / nodes_per_leaf); switch: 1; rail: one
+                                  switch per rail (NIC index) */
     int levels;                /* switch tiers: 1 one switch, 2 leaf+spine, 3 leaf+agg+core */
 };
 

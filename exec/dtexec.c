@@ -1,0 +1,1085 @@
+/* dtexec: trains a model for real under mpiexec by walking the plan that dtsim simulates.
+ *
+ *   mpiexec -n 2 dtexec --model cnn690k --strategy ring --batch 128 --epochs 1
+ *
+ * Every rank parses the same command line, loads the same model and builds the same plan;
+ * every fallible step ends with an agreement (an allreduce of the status), so that a bad flag
+ * or a bad file stops every rank with status 2 and one message, and no rank is left waiting.
+ */
+#include "config.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/net.h"
+#include "data.h"
+#include "dt/collective.h"
+#include "dt/datafile.h"
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+#include "dt/units.h"
+#include "executor.h"
+#include "progress.h"
+#include "record.h"
+
+#ifndef DT_GIT_REVISION
+#define DT_GIT_REVISION "unknown"
+#endif
+
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+#define DEFAULT_MODEL "cnn690k"
+
+static const char *prog = "dtexec";
+
+struct options {
+    const char *model, *topology, *strategy, *data;
+    const char *record, *trace, *ops_csv, *dump_params;
+    int batch;
+    enum dt_scaling scaling;
+    double lr;
+    bool lr_given, lr_scale;
+    enum dtx_optimizer_kind optimizer;
+    double momentum;
+    bool momentum_given;
+    enum dtk_init init;
+    int epochs;
+    double bucket_bytes;
+    long synthetic;
+    bool read_whole;
+    unsigned long long seed;
+    long max_iters;
+    int trace_iters;
+    int threads;
+    bool quiet, check_sync, dump_plan, no_shuffle;
+    bool help, version;
+};
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: mpiexec -n P %s [OPTIONS]\n"
+            "Trains a model with a distributed strategy: every rank walks its ops of the plan\n"
+            "that dtsim simulates (kernels on the CPU, communication with MPI).\n"
+            "\n"
+            "Model and strategy:\n"
+            "  -m, --model FILE         model YAML or name in models/ (default " DEFAULT_MODEL ")\n"
+            "  -t, --topology FILE      topology YAML (default: derived from the MPI layout)\n"
+            "  -s, --strategy NAME      sequential, reduce-bcast-linear, reduce-bcast, ring,\n"
+            "                           recursive-doubling, rabenseifner, hierarchical,\n"
+            "                           mpi-allreduce, ps-central, ps-sharded\n"
+            "                           (default: sequential on 1 rank, mpi-allreduce on more)\n"
+            "  -b, --batch N            batch: per rank (weak scaling) or global (strong);\n"
+            "                           default 128\n"
+            "      --scaling weak|strong  (default weak)\n"
+            "      --bucket SIZE        gradient buckets of SIZE (e.g. '1 MiB') overlapped with\n"
+            "                           backward (allreduce strategies)\n"
+            "\n"
+            "Training:\n"
+            "      --lr X               learning rate (default 0.001 for Adam, 0.01 for SGD),\n"
+            "                           x the number of ranks under weak scaling\n"
+            "      --no-lr-scale        do not multiply the learning rate by the ranks\n"
+            "      --optimizer NAME     adam (Keras), adam-torch (PyTorch) or sgd (default adam)\n"
+            "      --momentum X         SGD momentum (default 0)\n"
+            "      --init glorot|kaiming  parameter initialisation (default glorot, Keras)\n"
+            "  -e, --epochs N           epochs (default 1)\n"
+            "      --max-iters N        stop each epoch after N iterations (quick tests)\n"
+            "      --seed N             seed of initialisation, shuffling, dropout (default 1)\n"
+            "      --no-shuffle         keep the file order\n"
+            "\n"
+            "Data:\n"
+            "  -d, --data DIR           MNIST/Fashion-MNIST IDX files or CIFAR-10 binary batches\n"
+            "                           (default " DEFAULT_DATA ")\n"
+            "      --synthetic N        N random training samples (and N/5 test samples) of\n"
+            "                           the model's input, labelled by a random linear teacher\n"
+            "      --read-whole         every rank reads the whole set (default: its shard)\n"
+            "\n"
+            "Output:\n"
+            "      --record FILE        append a JSON record of the run (configuration,\n"
+            "                           environment, measurements)\n"
+            "      --trace FILE         Chrome trace (Perfetto) of the sampled iterations\n"
+            "      --ops-csv FILE       per-op timings of the sampled iterations\n"
+            "      --trace-iters N      iterations sampled for --trace/--ops-csv: the N after\n"
+            "                           the first of epoch 1 (default 10; 0 = all)\n"
+            "      --dump-params FILE   write the final parameters as raw float32\n"
+            "      --dump-plan          print the plan and exit\n"
+            "      --check-sync         check after every iteration that all ranks hold the\n"
+            "                           same parameters (always checked after each epoch)\n"
+            "      --threads N          BLAS threads per rank (default: the node's cores over\n"
+            "                           its ranks, unless OPENBLAS_NUM_THREADS is set)\n"
+            "  -q, --quiet              print nothing but errors\n"
+            "  -h, --help               this help\n"
+            "  -V, --version            version\n",
+            prog);
+}
+
+/* Formats a flag error into msg; returns DT_EINPUT. */
+static int bad(char *msg, size_t len, const char *flag, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int bad(char *msg, size_t len, const char *flag, const char *fmt, ...)
+{
+    int n = snprintf(msg, len, "%s: ", flag);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < len)
+        vsnprintf(msg + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    return DT_EINPUT;
+}
+
+static int parse_long(const char *flag, const char *text, long lo, long hi, long *out, char *msg,
+                      size_t len)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno == ERANGE || v < lo || v > hi)
+        return bad(msg, len, flag, "expected an integer from %ld to %ld, got '%s'", lo, hi, text);
+    *out = v;
+    return DT_OK;
+}
+
+static int parse_int(const char *flag, const char *text, int lo, int hi, int *out, char *msg,
+                     size_t len)
+{
+    long v;
+    int rc = parse_long(flag, text, lo, hi, &v, msg, len);
+    if (!rc)
+        *out = (int)v;
+    return rc;
+}
+
+static int parse_double(const char *flag, const char *text, double lo, double hi, bool open_lo,
+                        double *out, char *msg, size_t len)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !isfinite(v) || v > hi ||
+        (open_lo ? v <= lo : v < lo))
+        return bad(msg, len, flag, "expected a number %s %g and at most %g, got '%s'",
+                   open_lo ? "above" : "from", lo, hi, text);
+    *out = v;
+    return DT_OK;
+}
+
+enum {
+    OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
+    OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
+    OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE
+};
+
+static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
+{
+    static const struct option longs[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"topology", required_argument, NULL, 't'},
+        {"strategy", required_argument, NULL, 's'},
+        {"batch", required_argument, NULL, 'b'},
+        {"scaling", required_argument, NULL, OPT_SCALING},
+        {"lr", required_argument, NULL, OPT_LR},
+        {"no-lr-scale", no_argument, NULL, OPT_NO_LR_SCALE},
+        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+        {"momentum", required_argument, NULL, OPT_MOMENTUM},
+        {"init", required_argument, NULL, OPT_INIT},
+        {"epochs", required_argument, NULL, 'e'},
+        {"bucket", required_argument, NULL, OPT_BUCKET},
+        {"data", required_argument, NULL, 'd'},
+        {"synthetic", required_argument, NULL, OPT_SYNTHETIC},
+        {"read-whole", no_argument, NULL, OPT_READ_WHOLE},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"max-iters", required_argument, NULL, OPT_MAX_ITERS},
+        {"record", required_argument, NULL, OPT_RECORD},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"ops-csv", required_argument, NULL, OPT_OPS_CSV},
+        {"trace-iters", required_argument, NULL, OPT_TRACE_ITERS},
+        {"dump-params", required_argument, NULL, OPT_DUMP_PARAMS},
+        {"dump-plan", no_argument, NULL, OPT_DUMP_PLAN},
+        {"check-sync", no_argument, NULL, OPT_CHECK_SYNC},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->model = DEFAULT_MODEL;
+    o->batch = 128;
+    o->scaling = DT_SCALING_WEAK;
+    o->lr_scale = true;
+    o->optimizer = DTX_OPT_ADAM;
+    o->init = DTK_INIT_GLOROT;
+    o->epochs = 1;
+    o->seed = 1;
+    o->trace_iters = 10;
+    opterr = 0;
+    optind = 1;
+    int c, rc = DT_OK;
+    long lv;
+    while (!rc && (c = getopt_long(argc, argv, ":m:t:s:b:e:d:qhV", longs, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 't': o->topology = optarg; break;
+        case 's': o->strategy = optarg; break;
+        case 'b': rc = parse_int("--batch", optarg, 1, 1 << 24, &o->batch, msg, len); break;
+        case OPT_SCALING:
+            if (strcmp(optarg, "weak") == 0)
+                o->scaling = DT_SCALING_WEAK;
+            else if (strcmp(optarg, "strong") == 0)
+                o->scaling = DT_SCALING_STRONG;
+            else
+                rc = bad(msg, len, "--scaling", "expected weak or strong, got '%s'", optarg);
+            break;
+        case OPT_LR:
+            rc = parse_double("--lr", optarg, 0, 1e6, true, &o->lr, msg, len);
+            o->lr_given = true;
+            break;
+        case OPT_NO_LR_SCALE: o->lr_scale = false; break;
+        case OPT_OPTIMIZER:
+            if (strcmp(optarg, "adam") == 0)
+                o->optimizer = DTX_OPT_ADAM;
+            else if (strcmp(optarg, "adam-torch") == 0)
+                o->optimizer = DTX_OPT_ADAM_TORCH;
+            else if (strcmp(optarg, "sgd") == 0)
+                o->optimizer = DTX_OPT_SGD;
+            else
+                rc = bad(msg, len, "--optimizer", "expected adam, adam-torch or sgd, got '%s'",
+                         optarg);
+            break;
+        case OPT_MOMENTUM:
+            rc = parse_double("--momentum", optarg, 0, 0.999999, false, &o->momentum, msg, len);
+            o->momentum_given = true;
+            break;
+        case OPT_INIT:
+            if (strcmp(optarg, "glorot") == 0)
+                o->init = DTK_INIT_GLOROT;
+            else if (strcmp(optarg, "kaiming") == 0)
+                o->init = DTK_INIT_KAIMING;
+            else
+                rc = bad(msg, len, "--init", "expected glorot or kaiming, got '%s'", optarg);
+            break;
+        case 'e': rc = parse_int("--epochs", optarg, 1, 100000, &o->epochs, msg, len); break;
+        case OPT_BUCKET: {
+            char why[256];
+            if (dt_parse_quantity(optarg, DT_UNIT_BYTES, &o->bucket_bytes, why, sizeof why))
+                rc = bad(msg, len, "--bucket", "%s", why);
+            else if (!(o->bucket_bytes >= 4))
+                rc = bad(msg, len, "--bucket", "a bucket holds at least one float (4 B), got '%s'",
+                         optarg);
+            break;
+        }
+        case 'd': o->data = optarg; break;
+        case OPT_SYNTHETIC:
+            rc = parse_long("--synthetic", optarg, 1, 1L << 30, &o->synthetic, msg, len);
+            break;
+        case OPT_READ_WHOLE: o->read_whole = true; break;
+        case OPT_SEED:
+            rc = parse_long("--seed", optarg, 0, LONG_MAX, &lv, msg, len);
+            o->seed = (unsigned long long)lv;
+            break;
+        case OPT_MAX_ITERS:
+            rc = parse_long("--max-iters", optarg, 1, LONG_MAX, &o->max_iters, msg, len);
+            break;
+        case OPT_RECORD: o->record = optarg; break;
+        case OPT_TRACE: o->trace = optarg; break;
+        case OPT_OPS_CSV: o->ops_csv = optarg; break;
+        case OPT_TRACE_ITERS:
+            rc = parse_int("--trace-iters", optarg, 0, 1000000, &o->trace_iters, msg, len);
+            break;
+        case OPT_DUMP_PARAMS: o->dump_params = optarg; break;
+        case OPT_DUMP_PLAN: o->dump_plan = true; break;
+        case OPT_CHECK_SYNC: o->check_sync = true; break;
+        case OPT_THREADS: rc = parse_int("--threads", optarg, 1, 1024, &o->threads, msg, len); break;
+        case OPT_NO_SHUFFLE: o->no_shuffle = true; break;
+        case 'q': o->quiet = true; break;
+        case 'h': o->help = true; break;
+        case 'V': o->version = true; break;
+        case ':':
+            rc = bad(msg, len, argv[optind - 1], "this option needs a value");
+            break;
+        default:
+            if (optopt)
+                snprintf(msg, len, "unknown option '-%c'", optopt);
+            else
+                snprintf(msg, len, "unknown option '%s'", argv[optind - 1]);
+            rc = DT_EINPUT;
+            break;
+        }
+    }
+    if (!rc && optind < argc)
+        rc = bad(msg, len, argv[optind], "unexpected argument (options start with --)");
+    if (!rc && o->momentum_given && o->optimizer != DTX_OPT_SGD)
+        rc = bad(msg, len, "--momentum", "applies to --optimizer sgd only");
+    if (!rc && !o->lr_given)
+        o->lr = o->optimizer == DTX_OPT_SGD ? 0.01 : 0.001;
+    if (!rc && o->synthetic && o->data)
+        rc = bad(msg, len, "--synthetic", "give either --data or --synthetic, not both");
+    return rc;
+}
+
+/* ---- agreement between ranks ---- */
+
+struct world {
+    MPI_Comm comm;
+    int rank, size;
+};
+
+/* Every rank learns the worst status of all; the lowest failing rank prints its error.
+ * Returns that status (0 when every rank succeeded). */
+static int agree(const struct world *w, int rc, const struct dt_error *err)
+{
+    int worst, me = rc ? w->rank : INT_MAX, first;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, w->comm);
+    if (!worst)
+        return 0;
+    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, w->comm);
+    if (w->rank == first && err) {
+        char who[64];
+        if (w->size > 1)
+            snprintf(who, sizeof who, "%s (rank %d)", prog, w->rank);
+        else
+            snprintf(who, sizeof who, "%s", prog);
+        dt_error_print(who, err);
+    }
+    return worst;
+}
+
+/* ---- topology from the MPI layout ---- */
+
+static int derive_topology(const struct world *w, struct dt_topology **out, struct dt_error *err)
+{
+    *out = NULL;
+    MPI_Comm node;
+    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
+    int local, ppn_lo, ppn_hi, leader, nodes;
+    MPI_Comm_size(node, &local);
+    int lrank;
+    MPI_Comm_rank(node, &lrank);
+    MPI_Comm_free(&node);
+    leader = lrank == 0;
+    MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, w->comm);
+    MPI_Allreduce(&local, &ppn_lo, 1, MPI_INT, MPI_MIN, w->comm);
+    MPI_Allreduce(&local, &ppn_hi, 1, MPI_INT, MPI_MAX, w->comm);
+    struct dt_topology *det = NULL;
+    int rc = dt_topology_detect(&det, err);
+    if (rc)
+        return rc;
+    if (nodes == 1 && det->n_ranks >= w->size) {
+        snprintf(det->name, sizeof det->name, "local-%dp", w->size);
+        *out = det;
+        return DT_OK;
+    }
+    if (ppn_lo != ppn_hi) {
+        dt_topology_destroy(det);
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "%d nodes run %d to %d ranks each: give --topology for an uneven layout",
+                       nodes, ppn_lo, ppn_hi);
+    }
+    /* Several nodes (or more ranks than cores): the detected device, an assumed network. */
+    const struct dt_device_spec *d = &det->groups[0].device;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "name: mpi-%dn%dp\n"
+             "source: derived by dtexec from the MPI layout (%d nodes x %d ranks); device from "
+             "detection; intra-node and network figures are assumptions\n"
+             "nodes:\n"
+             "  - name: node\n"
+             "    count: %d\n"
+             "    devices: %d\n"
+             "    device:\n"
+             "      kind: cpu\n"
+             "      name: %s\n"
+             "      cores: 1\n"
+             "      peak: {fp32: %.6g GFLOP/s}\n"
+             "      memory: %.6g GiB\n"
+             "      memory_bw: %.6g GB/s\n"
+             "    intra: {kind: shm, bandwidth: 5 GB/s, latency: 0.5 us}\n"
+             "%s",
+             nodes, ppn_lo, nodes, ppn_lo, nodes, ppn_lo, d->name[0] ? d->name : "cpu",
+             d->peak_flops[DT_FP32] / 1e9, d->mem_bytes / 1073741824.0, d->mem_bw_Bps / 1e9,
+             nodes > 1 ? "    nic: {kind: ethernet, bandwidth: 10 Gbit/s, latency: 10 us, count: 1}\n"
+                         "network: {kind: switch, latency: 1 us}\n"
+                       : "");
+    dt_topology_destroy(det);
+    return dt_topology_load_string("mpi-layout", text, out, err);
+}
+
+/* ---- BLAS threads ---- */
+
+static int blas_threads(const struct world *w, int requested)
+{
+    if (requested > 0) {
+        openblas_set_num_threads(requested);
+    } else if (!getenv("OPENBLAS_NUM_THREADS")) {
+        MPI_Comm node;
+        int local;
+        MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int t = cores > 0 ? (int)(cores / local) : 1;
+        openblas_set_num_threads(t > 0 ? t : 1);
+    }
+    return openblas_get_num_threads();
+}
+
+/* ---- evaluation ---- */
+
+struct eval_sums {
+    double loss; /* summed over labelled rows */
+    double correct;
+    double rows;
+};
+
+/* Forward (inference mode) of samples [lo, hi) of d in chunks of the net's batch; adds the
+ * cross-entropy and correct predictions of every labelled row. */
+static int evaluate(struct dtk_net *net, const struct dtx_data *d, long lo, long hi,
+                    struct eval_sums *s, struct dt_error *err)
+{
+    const struct dt_model *m = dtk_net_model(net);
+    const int mb = dtk_net_max_batch(net);
+    const long R = d->label_rows;
+    for (long b0 = lo; b0 < hi; b0 += mb) {
+        int nb = (int)(hi - b0 < mb ? hi - b0 : mb);
+        int rc = dtk_net_begin_forward(net, d->x + b0 * d->sample_floats, 0, nb, false, err);
+        if (rc)
+            return rc;
+        for (int l = 0; l < m->n_layers; l++)
+            dtk_net_forward_layer(net, l, 0, nb);
+        /* the training loss of these rows (whatever the last layer: softmax, per-pixel
+         * softmax, sigmoid); it seeds activation gradients, which the next step zeroes */
+        const int *y = d->y + b0 * R;
+        double mean;
+        if ((rc = dtk_net_begin_backward(net, y, 0, nb, nb, &mean, err)))
+            return rc;
+        s->loss += mean * nb * R;
+        s->correct += (double)dtk_net_correct(net, y, nb);
+        s->rows += (double)nb * R;
+    }
+    return DT_OK;
+}
+
+/* Average the batchnorm running statistics over the ranks, so that every rank evaluates (and
+ * goes on with) the same model. */
+static void sync_state(const struct world *w, struct dtk_net *net)
+{
+    long n = dtk_net_model(net)->total_state_floats;
+    if (n <= 0 || w->size == 1)
+        return;
+    float *s = dtk_net_state(net);
+    for (long off = 0; off < n; off += 1L << 28) {
+        int k = (int)(n - off < (1L << 28) ? n - off : (1L << 28));
+        MPI_Allreduce(MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, w->comm);
+    }
+    for (long i = 0; i < n; i++)
+        s[i] /= (float)w->size;
+}
+
+/* ---- the batch loader called at the LOAD op ---- */
+
+struct loader {
+    const struct dtx_sampler *sampler;
+    long it;
+};
+
+static void load_batch(void *ctx, float *x, int *y)
+{
+    const struct loader *l = ctx;
+    dtx_sampler_gather(l->sampler, l->it, x, y);
+}
+
+/* ---- helpers ---- */
+
+static double peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return NAN;
+    return (double)ru.ru_maxrss * 1024.0; /* Linux: kilobytes */
+}
+
+static char *join_args(int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 0; i < argc; i++)
+        n += strlen(argv[i]) + 3;
+    char *s = malloc(n);
+    if (!s)
+        return NULL;
+    s[0] = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            strcat(s, " ");
+        bool quote = strpbrk(argv[i], " \t'\"") != NULL;
+        if (quote)
+            strcat(s, "'");
+        strcat(s, argv[i]);
+        if (quote)
+            strcat(s, "'");
+    }
+    return s;
+}
+
+static const char *optimizer_name(enum dtx_optimizer_kind k)
+{
+    return k == DTX_OPT_SGD ? "sgd" : k == DTX_OPT_ADAM_TORCH ? "adam-torch" : "adam";
+}
+
+static int dump_params(const char *path, const float *p, long n, struct dt_error *err)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return dt_fail(err, DT_ESYS, path, 0, 0, "cannot write: %s", strerror(errno));
+    size_t put = fwrite(p, sizeof *p, (size_t)n, f);
+    if (fclose(f) != 0 || put != (size_t)n)
+        return dt_fail(err, DT_ESYS, path, 0, 0, "cannot write the parameters");
+    return DT_OK;
+}
+
+/* Gathers every rank's sampled op timings to rank 0. */
+static int gather_timings(const struct world *w, const struct dt_plan *plan,
+                          const struct dtx_op_time *mine, int n_iters, const long *iter_index,
+                          const int *epoch_of, struct dtx_timings *tm, struct dt_error *err)
+{
+    memset(tm, 0, sizeof *tm);
+    int n_ops = plan->ranks[w->rank].n_ops;
+    double bytes = (double)n_iters * n_ops * sizeof *mine;
+    int ok = bytes < INT_MAX, all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, w->comm);
+    if (!all_ok)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "too many sampled iterations to gather (lower --trace-iters)");
+    int *counts = NULL, *displs = NULL;
+    char *all = NULL;
+    if (w->rank == 0) {
+        tm->n_ranks = w->size;
+        tm->n_iters = n_iters;
+        tm->n_ops = malloc((size_t)w->size * sizeof *tm->n_ops);
+        tm->t = calloc((size_t)w->size, sizeof *tm->t);
+        tm->iter_index = malloc((size_t)(n_iters ? n_iters : 1) * sizeof *tm->iter_index);
+        tm->epoch_of = malloc((size_t)(n_iters ? n_iters : 1) * sizeof *tm->epoch_of);
+        counts = malloc((size_t)w->size * sizeof *counts);
+        displs = malloc((size_t)w->size * sizeof *displs);
+        if (!tm->n_ops || !tm->t || !tm->iter_index || !tm->epoch_of || !counts || !displs)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        memcpy(tm->iter_index, iter_index, (size_t)n_iters * sizeof *iter_index);
+        memcpy(tm->epoch_of, epoch_of, (size_t)n_iters * sizeof *epoch_of);
+        long total = 0;
+        for (int r = 0; r < w->size; r++) {
+            tm->n_ops[r] = plan->ranks[r].n_ops;
+            counts[r] = (int)((long)n_iters * tm->n_ops[r] * (long)sizeof *mine);
+            displs[r] = (int)total;
+            total += counts[r];
+        }
+        if (total > INT_MAX)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                           "too many sampled iterations to gather (lower --trace-iters)");
+        all = malloc((size_t)(total ? total : 1));
+        if (!all)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    MPI_Gatherv(mine, (int)bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, w->comm);
+    if (w->rank == 0) {
+        for (int r = 0; r < w->size; r++)
+            tm->t[r] = (struct dtx_op_time *)(all + displs[r]);
+        tm->t[0] = (struct dtx_op_time *)all; /* owns the block */
+    }
+    free(counts);
+    free(displs);
+    return DT_OK;
+}
+
+static void timings_free(struct dtx_timings *tm)
+{
+    if (tm->t)
+        free(tm->t[0]);
+    free(tm->t);
+    free(tm->n_ops);
+    free(tm->iter_index);
+    free(tm->epoch_of);
+}
+
+/* ---- main ---- */
+
+struct run {
+    struct options o;
+    struct world w;
+    struct dt_model *model;
+    struct dt_topology *topo;
+    struct dt_plan *plan;
+    struct dtk_net *net;
+    struct dtx_data *train, *test;
+    struct dtx_sampler sampler;
+    struct dtx_exec *ex;
+    char model_path[1024], topo_path[1024];
+    char data_what[1200];
+};
+
+static int setup(struct run *R, struct dt_error *err, double *read_s)
+{
+    struct options *o = &R->o;
+    const struct world *w = &R->w;
+    int rc;
+
+    /* model */
+    dt_find_data_file("models", o->model, R->model_path, sizeof R->model_path);
+    rc = dt_model_load(R->model_path, &R->model, err);
+    if ((rc = agree(w, rc, err)))
+        return rc;
+
+    /* topology */
+    if (o->topology) {
+        dt_find_data_file("topologies", o->topology, R->topo_path, sizeof R->topo_path);
+        rc = dt_topology_load(R->topo_path, &R->topo, err);
+    } else {
+        rc = derive_topology(w, &R->topo, err);
+    }
+    if ((rc = agree(w, rc, err)))
+        return rc;
+
+    /* plan */
+    int s = o->strategy ? dt_strategy_parse(o->strategy)
+                        : (w->size == 1 ? DT_STRAT_SEQUENTIAL : DT_STRAT_ALLREDUCE_LIBRARY);
+    rc = DT_OK;
+    if (s < 0) {
+        char list[512] = "";
+        for (int i = 0; i < DT_STRAT_COUNT; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     dt_strategy_name(i));
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--strategy: unknown strategy '%s' (known: %s)",
+                     o->strategy, list);
+    } else if (s == DT_STRAT_SEQUENTIAL && w->size > 1) {
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                     "--strategy sequential runs on one process, but %d were started: run it "
+                     "with -n 1 or pick a data-parallel strategy",
+                     w->size);
+    } else if (w->size > R->topo->n_ranks) {
+        rc = dt_fail(err, DT_EINPUT, R->topo->path, 0, 0,
+                     "the topology has %d ranks but %d MPI processes were started",
+                     R->topo->n_ranks, w->size);
+    } else {
+        struct dt_plan_options po = {.strategy = s, .scaling = o->scaling, .batch = o->batch,
+                                     .bucket_bytes = o->bucket_bytes, .n_ranks = w->size};
+        rc = dt_plan_build(R->model, R->topo, &po, &R->plan, err);
+    }
+    if ((rc = agree(w, rc, err)))
+        return rc;
+    if (o->dump_plan)
+        return DT_OK;
+
+    /* network: the same seed on every rank gives the same initial parameters */
+    const struct dt_rank_plan *rp = &R->plan->ranks[w->rank];
+    rc = dtk_net_create(R->model, rp->batch, o->init, o->seed, &R->net, err);
+    if ((rc = agree(w, rc, err)))
+        return rc;
+    dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)w->rank);
+
+    /* data */
+    const struct dt_model *m = R->model;
+    struct dtx_data_shape want = {.input = m->input, .classes = m->classes,
+                                  .vocab = m->input_is_tokens ? m->vocab : 0};
+    want.label_rows = (int)dtk_net_labels_per_sample(R->net);
+    bool whole = o->read_whole || w->size == 1;
+    double t0 = MPI_Wtime();
+    if (o->synthetic) {
+        long n_test = o->synthetic / 5 > 0 ? o->synthetic / 5 : 1;
+        struct dtx_range rtrain = {0, -1}, rtest = {0, -1};
+        if (!whole) {
+            dt_chunk(o->synthetic, w->size, w->rank, &rtrain.first, &rtrain.count);
+            dt_chunk(n_test, w->size, w->rank, &rtest.first, &rtest.count);
+        }
+        uint64_t teacher = o->seed * 0x2545F4914F6CDD1Dull + 99;
+        rc = dtx_synthetic(&want, o->synthetic, o->seed * 2 + 1, teacher, rtrain, &R->train, err);
+        if (!rc)
+            rc = dtx_synthetic(&want, n_test, o->seed * 2 + 2, teacher, rtest, &R->test, err);
+        snprintf(R->data_what, sizeof R->data_what, "synthetic: %ld train, %ld test samples",
+                 o->synthetic, n_test);
+    } else {
+        const char *dir = o->data ? o->data : DEFAULT_DATA;
+        if (!o->data && access(dir, R_OK) != 0)
+            rc = dt_fail(err, DT_EINPUT, dir, 0, 0,
+                         "no dataset here (install Debian's dataset-fashion-mnist, give --data "
+                         "DIR, or train on --synthetic N samples)");
+        if (!rc)
+            rc = dtx_data_load_dir(dir, true, &want, whole, w->rank, w->size, &R->train, err);
+        if (!rc)
+            rc = dtx_data_load_dir(dir, false, &want, whole, w->rank, w->size, &R->test, err);
+        if (!rc)
+            snprintf(R->data_what, sizeof R->data_what, "%s: %ld train, %ld test samples", dir,
+                     R->train->total, R->test->total);
+    }
+    double t_read = MPI_Wtime() - t0;
+    MPI_Allreduce(&t_read, read_s, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    if ((rc = agree(w, rc, err)))
+        return rc;
+
+    /* sampler: the same number of iterations on every rank */
+    int *batches = malloc((size_t)w->size * sizeof *batches);
+    long *shards = malloc((size_t)w->size * sizeof *shards);
+    if (!batches || !shards) {
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    } else {
+        for (int r = 0; r < w->size; r++) {
+            long off, len;
+            batches[r] = R->plan->ranks[r].batch;
+            dt_chunk(R->train->total, w->size, r, &off, &len);
+            shards[r] = len;
+        }
+        rc = dtx_sampler_init(&R->sampler, R->train, whole, w->rank, w->size, batches, shards,
+                              err);
+    }
+    free(batches);
+    free(shards);
+    if ((rc = agree(w, rc, err)))
+        return rc;
+
+    /* executor */
+    struct dtx_optimizer opt = {.kind = o->optimizer};
+    double lr = o->lr * (o->lr_scale ? R->plan->lr_scale : 1.0);
+    opt.adam = dtk_adam_defaults(o->optimizer == DTX_OPT_ADAM_TORCH ? DTK_ADAM_PYTORCH
+                                                                   : DTK_ADAM_KERAS);
+    opt.adam.lr = (float)lr;
+    opt.sgd = (struct dtk_sgd){.lr = (float)lr, .momentum = (float)o->momentum};
+    rc = dtx_exec_create(R->plan, R->net, w->comm, &opt, &R->ex, err);
+    return agree(w, rc, err);
+}
+
+static void teardown(struct run *R)
+{
+    dtx_exec_destroy(R->ex);
+    dtx_sampler_free(&R->sampler);
+    dtx_data_destroy(R->train);
+    dtx_data_destroy(R->test);
+    dtk_net_destroy(R->net);
+    dt_plan_destroy(R->plan);
+    dt_topology_destroy(R->topo);
+    dt_model_destroy(R->model);
+}
+
+static void utc_now(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+static int train(struct run *R, int argc, char **argv, double read_s, struct dt_error *err)
+{
+    const struct options *o = &R->o;
+    const struct world *w = &R->w;
+    const struct dt_plan *plan = R->plan;
+    const struct dt_rank_plan *rp = &plan->ranks[w->rank];
+    const bool root = w->rank == 0;
+    int rc = DT_OK;
+    char start_utc[32];
+    utc_now(start_utc, sizeof start_utc);
+    int threads = blas_threads(w, o->threads);
+
+    long iters = R->sampler.iters;
+    if (o->max_iters > 0 && o->max_iters < iters)
+        iters = o->max_iters;
+    const int E = o->epochs;
+    const int global = plan->global_batch;
+    const int label_rows = R->train->label_rows;
+
+    /* sampled iterations for the trace/CSV: the trace_iters after the first of epoch 1 */
+    bool sampling = o->trace || o->ops_csv;
+    long s_first = iters > 1 ? 1 : 0;
+    long s_count = o->trace_iters == 0 ? iters * E : o->trace_iters;
+    if (o->trace_iters != 0 && s_first + s_count > iters)
+        s_count = iters - s_first;
+    if (!sampling)
+        s_count = 0;
+    if (o->trace_iters == 0)
+        s_first = 0;
+    struct dtx_op_time *times = calloc((size_t)(s_count ? s_count : 1) * (size_t)rp->n_ops,
+                                       sizeof *times);
+    long *iter_index = calloc((size_t)(s_count ? s_count : 1), sizeof *iter_index);
+    int *epoch_of = calloc((size_t)(s_count ? s_count : 1), sizeof *epoch_of);
+    double *iter_s = malloc((size_t)(iters * E) * sizeof *iter_s);
+    double *epoch_s = calloc((size_t)E, sizeof *epoch_s), *ep_copy = calloc((size_t)E, sizeof(double));
+    double *tr_loss = calloc((size_t)E, sizeof(double)), *tr_acc = calloc((size_t)E, sizeof(double));
+    double *te_loss = calloc((size_t)E, sizeof(double)), *te_acc = calloc((size_t)E, sizeof(double));
+    if (!times || !iter_index || !epoch_of || !iter_s || !epoch_s || !ep_copy || !tr_loss ||
+        !tr_acc || !te_loss || !te_acc)
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    if ((rc = agree(w, rc, err)))
+        goto done;
+
+    struct dtx_progress pg;
+    dtx_progress_init(&pg, stdout, isatty(STDOUT_FILENO), o->quiet || !root);
+    if (root && !o->quiet) {
+        printf("%s: %s (%ld parameters) on %d rank%s, strategy %s, %s scaling, global batch %d "
+               "(%d on rank 0), %s lr %g%s\n",
+               prog, R->model->name, R->model->total_params, w->size, w->size > 1 ? "s" : "",
+               dt_strategy_name(plan->strategy),
+               o->scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
+               optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
+               o->lr_scale && plan->lr_scale != 1 ? " (x ranks)" : "");
+        printf("%s: data %s (read in %.2f s), %ld iterations per epoch%s\n", prog, R->data_what,
+               read_s, iters, o->max_iters && o->max_iters < R->sampler.iters ? " (--max-iters)" : "");
+        fflush(stdout);
+    }
+
+    double eval_total = 0;
+    long n_iter_s = 0, n_sampled = 0, global_iter = 0;
+    bool agree_all = true;
+    MPI_Barrier(w->comm);
+    const double t_start = MPI_Wtime();
+    for (int e = 0; e < E && !rc; e++) {
+        dtx_sampler_epoch(&R->sampler, o->seed, e, !o->no_shuffle);
+        MPI_Barrier(w->comm);
+        double t_ep = MPI_Wtime();
+        dtx_progress_epoch(&pg, e + 1, E, iters, t_ep);
+        double wloss = 0, wcorrect = 0, run_loss = 0, run_correct = 0;
+        for (long it = 0; it < iters && !rc; it++, global_iter++) {
+            struct loader ld = {&R->sampler, it};
+            bool sample = sampling && global_iter >= s_first && n_sampled < s_count;
+            double loss;
+            long correct;
+            double t_it = MPI_Wtime();
+            rc = dtx_exec_iteration(R->ex, load_batch, &ld, &loss, &correct,
+                                    sample ? times + n_sampled * rp->n_ops : NULL, t_start, err);
+            double t_end = MPI_Wtime();
+            if (rc) {
+                /* a failure inside one rank's iteration leaves the others in a collective:
+                 * nothing to agree on, stop the job */
+                dt_error_print(prog, err);
+                MPI_Abort(w->comm, rc);
+            }
+            iter_s[n_iter_s++] = t_end - t_it;
+            if (sample) {
+                iter_index[n_sampled] = it;
+                epoch_of[n_sampled] = e + 1;
+                n_sampled++;
+            }
+            wloss += loss * rp->batch;
+            wcorrect += (double)correct;
+            run_loss += loss;
+            run_correct += (double)correct / ((double)rp->batch * label_rows);
+            dtx_progress_step(&pg, it + 1, run_loss / (it + 1), run_correct / (it + 1), t_end);
+            if (o->check_sync && !dtx_exec_params_agree(R->ex)) {
+                rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
+                             "ranks hold different parameters after iteration %ld of epoch %d",
+                             it, e + 1);
+                agree_all = false;
+            }
+        }
+        if (rc)
+            break;
+        MPI_Barrier(w->comm);
+        epoch_s[e] = MPI_Wtime() - t_ep;
+        double sums[2] = {wloss, wcorrect}, tot[2];
+        MPI_Allreduce(sums, tot, 2, MPI_DOUBLE, MPI_SUM, w->comm);
+        tr_loss[e] = tot[0] / ((double)iters * global);
+        tr_acc[e] = tot[1] / ((double)iters * global * label_rows);
+
+        /* every rank must hold the same parameters */
+        if (!dtx_exec_params_agree(R->ex)) {
+            agree_all = false;
+            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
+                         "ranks hold different parameters after epoch %d", e + 1);
+            break;
+        }
+
+        /* test set: each rank its part, then a sum */
+        double t_ev = MPI_Wtime();
+        sync_state(w, R->net);
+        long lo = 0, hi = R->test->n;
+        if (R->test->n == R->test->total && w->size > 1) {
+            long off, len;
+            dt_chunk(R->test->total, w->size, w->rank, &off, &len);
+            lo = off;
+            hi = off + len;
+        }
+        struct eval_sums es = {0, 0, 0}, et;
+        rc = evaluate(R->net, R->test, lo, hi, &es, err);
+        if ((rc = agree(w, rc, err)))
+            break;
+        MPI_Allreduce(&es, &et, 3, MPI_DOUBLE, MPI_SUM, w->comm);
+        te_loss[e] = et.rows > 0 ? et.loss / et.rows : NAN;
+        te_acc[e] = et.rows > 0 ? et.correct / et.rows : NAN;
+        eval_total += MPI_Wtime() - t_ev;
+        dtx_progress_end(&pg, iters, epoch_s[e], tr_loss[e], tr_acc[e], te_loss[e], te_acc[e]);
+    }
+    if (rc == DT_EINTERNAL) {
+        /* the failing check was collective: every rank saw it */
+        if (root)
+            dt_error_print(prog, err);
+        goto done;
+    }
+    if (rc)
+        goto done;
+    double total_s = MPI_Wtime() - t_start;
+
+    /* measurements */
+    double train_s = 0;
+    for (int e = 0; e < E; e++) {
+        train_s += epoch_s[e];
+        ep_copy[e] = epoch_s[e];
+    }
+    double rss = peak_rss_bytes(), rss_max;
+    MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
+    double samples_per_s = train_s > 0 ? (double)global * iters * E / train_s : NAN;
+    double median_iter = dtx_median(iter_s, (int)n_iter_s);
+    if (root && !o->quiet) {
+        printf("%s: %.1f samples/s, %.2f ms per iteration (median), %.3f s in all; test "
+               "accuracy %.4f\n",
+               prog, samples_per_s, median_iter * 1e3, total_s, te_acc[E - 1]);
+        fflush(stdout);
+    }
+
+    /* outputs */
+    if (o->dump_params && root)
+        rc = dump_params(o->dump_params, dtk_net_params(R->net), dtk_net_n_params(R->net), err);
+    if ((rc = agree(w, rc, err)))
+        goto done;
+    if (sampling) {
+        struct dtx_timings tm;
+        rc = gather_timings(w, plan, times, (int)n_sampled, iter_index, epoch_of, &tm, err);
+        if (!rc && root && o->ops_csv)
+            rc = dtx_write_ops_csv(o->ops_csv, plan, &tm, err);
+        if (!rc && root && o->trace)
+            rc = dtx_write_trace(o->trace, plan, &tm, err);
+        if (root)
+            timings_free(&tm);
+        if ((rc = agree(w, rc, err)))
+            goto done;
+    }
+    if (o->record) {
+        char host[256] = "unknown", mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+        int mlen;
+        gethostname(host, sizeof host);
+        host[sizeof host - 1] = 0;
+        MPI_Get_library_version(mpi, &mlen);
+        char *nl = strchr(mpi, '\n');
+        if (nl) /* the first line names the library and version */
+            *nl = 0;
+        char *cmd = join_args(argc, argv);
+        struct dtx_record r = {
+            .command_line = cmd,
+            .model_name = R->model->name,
+            .model_path = R->model_path,
+            .params = R->model->total_params,
+            .topology_name = R->topo->name,
+            .topology_path = o->topology ? R->topo_path : NULL,
+            .strategy = dt_strategy_name(plan->strategy),
+            .ranks = w->size,
+            .scaling = o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            .batch = o->batch,
+            .global_batch = global,
+            .lr = o->lr,
+            .lr_scale = o->lr_scale ? plan->lr_scale : 1.0,
+            .lr_effective = o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
+            .optimizer = optimizer_name(o->optimizer),
+            .momentum = o->momentum,
+            .init = o->init == DTK_INIT_KAIMING ? "kaiming" : "glorot",
+            .epochs = E,
+            .bucket_bytes = o->bucket_bytes,
+            .data = R->data_what,
+            .train_samples = R->train->total,
+            .test_samples = R->test->total,
+            .read_whole = o->read_whole,
+            .seed = o->seed,
+            .max_iters = o->max_iters,
+            .iters_per_epoch = iters,
+            .host = host,
+            .mpi_library = mpi,
+            .git_revision = DT_GIT_REVISION,
+            .version = PACKAGE_VERSION,
+            .start_utc = start_utc,
+            .blas_threads = threads,
+            .read_s = read_s,
+            .epoch_s = epoch_s,
+            .epoch_median_s = dtx_median(ep_copy, E),
+            .update_per_batch_s = median_iter,
+            .eval_s = eval_total,
+            .total_s = total_s,
+            .train_loss = tr_loss,
+            .train_accuracy = tr_acc,
+            .test_loss = te_loss,
+            .test_accuracy = te_acc,
+            .samples_per_s = samples_per_s,
+            .peak_rss_bytes = rss_max,
+            .net_bytes = dtk_net_bytes(R->net),
+            .params_agree = agree_all,
+        };
+        if (root)
+            rc = dtx_record_append(o->record, &r, err);
+        free(cmd);
+        rc = agree(w, rc, err);
+    }
+done:
+    free(times);
+    free(iter_index);
+    free(epoch_of);
+    free(iter_s);
+    free(epoch_s);
+    free(ep_copy);
+    free(tr_loss);
+    free(tr_acc);
+    free(te_loss);
+    free(te_acc);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    struct run R;
+    memset(&R, 0, sizeof R);
+    MPI_Comm_dup(MPI_COMM_WORLD, &R.w.comm);
+    MPI_Comm_rank(R.w.comm, &R.w.rank);
+    MPI_Comm_size(R.w.comm, &R.w.size);
+    struct dt_error err;
+    dt_error_clear(&err);
+    char msg[1024] = "";
+    /* every rank parses the same argv: the verdict is the same everywhere */
+    int rc = parse_options(argc, argv, &R.o, msg, sizeof msg);
+    int all;
+    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, R.w.comm);
+    if (all) {
+        if (R.w.rank == 0)
+            fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg[0] ? msg : "bad option",
+                    prog);
+        rc = all;
+        goto out;
+    }
+    if (R.o.help || R.o.version) {
+        if (R.w.rank == 0) {
+            if (R.o.help)
+                usage(stdout);
+            else
+                printf("%s (%s) %s\n", prog, PACKAGE_NAME, PACKAGE_VERSION);
+        }
+        goto out;
+    }
+    double read_s = 0;
+    rc = setup(&R, &err, &read_s);
+    if (!rc && R.o.dump_plan) {
+        if (R.w.rank == 0)
+            dt_plan_print(R.plan, stdout);
+    } else if (!rc) {
+        rc = train(&R, argc, argv, read_s, &err);
+    }
+    teardown(&R);
+out:
+    MPI_Comm_free(&R.w.comm);
+    MPI_Finalize();
+    return rc;
+}

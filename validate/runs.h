@@ -1,0 +1,75 @@
+/* Measured runs: what dtvalidate fits and checks the simulator against. A run is one
+ * configuration (model, topology shape, strategy, batch) with its measurements; runs come from
+ * dtexec's records (JSON lines, `dtexec --record FILE`) and from reference tables of
+ * published figures (CSV with provenance comments, validate/data/).
+ *
+ * Reference table format (validate/README.md): '#' lines are comments (the provenance);
+ * '#% key: value' lines set table-wide defaults for columns that the table does not have
+ * (model, strategy, scaling, batch, dataset_size, topology, host, when, data_bytes); then a
+ * header line of column names and one line per run. Columns: nodes, ppn, procs, epoch_s
+ * (required unless iter_s is given), read_s, update_per_batch_s, total_s, and any of the
+ * defaults' keys. `topology` may contain {nodes} and {ppn}. */
+#ifndef DTV_RUNS_H
+#define DTV_RUNS_H
+
+#include <stdbool.h>
+
+#include "dt/error.h"
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+
+struct dtv_run {
+    char file[512];
+    int line;                   /* where the run was read (1-based) */
+    char label[96];             /* "1n2p reduce-bcast-linear" */
+    /* configuration */
+    char model_name[128];
+    char topo_name[128];
+    int nodes, ppn, ranks;
+    enum dt_strategy strategy;
+    enum dt_scaling scaling;
+    int batch;                  /* per rank (weak) or global (strong) */
+    int global_batch;
+    long iters_per_epoch;       /* iterations each measured epoch ran */
+    double data_bytes;          /* bytes each process read at start; 0 unknown */
+    /* measurements (NaN when absent) */
+    double epoch_s;             /* median epoch (training iterations only) */
+    double iter_s;              /* epoch_s / iters_per_epoch */
+    double read_s, update_s, total_s;
+    /* provenance */
+    char host[128], when[64], git[64];
+    /* resolved (borrowed from the set's caches) */
+    const struct dt_model *model;
+    const struct dt_topology *topo; /* reshaped to nodes x ppn when the table says so */
+    struct dt_plan *plan;       /* owned by the set */
+};
+
+struct dtv_runset {
+    int n, cap;
+    struct dtv_run *runs;
+    /* caches: every model and topology loaded once */
+    int n_models, n_topos;
+    struct dt_model **models;
+    struct dt_topology **topos;
+    char (*topo_keys)[600];
+};
+
+struct dtv_load_options {
+    const char *topology;       /* for records without a topology file: use this one */
+};
+
+void dtv_runset_init(struct dtv_runset *set);
+void dtv_runset_free(struct dtv_runset *set);
+
+/* Loads a records file (.jsonl/.json) or a reference table (.csv) and appends its runs.
+ * A bad run fails the whole load with file:line:column and what is wrong (DT_EINPUT). */
+int dtv_runset_load(struct dtv_runset *set, const char *path,
+                    const struct dtv_load_options *opt, struct dt_error *err);
+
+/* Whether run matches a selection "key=v1,v2 key2=v3" (keys: nodes ppn ranks strategy model
+ * topology line label; all words must match; an empty selection matches every run). */
+int dtv_select_parse_check(const char *sel, char *why, size_t len);
+bool dtv_run_matches(const struct dtv_run *run, const char *sel);
+
+#endif
