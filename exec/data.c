@@ -489,7 +489,13 @@ int dtx_cifar_load(const char *const *paths, int n_paths, const struct dtx_data_
 
 /* ---- synthetic ---- */
 
-#define TEACHER_MAX_FEATURES 1024L
+/* Images (and vectors) come from a few latent factors: z uniform in [-1, 1)^K, x = 0.5 +
+ * 0.5 A z / sqrt(K) clipped to [0, 1] with a fixed random mixing A (F x K), and the label is
+ * the arg max of a fixed random linear teacher W z (C x K). Every feature carries signal, as
+ * pixels of real images do, so a small network learns it in an epoch or two; without the
+ * clipping the classes are linearly separable in x. Token inputs draw ids uniformly and the
+ * teacher reads the first K ids. */
+#define LATENT 8
 
 int dtx_synthetic(const struct dtx_data_shape *want, long total, uint64_t seed,
                   uint64_t teacher_seed, struct dtx_range range, struct dtx_data **out,
@@ -507,46 +513,64 @@ int dtx_synthetic(const struct dtx_data_shape *want, long total, uint64_t seed,
     int rc = alloc_data(want, total, range, what, &d, err);
     if (rc)
         return rc;
-    long F = d->sample_floats, Dt = F < TEACHER_MAX_FEATURES ? F : TEACHER_MAX_FEATURES;
-    long C = want->classes;
-    float *W = malloc((size_t)(C * Dt) * sizeof *W);
-    double *score = malloc((size_t)C * sizeof *score);
-    if (!W || !score) {
+    const long F = d->sample_floats, C = want->classes, R = d->label_rows;
+    const bool tokens = want->vocab > 0;
+    float *A = tokens ? NULL : malloc((size_t)(F * LATENT) * sizeof *A);
+    float *W = malloc((size_t)(C * LATENT) * sizeof *W);
+    if ((!tokens && !A) || !W) {
+        free(A);
         free(W);
-        free(score);
         dtx_data_destroy(d);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     }
     struct dtk_rng rng;
     dtk_rng_seed(&rng, teacher_seed);
-    for (long i = 0; i < C * Dt; i++)
+    for (long i = 0; i < C * LATENT; i++)
         W[i] = dtk_rng_normal(&rng);
+    for (long i = 0; !tokens && i < F * LATENT; i++)
+        A[i] = dtk_rng_normal(&rng);
+    const float gain = 0.5f / sqrtf((float)LATENT);
     for (long k = 0; k < d->n; k++) {
         long i = d->first + k;
-        float *x = d->x + k * F;
+        float *x = d->x + k * F, z[LATENT];
         dtk_rng_seed(&rng, seed * 0x9E3779B97F4A7C15ull + (uint64_t)i);
-        for (long j = 0; j < F; j++)
-            x[j] = want->vocab > 0 ? (float)dtk_rng_below(&rng, (uint64_t)want->vocab)
-                                   : dtk_rng_uniform(&rng);
-        for (int t = 0; t < d->label_rows; t++) {
-            /* row t of the labels looks at Dt features spread over the sample, shifted by t */
-            for (long c = 0; c < C; c++)
-                score[c] = 0;
-            for (long f = 0; f < Dt; f++) {
-                long j = (f * F / Dt + (long)t * 7919) % F;
-                double v = want->vocab > 0 ? x[j] / (double)want->vocab - 0.5 : x[j] - 0.5;
-                for (long c = 0; c < C; c++)
-                    score[c] += W[c * Dt + f] * v;
+        for (int q = 0; q < LATENT; q++)
+            z[q] = tokens ? 0 : dtk_rng_uniform_range(&rng, -1, 1);
+        for (long j = 0; j < F; j++) {
+            if (tokens) {
+                x[j] = (float)dtk_rng_below(&rng, (uint64_t)want->vocab);
+                if (j < LATENT)
+                    z[j] = 2.0f * x[j] / (float)want->vocab - 1.0f;
+                continue;
             }
+            float v = 0.5f;
+            for (int q = 0; q < LATENT; q++)
+                v += gain * A[j * LATENT + q] * z[q];
+            x[j] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+        for (long t = 0; t < R; t++) {
+            /* label row t (a token or pixel of a dense output) sees the latent through the
+             * signs of one row of the mixing: still a fixed function of the sample */
             long best = 0;
-            for (long c = 1; c < C; c++)
-                if (score[c] > score[best])
+            double best_s = -1e300;
+            for (long c = 0; c < C; c++) {
+                double sc = 0;
+                for (int q = 0; q < LATENT; q++) {
+                    float sgn = R == 1 || tokens ? 1.0f
+                                                 : (A[((t * 7919) % F) * LATENT + q] < 0 ? -1.0f
+                                                                                          : 1.0f);
+                    sc += W[c * LATENT + q] * z[q] * sgn;
+                }
+                if (sc > best_s) {
+                    best_s = sc;
                     best = c;
-            d->y[k * d->label_rows + t] = (int)best;
+                }
+            }
+            d->y[k * R + t] = (int)best;
         }
     }
+    free(A);
     free(W);
-    free(score);
     *out = d;
     return DT_OK;
 }

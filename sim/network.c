@@ -91,14 +91,12 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
     double swlat = pick(cp->net_lat_s, topo->net.switch_lat_s);
     rc = add_link(net, sim, INFINITY, swlat, &net->sw, err, "switch%.0d", 0);
     if (!rc && topo->net.kind == DT_NET_FATTREE) {
-        net->nodes_per_leaf = topo->net.radix / 2 > 0 ? topo->net.radix / 2 : 1;
+        /* The loader derives the leaves: nodes per leaf and each leaf's total uplink. */
+        net->nodes_per_leaf = topo->net.nodes_per_leaf > 0 ? topo->net.nodes_per_leaf : 1;
         int leaves = (n_nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
-        const struct dt_node_group *g = &topo->groups[0];
-        double up = topo->net.uplink_bw_Bps > 0
-                        ? topo->net.uplink_bw_Bps
-                        : net->nodes_per_leaf * (g->nics > 0 ? g->nics : 1) *
-                              pick(cp->nic_bw_Bps, g->nic.bw_Bps) /
-                              (topo->net.oversubscription >= 1 ? topo->net.oversubscription : 1);
+        double up = topo->net.leaf_up_bw_Bps;
+        if (!(up > 0))
+            return dt_fail(err, DT_EINPUT, topo->path, 0, 0, "fat-tree without leaf uplinks");
         net->leaf_up = calloc((size_t)leaves, sizeof(int));
         net->leaf_down = calloc((size_t)leaves, sizeof(int));
         if (!net->leaf_up || !net->leaf_down)

@@ -2,8 +2,8 @@
  *   same node:       src device-out -> [the node's shared bus, if shared] -> dst device-in
  *   different nodes: src NIC-up -> network -> dst NIC-down, where the network is
  *     switch:   one non-blocking switch (latency only)
- *     fat-tree: leaf switches of radix/2 nodes; between leaves the leaf's uplink (down/up
- *               bandwidth divided by the oversubscription) and the destination leaf's downlink
+ *     fat-tree: leaf switches of nodes_per_leaf nodes; between leaves the source leaf's total
+ *               uplink (leaf_up_bw_Bps, oversubscription included) and the destination's downlink
  *     rail:     one NIC per device (rail); same rail crosses the rail switch, another rail
  *               also crosses the spine (one more switch latency)
  * Latencies: the intra-node link's on the intra-node hop; the NIC's on NIC-up; the switch's

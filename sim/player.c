@@ -28,6 +28,7 @@ struct activity {
     int round;
     int outstanding;         /* transfers of the current round not yet complete */
     long sum_floats;         /* floats to add after the round */
+    bool posted;             /* the current round's receives are posted (not summing) */
     bool done;
     double t_round, latest_sender_start;
 };
@@ -110,7 +111,7 @@ static int advance(struct player *p, int rank);
 /* Matches a delivered message with a posted receive of the activity's current round. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
-    if (a->done || a->round >= a->s.n_rounds)
+    if (a->done || !a->posted || a->round >= a->s.n_rounds)
         return false;
     const struct dt_group *g = &p->plan->groups[a->group];
     for (int i = a->s.round_start[a->round]; i < a->s.round_start[a->round + 1]; i++) {
@@ -136,6 +137,7 @@ static int post_round(struct player *p, int ai)
     int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
     a->outstanding = hi - lo;
     a->sum_floats = 0;
+    a->posted = true;
     a->t_round = dt_sim_now(p->sim);
     a->latest_sender_start = a->t_round;
     for (int i = lo; i < hi; i++) {
@@ -182,6 +184,7 @@ static int finish_round(struct player *p, int ai)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
     trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
+    a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
         double d = dt_cost_reduce(p->cp, device_of(p, a->rank), a->sum_floats);

@@ -256,6 +256,49 @@ static void test_buckets_overlap(void **state)
     dt_model_destroy(m);
 }
 
+/* Ensure that a message arriving while its receiver is still summing the previous round is
+ * kept for the next round, not lost (a deadlock the 1024-rank fat-tree once showed). Two
+ * nodes whose devices sum at 900 GB/s and at 1 GB/s: in a 2-rank ring the fast rank finishes
+ * its reduce-scatter sum and sends its allgather chunk while the slow one is still summing.
+ * Every algorithm must finish, with every byte sent received. */
+static void test_messages_during_summing(void **state)
+{
+    (void)state;
+    const char *text =
+        "name: uneven\nsource: test\nnodes:\n"
+        "  - {name: fast, count: 1, devices: 1,\n"
+        "     device: {kind: gpu, name: f, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "  - {name: slow, count: 1, devices: 1,\n"
+        "     device: {kind: gpu, name: s, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 1 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "network: {kind: switch, latency: 0.5 us}\n";
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("uneven.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_RECURSIVE_DOUBLING, DT_ALG_RABENSEIFNER,
+                               DT_ALG_DIRECT};
+    for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++) {
+        struct dt_plan *plan = one_collective(t, DT_COLL_ALLREDUCE, algs[a], 600000);
+        struct dt_cost_params cp;
+        comm_only(&cp);
+        cp.reduce_Bps = 0; /* each device sums at its own memory bandwidth */
+        struct dt_sim_result res;
+        if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+            fail_msg("%s: %s", dt_coll_alg_name(algs[a]), err.msg);
+        assert_true(res.rank[0].bytes_sent + res.rank[1].bytes_sent ==
+                        res.rank[0].bytes_recv + res.rank[1].bytes_recv);
+        dt_sim_result_free(&res);
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_hierarchical_beats_ring_on_slow_network),
         cmocka_unit_test(test_linear_reduce_bcast_slowest_on_4n2p),
         cmocka_unit_test(test_buckets_overlap),
+        cmocka_unit_test(test_messages_during_summing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,770 @@
+/* Loading measured runs: dtexec records (JSON lines) and reference tables (CSV). */
+#include "runs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/datafile.h"
+#include "json.h"
+
+#define MAX_LINE 65536
+#define MAX_COLS 64
+
+void dtv_runset_init(struct dtv_runset *set) { memset(set, 0, sizeof *set); }
+
+void dtv_runset_free(struct dtv_runset *set)
+{
+    for (int i = 0; i < set->n; i++)
+        dt_plan_destroy(set->runs[i].plan);
+    for (int i = 0; i < set->n_models; i++)
+        dt_model_destroy(set->models[i]);
+    for (int i = 0; i < set->n_topos; i++)
+        dt_topology_destroy(set->topos[i]);
+    free(set->runs);
+    free(set->models);
+    free(set->topos);
+    free(set->topo_keys);
+    dtv_runset_init(set);
+}
+
+/* ---- caches ---- */
+
+static int get_model(struct dtv_runset *set, const char *name, const char *file, int line,
+                     int col, const struct dt_model **out, struct dt_error *err)
+{
+    char path[1024];
+    if (dt_find_data_file("models", name, path, sizeof path))
+        return dt_fail(err, DT_EINPUT, file, line, col,
+                       "unknown model '%s': no such file, and no models/%s.yaml", name, name);
+    for (int i = 0; i < set->n_models; i++)
+        if (strcmp(set->models[i]->path, path) == 0) {
+            *out = set->models[i];
+            return DT_OK;
+        }
+    struct dt_model *m;
+    struct dt_error merr;
+    dt_error_clear(&merr);
+    if (dt_model_load(path, &m, &merr)) {
+        char buf[1200];
+        dt_error_format(&merr, buf, sizeof buf);
+        return dt_fail(err, DT_EINPUT, file, line, col, "model '%s': %s", name, buf);
+    }
+    struct dt_model **ms = realloc(set->models, (size_t)(set->n_models + 1) * sizeof *ms);
+    if (!ms) {
+        dt_model_destroy(m);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    set->models = ms;
+    set->models[set->n_models++] = m;
+    *out = m;
+    return DT_OK;
+}
+
+/* The topology file `name`, reshaped to nodes x ppn when both are > 0 and differ from its
+ * shape. */
+static int get_topo(struct dtv_runset *set, const char *name, int nodes, int ppn,
+                    const char *file, int line, int col, const struct dt_topology **out,
+                    struct dt_error *err)
+{
+    char path[1024], key[600];
+    if (dt_find_data_file("topologies", name, path, sizeof path))
+        return dt_fail(err, DT_EINPUT, file, line, col,
+                       "unknown topology '%s': no such file, and no topologies/%s.yaml", name,
+                       name);
+    snprintf(key, sizeof key, "%.500s#%dx%d", path, nodes, ppn);
+    for (int i = 0; i < set->n_topos; i++)
+        if (strcmp(set->topo_keys[i], key) == 0) {
+            *out = set->topos[i];
+            return DT_OK;
+        }
+    struct dt_topology *t;
+    struct dt_error terr;
+    dt_error_clear(&terr);
+    int rc = dt_topology_load(path, &t, &terr);
+    if (!rc && nodes > 0 && ppn > 0 &&
+        (t->n_nodes != nodes || t->n_groups != 1 || t->groups[0].devices != ppn)) {
+        struct dt_topology *r;
+        rc = dt_topology_reshape(t, nodes, ppn, &r, &terr);
+        dt_topology_destroy(t);
+        t = rc ? NULL : r;
+    }
+    if (rc) {
+        char buf[1200];
+        dt_error_format(&terr, buf, sizeof buf);
+        return dt_fail(err, DT_EINPUT, file, line, col, "topology '%s': %s", name, buf);
+    }
+    struct dt_topology **ts = realloc(set->topos, (size_t)(set->n_topos + 1) * sizeof *ts);
+    char(*ks)[600] = realloc(set->topo_keys, (size_t)(set->n_topos + 1) * sizeof *ks);
+    if (ts)
+        set->topos = ts;
+    if (ks)
+        set->topo_keys = ks;
+    if (!ts || !ks) {
+        dt_topology_destroy(t);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    snprintf(set->topo_keys[set->n_topos], sizeof set->topo_keys[0], "%s", key);
+    set->topos[set->n_topos++] = t;
+    *out = t;
+    return DT_OK;
+}
+
+static struct dtv_run *new_run(struct dtv_runset *set, const char *file, int line)
+{
+    if (set->n == set->cap) {
+        int cap = set->cap ? 2 * set->cap : 16;
+        struct dtv_run *r = realloc(set->runs, (size_t)cap * sizeof *r);
+        if (!r)
+            return NULL;
+        set->runs = r;
+        set->cap = cap;
+    }
+    struct dtv_run *run = &set->runs[set->n];
+    memset(run, 0, sizeof *run);
+    snprintf(run->file, sizeof run->file, "%s", file);
+    run->line = line;
+    run->epoch_s = run->iter_s = run->read_s = run->update_s = run->total_s = NAN;
+    run->scaling = DT_SCALING_WEAK;
+    return run;
+}
+
+/* Builds the plan of a run whose configuration is complete; fills the derived fields. */
+static int finish_run(struct dtv_run *run, int col, struct dt_error *err)
+{
+    const struct dt_topology *t = run->topo;
+    if (run->ranks < 1)
+        run->ranks = t->n_ranks;
+    if (run->ranks > t->n_ranks)
+        return dt_fail(err, DT_EINPUT, run->file, run->line, col,
+                       "%d ranks do not fit topology '%s' (%d devices)", run->ranks, t->name,
+                       t->n_ranks);
+    if (run->ranks == 1)
+        run->strategy = DT_STRAT_SEQUENTIAL; /* a 1-process run of any strategy */
+    char why[256];
+    if (!dt_strategy_fits(run->strategy, t, run->ranks, why, sizeof why))
+        return dt_fail(err, DT_EINPUT, run->file, run->line, col,
+                       "strategy %s cannot run on %d ranks of '%s': %s",
+                       dt_strategy_name(run->strategy), run->ranks, t->name, why);
+    struct dt_plan_options po = {.strategy = run->strategy, .scaling = run->scaling,
+                                 .batch = run->batch, .n_ranks = run->ranks};
+    struct dt_error perr;
+    dt_error_clear(&perr);
+    if (dt_plan_build(run->model, t, &po, &run->plan, &perr)) {
+        char buf[1200];
+        dt_error_format(&perr, buf, sizeof buf);
+        return dt_fail(err, DT_EINPUT, run->file, run->line, col, "cannot build the plan: %s",
+                       buf);
+    }
+    run->global_batch = run->plan->global_batch;
+    run->nodes = dt_topology_node_of(t, run->ranks - 1) + 1;
+    run->ppn = dt_topology_node_ranks(t, 0);
+    if (run->ppn > run->ranks)
+        run->ppn = run->ranks;
+    snprintf(run->label, sizeof run->label, "%dn%dp %s %s", run->nodes, run->ppn,
+             dt_strategy_name(run->strategy), run->model->name);
+    return DT_OK;
+}
+
+/* ---- records (JSON lines) ---- */
+
+struct rec_ctx {
+    const char *file;
+    int line;
+    struct dt_error *err;
+};
+
+static int rec_fail(struct rec_ctx *c, const struct dtv_json *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int rec_fail(struct rec_ctx *c, const struct dtv_json *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dt_vfail(c->err, DT_EINPUT, c->file, c->line, at ? at->col : 0, fmt, ap);
+    va_end(ap);
+    return DT_EINPUT;
+}
+
+/* A field of section (e.g. config.strategy). */
+static const struct dtv_json *field(const struct dtv_json *rec, const char *section,
+                                    const char *key)
+{
+    return dtv_json_get(dtv_json_get(rec, section), key);
+}
+
+static int want_str(struct rec_ctx *c, const struct dtv_json *rec, const char *section,
+                    const char *key, bool required, const char **out)
+{
+    const struct dtv_json *v = field(rec, section, key);
+    if (!v || v->type == DTV_J_NULL) {
+        if (required)
+            return rec_fail(c, v ? v : rec, "record has no '%s.%s'", section, key);
+        return DT_OK;
+    }
+    if (v->type != DTV_J_STR)
+        return rec_fail(c, v, "'%s.%s' must be a string, found %s", section, key,
+                        dtv_json_type_name(v->type));
+    *out = v->str;
+    return DT_OK;
+}
+
+/* A number in [min, max]; `unit` names what it is for messages ("seconds"). */
+static int want_num(struct rec_ctx *c, const struct dtv_json *rec, const char *section,
+                    const char *key, bool required, double min, double max, const char *unit,
+                    double *out)
+{
+    const struct dtv_json *v = field(rec, section, key);
+    if (!v) {
+        if (required)
+            return rec_fail(c, rec, "record has no '%s.%s'", section, key);
+        return DT_OK;
+    }
+    if (v->type == DTV_J_NULL) {
+        if (required)
+            return rec_fail(c, v, "'%s.%s' is null (not measured, or NaN when written)",
+                            section, key);
+        return DT_OK;
+    }
+    if (v->type != DTV_J_NUM)
+        return rec_fail(c, v, "'%s.%s' must be a number of %s, found %s%s%s%s", section, key,
+                        unit, dtv_json_type_name(v->type), v->type == DTV_J_STR ? " '" : "",
+                        v->type == DTV_J_STR ? v->str : "", v->type == DTV_J_STR ? "'" : "");
+    if (!(v->num >= min && v->num <= max))
+        return rec_fail(c, v, "'%s.%s' = %g is out of range [%g, %g] %s", section, key, v->num,
+                        min, max, unit);
+    *out = v->num;
+    return DT_OK;
+}
+
+static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct dtv_json *rec,
+                        const struct dtv_load_options *opt)
+{
+    if (rec->type != DTV_J_OBJ)
+        return rec_fail(c, rec, "a record must be a JSON object, found %s",
+                        dtv_json_type_name(rec->type));
+    static const char *const sections[] = {"config", "environment", "measurements"};
+    for (int i = 0; i < 3; i++) {
+        const struct dtv_json *s = dtv_json_get(rec, sections[i]);
+        if (!s)
+            return rec_fail(c, rec, "record has no '%s' object (not a dtexec record?)",
+                            sections[i]);
+        if (s->type != DTV_J_OBJ)
+            return rec_fail(c, s, "'%s' must be an object", sections[i]);
+    }
+    struct dtv_run *run = new_run(set, c->file, c->line);
+    if (!run)
+        return dt_fail(c->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    const char *model = NULL, *model_path = NULL, *topo = NULL, *topo_path = NULL;
+    const char *strategy = NULL, *scaling = "weak", *host = NULL, *git = NULL, *when = NULL;
+    const char *data = NULL;
+    double ranks = 0, batch = 0, iters = 0, epochs = 0, train = 0, test = 0;
+    int rc;
+    if ((rc = want_str(c, rec, "config", "model", true, &model)) ||
+        (rc = want_str(c, rec, "config", "model_path", false, &model_path)) ||
+        (rc = want_str(c, rec, "config", "topology", false, &topo)) ||
+        (rc = want_str(c, rec, "config", "topology_path", false, &topo_path)) ||
+        (rc = want_str(c, rec, "config", "strategy", true, &strategy)) ||
+        (rc = want_str(c, rec, "config", "scaling", false, &scaling)) ||
+        (rc = want_str(c, rec, "config", "data", false, &data)) ||
+        (rc = want_num(c, rec, "config", "ranks", true, 1, 1 << 20, "ranks", &ranks)) ||
+        (rc = want_num(c, rec, "config", "batch", true, 1, 1 << 24, "samples", &batch)) ||
+        (rc = want_num(c, rec, "config", "epochs", true, 1, 1e6, "epochs", &epochs)) ||
+        (rc = want_num(c, rec, "config", "iters_per_epoch", true, 1, 1e12, "iterations",
+                       &iters)) ||
+        (rc = want_num(c, rec, "config", "train_samples", false, 0, 1e12, "samples", &train)) ||
+        (rc = want_num(c, rec, "config", "test_samples", false, 0, 1e12, "samples", &test)) ||
+        (rc = want_str(c, rec, "environment", "host", false, &host)) ||
+        (rc = want_str(c, rec, "environment", "git_revision", false, &git)))
+        return rc;
+    const struct dtv_json *w = dtv_json_get(rec, "start_utc");
+    if (w && w->type == DTV_J_STR)
+        when = w->str;
+    int s = dt_strategy_parse(strategy);
+    if (s < 0)
+        return rec_fail(c, field(rec, "config", "strategy"), "unknown strategy '%s'", strategy);
+    run->strategy = (enum dt_strategy)s;
+    if (strcmp(scaling, "weak") && strcmp(scaling, "strong"))
+        return rec_fail(c, field(rec, "config", "scaling"),
+                        "scaling must be weak or strong, found '%s'", scaling);
+    run->scaling = strcmp(scaling, "strong") == 0 ? DT_SCALING_STRONG : DT_SCALING_WEAK;
+    run->ranks = (int)ranks;
+    run->batch = (int)batch;
+    run->iters_per_epoch = (long)iters;
+    if ((rc = want_num(c, rec, "measurements", "epoch_median_s", true, 1e-9, 1e7, "seconds",
+                       &run->epoch_s)) ||
+        (rc = want_num(c, rec, "measurements", "update_per_batch_s", false, 1e-12, 1e6,
+                       "seconds", &run->update_s)) ||
+        (rc = want_num(c, rec, "measurements", "read_s", false, 0, 1e6, "seconds",
+                       &run->read_s)) ||
+        (rc = want_num(c, rec, "measurements", "total_s", false, 0, 1e8, "seconds",
+                       &run->total_s)))
+        return rc;
+    /* Times are seconds: an epoch far from iterations x median iteration means another unit
+     * (or a broken record). The first iterations of a short run may be slow: a factor 3. */
+    run->iter_s = run->epoch_s / run->iters_per_epoch;
+    if (isfinite(run->update_s)) {
+        double ratio = run->iter_s / run->update_s;
+        if (ratio > 3 || ratio < 1.0 / 3)
+            return rec_fail(c, field(rec, "measurements", "epoch_median_s"),
+                            "epoch_median_s (%g) is %.3g x iters_per_epoch (%ld) x "
+                            "update_per_batch_s (%g): the times must all be seconds",
+                            run->epoch_s, ratio, run->iters_per_epoch, run->update_s);
+        run->iter_s = run->update_s; /* the median iteration: robust to a slow first one */
+    }
+    snprintf(run->host, sizeof run->host, "%s", host ? host : "");
+    snprintf(run->git, sizeof run->git, "%s", git ? git : "");
+    snprintf(run->when, sizeof run->when, "%s", when ? when : "");
+    snprintf(run->model_name, sizeof run->model_name, "%s", model);
+    const struct dtv_json *mf = field(rec, "config", model_path ? "model_path" : "model");
+    if ((rc = get_model(set, model_path ? model_path : model, c->file, c->line, mf->col,
+                        &run->model, c->err)))
+        return rc;
+    /* The topology the run used: its file, else one named like it, else the caller's. */
+    const char *tname = topo_path ? topo_path : topo;
+    char tpath[1024];
+    if (!topo_path && (!topo || dt_find_data_file("topologies", topo, tpath, sizeof tpath)))
+        tname = opt && opt->topology ? opt->topology : NULL;
+    if (!tname)
+        return rec_fail(c, field(rec, "config", "topology"),
+                        "the run's topology '%s' was derived from the MPI layout and is not a "
+                        "file: run dtexec with --topology FILE, or give dtvalidate --topology "
+                        "FILE for such records", topo ? topo : "?");
+    snprintf(run->topo_name, sizeof run->topo_name, "%s", tname);
+    const struct dtv_json *tf = field(rec, "config", "topology");
+    if ((rc = get_topo(set, tname, 0, 0, c->file, c->line, tf ? tf->col : 0, &run->topo,
+                       c->err)))
+        return rc;
+    /* Bytes read at start: uint8 inputs of the samples each rank loads (real data only). */
+    if (data && strncmp(data, "synthetic", 9) != 0 && train > 0) {
+        double in = (double)dt_shape_size(&run->model->input);
+        run->data_bytes = (train + test) * (in + 1);
+    }
+    if ((rc = finish_run(run, field(rec, "config", "strategy")->col, c->err)))
+        return rc;
+    set->n++;
+    return DT_OK;
+}
+
+static int load_records(struct dtv_runset *set, const char *path, FILE *f,
+                        const struct dtv_load_options *opt, struct dt_error *err)
+{
+    char *line = malloc(MAX_LINE);
+    if (!line)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int rc = DT_OK, lineno = 0, found = 0;
+    while (!rc && fgets(line, MAX_LINE, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == MAX_LINE - 1 && line[len - 1] != '\n') {
+            rc = dt_fail(err, DT_EINPUT, path, lineno, 0, "line longer than %d bytes",
+                         MAX_LINE - 2);
+            break;
+        }
+        const char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            continue;
+        struct dtv_json *rec;
+        int col = 0;
+        char why[256];
+        if (dtv_json_parse(line, &rec, &col, why, sizeof why)) {
+            rc = dt_fail(err, DT_EINPUT, path, lineno, col, "not a JSON record: %s", why);
+            break;
+        }
+        struct rec_ctx c = {path, lineno, err};
+        rc = parse_record(set, &c, rec, opt);
+        dtv_json_free(rec);
+        found++;
+    }
+    free(line);
+    if (!rc && ferror(f))
+        rc = dt_fail(err, DT_ESYS, path, 0, 0, "read error: %s", strerror(errno));
+    if (!rc && !found)
+        rc = dt_fail(err, DT_EINPUT, path, 0, 0, "no records in the file");
+    return rc;
+}
+
+/* ---- reference tables (CSV) ---- */
+
+/* Splits a CSV line in place (double quotes allowed around a field); returns fields, or -1
+ * with *bad_col on an unterminated quote. cols[] gets each field's 1-based column. */
+static int split_csv(char *s, char **fields, int *cols, int max, int *bad_col)
+{
+    int n = 0;
+    char *start = s;
+    for (;;) {
+        if (n == max)
+            return n;
+        char *p = s;
+        while (*p == ' ')
+            p++;
+        cols[n] = (int)(p - start) + 1;
+        if (*p == '"') {
+            char *out = ++p;
+            fields[n] = out;
+            for (;;) {
+                if (*p == '\0' || *p == '\n') {
+                    *bad_col = cols[n];
+                    return -1;
+                }
+                if (*p == '"' && p[1] == '"') {
+                    *out++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    *out++ = *p++;
+                }
+            }
+            *out = '\0';
+            while (*p && *p != ',' && *p != '\n')
+                p++;
+        } else {
+            fields[n] = p;
+            while (*p && *p != ',' && *p != '\n' && *p != '\r')
+                p++;
+        }
+        char end = *p;
+        *p = '\0';
+        /* trim trailing blanks */
+        for (char *q = p - 1; q >= fields[n] && (*q == ' ' || *q == '\t' || *q == '\r'); q--)
+            *q = '\0';
+        n++;
+        if (end != ',')
+            return n;
+        s = p + 1;
+    }
+}
+
+enum col_key {
+    C_NODES, C_PPN, C_PROCS, C_EPOCH, C_ITER, C_READ, C_UPDATE, C_TOTAL, C_MODEL, C_STRATEGY,
+    C_SCALING, C_BATCH, C_DATASET, C_TOPOLOGY, C_HOST, C_WHEN, C_DATA_BYTES, C_COUNT
+};
+static const char *const col_names[C_COUNT] = {
+    "nodes", "ppn", "procs", "epoch_s", "iter_s", "read_s", "update_per_batch_s", "total_s",
+    "model", "strategy", "scaling", "batch", "dataset_size", "topology", "host", "when",
+    "data_bytes"};
+
+static int col_parse(const char *name)
+{
+    for (int i = 0; i < C_COUNT; i++)
+        if (strcmp(name, col_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+struct table {
+    const char *path;
+    char defaults[C_COUNT][256];
+    bool has_default[C_COUNT];
+    int col_of[C_COUNT];        /* field index of each key, -1 if absent */
+    int n_cols;
+};
+
+/* A number column: plain decimal, finite, in [min, max]. */
+static int table_num(const struct table *t, int line, int col, const char *key, const char *s,
+                     double min, double max, double *out, struct dt_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    const char *d = s + (*s == '-' || *s == '+');
+    if (!*s || end == s || *end || errno == ERANGE || !isfinite(v) || isalpha((unsigned char)*d))
+        return dt_fail(err, DT_EINPUT, t->path, line, col,
+                       "%s: expected a plain number%s, found '%s'", key,
+                       strstr(key, "_s") ? " of seconds (the unit is in the column name)" : "",
+                       s);
+    if (v < min || v > max)
+        return dt_fail(err, DT_EINPUT, t->path, line, col, "%s = %g is out of range [%g, %g]",
+                       key, v, min, max);
+    *out = v;
+    return DT_OK;
+}
+
+static int table_row(struct dtv_runset *set, const struct table *t, int line, char **f,
+                     const int *cols, int n, struct dt_error *err)
+{
+    if (n != t->n_cols)
+        return dt_fail(err, DT_EINPUT, t->path, line, 0,
+                       "%d fields where the header has %d", n, t->n_cols);
+    /* value of a key: the row's field, else the table default, else NULL */
+    const char *val[C_COUNT];
+    int vcol[C_COUNT];
+    for (int k = 0; k < C_COUNT; k++) {
+        val[k] = t->col_of[k] >= 0 ? f[t->col_of[k]] : t->has_default[k] ? t->defaults[k] : NULL;
+        vcol[k] = t->col_of[k] >= 0 ? cols[t->col_of[k]] : 0;
+        if (val[k] && !*val[k])
+            val[k] = NULL;
+    }
+    struct dtv_run *run = new_run(set, t->path, line);
+    if (!run)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    static const char *const need[] = {"model", "strategy", "batch", "dataset_size", "topology"};
+    static const int need_k[] = {C_MODEL, C_STRATEGY, C_BATCH, C_DATASET, C_TOPOLOGY};
+    for (int i = 0; i < 5; i++)
+        if (!val[need_k[i]])
+            return dt_fail(err, DT_EINPUT, t->path, line, 0,
+                           "the run has no %s: add a '%s' column or a '#%% %s: ...' line",
+                           need[i], need[i], need[i]);
+    if (!val[C_EPOCH] && !val[C_ITER])
+        return dt_fail(err, DT_EINPUT, t->path, line, 0, "the run has no epoch_s (or iter_s)");
+    double nodes = 0, ppn = 0, procs = 0, batch, dataset, x;
+    int rc;
+    if ((val[C_NODES] && (rc = table_num(t, line, vcol[C_NODES], "nodes", val[C_NODES], 1,
+                                         DT_TOPO_MAX_NODES, &nodes, err))) ||
+        (val[C_PPN] && (rc = table_num(t, line, vcol[C_PPN], "ppn", val[C_PPN], 1,
+                                       DT_TOPO_MAX_DEVICES, &ppn, err))) ||
+        (val[C_PROCS] && (rc = table_num(t, line, vcol[C_PROCS], "procs", val[C_PROCS], 1,
+                                         DT_TOPO_MAX_RANKS, &procs, err))) ||
+        (rc = table_num(t, line, vcol[C_BATCH], "batch", val[C_BATCH], 1, 1 << 24, &batch,
+                        err)) ||
+        (rc = table_num(t, line, vcol[C_DATASET], "dataset_size", val[C_DATASET], 1, 1e12,
+                        &dataset, err)))
+        return rc;
+    if (nodes != floor(nodes) || ppn != floor(ppn) || procs != floor(procs) ||
+        batch != floor(batch) || dataset != floor(dataset))
+        return dt_fail(err, DT_EINPUT, t->path, line, 0,
+                       "nodes, ppn, procs, batch and dataset_size must be whole numbers");
+    if (nodes && ppn && procs && procs != nodes * ppn)
+        return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_PROCS],
+                       "procs (%g) is not nodes x ppn (%g x %g)", procs, nodes, ppn);
+    struct {
+        int k;
+        double *out;
+        double max;
+    } meas[] = {{C_EPOCH, &run->epoch_s, 1e8},  {C_ITER, &run->iter_s, 1e6},
+                {C_READ, &run->read_s, 1e6},    {C_UPDATE, &run->update_s, 1e6},
+                {C_TOTAL, &run->total_s, 1e9},  {C_DATA_BYTES, &run->data_bytes, 1e18}};
+    for (size_t i = 0; i < sizeof meas / sizeof meas[0]; i++)
+        if (val[meas[i].k] && (rc = table_num(t, line, vcol[meas[i].k], col_names[meas[i].k],
+                                              val[meas[i].k], 0, meas[i].max, &x, err)))
+            return rc;
+        else if (val[meas[i].k])
+            *meas[i].out = x;
+    if ((val[C_EPOCH] && !(run->epoch_s > 0)) || (val[C_ITER] && !(run->iter_s > 0)))
+        return dt_fail(err, DT_EINPUT, t->path, line, vcol[val[C_EPOCH] ? C_EPOCH : C_ITER],
+                       "a measured time must be positive");
+    int s = dt_strategy_parse(val[C_STRATEGY]);
+    if (s < 0)
+        return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_STRATEGY],
+                       "unknown strategy '%s'", val[C_STRATEGY]);
+    run->strategy = (enum dt_strategy)s;
+    if (val[C_SCALING]) {
+        if (strcmp(val[C_SCALING], "weak") && strcmp(val[C_SCALING], "strong"))
+            return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_SCALING],
+                           "scaling must be weak or strong, found '%s'", val[C_SCALING]);
+        run->scaling = strcmp(val[C_SCALING], "strong") == 0 ? DT_SCALING_STRONG
+                                                               : DT_SCALING_WEAK;
+    }
+    run->batch = (int)batch;
+    run->ranks = (int)(procs ? procs : nodes && ppn ? nodes * ppn : 0);
+    snprintf(run->model_name, sizeof run->model_name, "%s", val[C_MODEL]);
+    snprintf(run->host, sizeof run->host, "%s", val[C_HOST] ? val[C_HOST] : "");
+    snprintf(run->when, sizeof run->when, "%s", val[C_WHEN] ? val[C_WHEN] : "");
+    /* topology name with {nodes} and {ppn} substituted */
+    char tname[256] = "";
+    size_t o = 0;
+    for (const char *p = val[C_TOPOLOGY]; *p && o < sizeof tname - 12; p++) {
+        if (strncmp(p, "{nodes}", 7) == 0) {
+            o += (size_t)snprintf(tname + o, sizeof tname - o, "%d", (int)nodes);
+            p += 6;
+        } else if (strncmp(p, "{ppn}", 5) == 0) {
+            o += (size_t)snprintf(tname + o, sizeof tname - o, "%d", (int)ppn);
+            p += 4;
+        } else {
+            tname[o++] = *p;
+            tname[o] = '\0';
+        }
+    }
+    snprintf(run->topo_name, sizeof run->topo_name, "%s", tname);
+    if ((rc = get_model(set, val[C_MODEL], t->path, line, vcol[C_MODEL], &run->model, err)) ||
+        (rc = get_topo(set, tname, (int)nodes, (int)ppn, t->path, line, vcol[C_TOPOLOGY],
+                       &run->topo, err)) ||
+        (rc = finish_run(run, vcol[C_STRATEGY], err)))
+        return rc;
+    run->iters_per_epoch = ((long)dataset + run->global_batch - 1) / run->global_batch;
+    if (val[C_EPOCH] && !val[C_ITER])
+        run->iter_s = run->epoch_s / run->iters_per_epoch;
+    if (!val[C_EPOCH])
+        run->epoch_s = run->iter_s * run->iters_per_epoch;
+    set->n++;
+    return DT_OK;
+}
+
+static int load_table(struct dtv_runset *set, const char *path, FILE *f,
+                      struct dt_error *err)
+{
+    struct table t = {.path = path};
+    for (int k = 0; k < C_COUNT; k++)
+        t.col_of[k] = -1;
+    char line[4096];
+    char *fields[MAX_COLS];
+    int cols[MAX_COLS];
+    int lineno = 0, rc = DT_OK, rows = 0;
+    bool header = false;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f))
+            return dt_fail(err, DT_EINPUT, path, lineno, 0, "line longer than %zu bytes",
+                           sizeof line - 2);
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\n' || *p == '\r' || !*p)
+            continue;
+        if (strncmp(p, "#%", 2) == 0) {
+            /* "#% key: value" */
+            char *k = p + 2;
+            while (*k == ' ')
+                k++;
+            char *colon = strchr(k, ':');
+            if (!colon)
+                return dt_fail(err, DT_EINPUT, path, lineno, (int)(k - line) + 1,
+                               "expected '#%% key: value'");
+            *colon = '\0';
+            for (char *q = colon - 1; q >= k && *q == ' '; q--)
+                *q = '\0';
+            int key = col_parse(k);
+            if (key < 0 || key <= C_TOTAL)
+                return dt_fail(err, DT_EINPUT, path, lineno, (int)(k - line) + 1,
+                               "'%s' cannot be a table-wide setting (settings: model, "
+                               "strategy, scaling, batch, dataset_size, topology, host, when, "
+                               "data_bytes)", k);
+            char *v = colon + 1;
+            while (*v == ' ')
+                v++;
+            v[strcspn(v, "\r\n")] = '\0';
+            for (char *q = v + strlen(v) - 1; q >= v && *q == ' '; q--)
+                *q = '\0';
+            snprintf(t.defaults[key], sizeof t.defaults[key], "%s", v);
+            t.has_default[key] = true;
+            continue;
+        }
+        if (*p == '#')
+            continue;
+        int bad = 0, n = split_csv(line, fields, cols, MAX_COLS, &bad);
+        if (n < 0)
+            return dt_fail(err, DT_EINPUT, path, lineno, bad, "unterminated quoted field");
+        if (!header) {
+            for (int i = 0; i < n; i++) {
+                int k = col_parse(fields[i]);
+                if (k >= 0) {
+                    if (t.col_of[k] >= 0)
+                        return dt_fail(err, DT_EINPUT, path, lineno, cols[i],
+                                       "column '%s' appears twice", fields[i]);
+                    t.col_of[k] = i;
+                }
+                /* other columns (test accuracy...) are kept in the file, not used */
+            }
+            t.n_cols = n;
+            header = true;
+            if (t.col_of[C_EPOCH] < 0 && t.col_of[C_ITER] < 0)
+                return dt_fail(err, DT_EINPUT, path, lineno, 1,
+                               "the header has no epoch_s or iter_s column");
+            continue;
+        }
+        rc = table_row(set, &t, lineno, fields, cols, n, err);
+        rows++;
+    }
+    if (!rc && !rows)
+        rc = dt_fail(err, DT_EINPUT, path, 0, 0, "no runs in the table");
+    return rc;
+}
+
+int dtv_runset_load(struct dtv_runset *set, const char *path,
+                    const struct dtv_load_options *opt, struct dt_error *err)
+{
+    char found[1024];
+    if (dt_find_data_file("validate/data", path, found, sizeof found))
+        snprintf(found, sizeof found, "%s", path);
+    FILE *f = fopen(found, "r");
+    if (!f)
+        return dt_fail(err, DT_EINPUT, path, 0, 0, "cannot open: %s", strerror(errno));
+    size_t len = strlen(found);
+    bool csv = len > 4 && strcmp(found + len - 4, ".csv") == 0;
+    int first = set->n;
+    int rc = csv ? load_table(set, found, f, err) : load_records(set, found, f, opt, err);
+    fclose(f);
+    if (rc) {
+        /* drop what this file added, so the set stays consistent */
+        for (int i = first; i < set->n; i++)
+            dt_plan_destroy(set->runs[i].plan);
+        set->n = first;
+    }
+    return rc;
+}
+
+/* ---- selections ---- */
+
+static const char *const sel_keys[] = {"nodes", "ppn", "ranks", "strategy", "model",
+                                       "topology", "line", "label", NULL};
+
+int dtv_select_parse_check(const char *sel, char *why, size_t len)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sel ? sel : "");
+    for (char *save, *w = strtok_r(buf, " ;", &save); w; w = strtok_r(NULL, " ;", &save)) {
+        char *eq = strchr(w, '=');
+        if (!eq || eq == w || !eq[1]) {
+            snprintf(why, len, "expected key=value[,value...], got '%s'", w);
+            return -1;
+        }
+        *eq = '\0';
+        bool ok = false;
+        for (const char *const *k = sel_keys; *k; k++)
+            ok = ok || strcmp(*k, w) == 0;
+        if (!ok) {
+            snprintf(why, len, "unknown key '%s' (keys: nodes ppn ranks strategy model "
+                               "topology line label)", w);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static bool value_matches(const struct dtv_run *r, const char *key, const char *v)
+{
+    char num[32];
+    if (strcmp(key, "nodes") == 0)
+        snprintf(num, sizeof num, "%d", r->nodes);
+    else if (strcmp(key, "ppn") == 0)
+        snprintf(num, sizeof num, "%d", r->ppn);
+    else if (strcmp(key, "ranks") == 0)
+        snprintf(num, sizeof num, "%d", r->ranks);
+    else if (strcmp(key, "line") == 0)
+        snprintf(num, sizeof num, "%d", r->line);
+    else if (strcmp(key, "strategy") == 0)
+        return strcmp(v, dt_strategy_name(r->strategy)) == 0;
+    else if (strcmp(key, "model") == 0)
+        return strcmp(v, r->model->name) == 0 || strcmp(v, r->model_name) == 0;
+    else if (strcmp(key, "topology") == 0)
+        return strcmp(v, r->topo_name) == 0 || strcmp(v, r->topo->name) == 0;
+    else if (strcmp(key, "label") == 0)
+        return strstr(r->label, v) != NULL;
+    else
+        return false;
+    return strcmp(v, num) == 0;
+}
+
+bool dtv_run_matches(const struct dtv_run *run, const char *sel)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sel ? sel : "");
+    for (char *save, *w = strtok_r(buf, " ;", &save); w; w = strtok_r(NULL, " ;", &save)) {
+        char *eq = strchr(w, '=');
+        if (!eq)
+            return false;
+        *eq = '\0';
+        bool any = false;
+        for (char *s2, *v = strtok_r(eq + 1, ",", &s2); v && !any; v = strtok_r(NULL, ",", &s2))
+            any = value_matches(run, w, v);
+        if (!any)
+            return false;
+    }
+    return true;
+}
