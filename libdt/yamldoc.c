@@ -316,7 +316,7 @@ int dt_ydoc_load_string(const char *name, const char *text, size_t len, struct d
     snprintf(doc->name, sizeof doc->name, "%s", name);
     if (len > DT_YAML_MAX_BYTES) {
         dt_ydoc_destroy(doc);
-        return dt_fail(err, DT_EINPUT, name, 0, 0, "file too large (%zu bytes; the limit is %u)",
+        return dt_fail(err, DT_EINPUT, name, 1, 1, "file too large (%zu bytes; the limit is %u)",
                        len, DT_YAML_MAX_BYTES);
     }
     if (looks_binary(text, len)) {
@@ -386,7 +386,7 @@ int dt_ydoc_load_file(const char *path, struct dt_ydoc **out, struct dt_error *e
     while (buf) {
         if (len == cap) {
             if (cap > DT_YAML_MAX_BYTES) {
-                rc = dt_fail(err, DT_EINPUT, path, 0, 0,
+                rc = dt_fail(err, DT_EINPUT, path, 1, 1,
                              "file too large (over %u bytes): not a model or topology file",
                              DT_YAML_MAX_BYTES);
                 break;
@@ -466,6 +466,20 @@ static int lookup(const struct dt_ydoc *doc, const struct dt_ynode *map, const c
     return DT_OK;
 }
 
+/* Prefixes an error message with the key it is about ("count: 0 is out of range"). */
+static int name_key(struct dt_error *err, const char *key, int rc)
+{
+    if (err) {
+        size_t k = strlen(key), n = strlen(err->msg);
+        if (k + 2 + n >= sizeof err->msg)
+            return rc; /* no room: keep the message as it is */
+        memmove(err->msg + k + 2, err->msg, n + 1);
+        memcpy(err->msg, key, k);
+        memcpy(err->msg + k, ": ", 2);
+    }
+    return rc;
+}
+
 static int want_scalar(const struct dt_ydoc *doc, const struct dt_ynode *node, const char *what,
                        struct dt_error *err)
 {
@@ -515,7 +529,8 @@ int dt_yget_long(const struct dt_ydoc *doc, const struct dt_ynode *map, const ch
     int rc = lookup(doc, map, key, required, &n, err);
     if (rc || !n)
         return rc;
-    return dt_ynode_long(doc, n, min, max, out, err);
+    rc = dt_ynode_long(doc, n, min, max, out, err);
+    return rc ? name_key(err, key, rc) : rc;
 }
 
 int dt_yget_int(const struct dt_ydoc *doc, const struct dt_ynode *map, const char *key,
@@ -555,7 +570,8 @@ int dt_yget_double(const struct dt_ydoc *doc, const struct dt_ynode *map, const 
     int rc = lookup(doc, map, key, required, &n, err);
     if (rc || !n)
         return rc;
-    return dt_ynode_double(doc, n, min, max, out, err);
+    rc = dt_ynode_double(doc, n, min, max, out, err);
+    return rc ? name_key(err, key, rc) : rc;
 }
 
 int dt_yget_bool(const struct dt_ydoc *doc, const struct dt_ynode *map, const char *key,
