@@ -2,10 +2,12 @@
 # dt_model. Users add $(DTCPU_CPPFLAGS) and link $(DTCPU_LIBS) before $(DTCORE_LIBS).
 noinst_LIBRARIES += exec/libdtcpu.a
 exec_libdtcpu_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/exec/cpu
-exec_libdtcpu_a_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+# OPENMP_CFLAGS (AC_OPENMP) threads the kernels' own loops when configure defines it; empty,
+# they run on one thread. Programs that link the library then need it in their LDFLAGS.
+exec_libdtcpu_a_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(OPENMP_CFLAGS)
 exec_libdtcpu_a_SOURCES = \
 	exec/cpu/rng.c exec/cpu/rng.h \
-	exec/cpu/layers.h \
+	exec/cpu/layers.h exec/cpu/parallel.h exec/cpu/threads.c \
 	exec/cpu/im2col.c exec/cpu/im2col.h \
 	exec/cpu/dense.c \
 	exec/cpu/conv.c \

@@ -34,8 +34,14 @@
 #include "progress.h"
 #include "record.h"
 
-#ifndef DT_GIT_REVISION
-#define DT_GIT_REVISION "unknown"
+/* configure may define DT_GIT_REVISION; exec/local.mk passes DTEXEC_GIT_REVISION from
+ * `git describe` at build time when the source is a git checkout. */
+#if defined(DT_GIT_REVISION)
+#define GIT_REVISION DT_GIT_REVISION
+#elif defined(DTEXEC_GIT_REVISION)
+#define GIT_REVISION DTEXEC_GIT_REVISION
+#else
+#define GIT_REVISION "unknown"
 #endif
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -349,7 +355,7 @@ static int agree(const struct world *w, int rc, const struct dt_error *err)
     MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, w->comm);
     if (w->rank == first && err) {
         char who[64];
-        if (w->size > 1)
+        if (w->rank > 0)
             snprintf(who, sizeof who, "%s (rank %d)", prog, w->rank);
         else
             snprintf(who, sizeof who, "%s", prog);
@@ -534,6 +540,31 @@ static char *join_args(int argc, char **argv)
     return s;
 }
 
+/* MPICH's version string is a page of "Key:\tvalue" lines: keep the version and device lines
+ * (one line, tabs as spaces); other libraries: the first line. */
+static void mpi_summary(char *text)
+{
+    char out[256] = "";
+    const char *keys[] = {"Version:", "Device:"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *at = strstr(text, keys[k]);
+        if (!at)
+            continue;
+        /* back to the start of the line */
+        while (at > text && at[-1] != '\n')
+            at--;
+        size_t n = strcspn(at, "\n");
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%.*s", out[0] ? ", " : "",
+                 (int)n, at);
+    }
+    if (!out[0])
+        snprintf(out, sizeof out, "%.*s", (int)strcspn(text, "\n"), text);
+    for (char *c = out; *c; c++)
+        if (*c == '\t')
+            *c = ' ';
+    strcpy(text, out);
+}
+
 static const char *optimizer_name(enum dtx_optimizer_kind k)
 {
     return k == DTX_OPT_SGD ? "sgd" : k == DTX_OPT_ADAM_TORCH ? "adam-torch" : "adam";
@@ -550,7 +581,8 @@ static int dump_params(const char *path, const float *p, long n, struct dt_error
     return DT_OK;
 }
 
-/* Gathers every rank's sampled op timings to rank 0. */
+/* Gathers every rank's sampled op timings to rank 0 (collective; every rank returns the same
+ * status). */
 static int gather_timings(const struct world *w, const struct dt_plan *plan,
                           const struct dtx_op_time *mine, int n_iters, const long *iter_index,
                           const int *epoch_of, struct dtx_timings *tm, struct dt_error *err)
@@ -558,14 +590,10 @@ static int gather_timings(const struct world *w, const struct dt_plan *plan,
     memset(tm, 0, sizeof *tm);
     int n_ops = plan->ranks[w->rank].n_ops;
     double bytes = (double)n_iters * n_ops * sizeof *mine;
-    int ok = bytes < INT_MAX, all_ok;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, w->comm);
-    if (!all_ok)
-        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                       "too many sampled iterations to gather (lower --trace-iters)");
     int *counts = NULL, *displs = NULL;
     char *all = NULL;
-    if (w->rank == 0) {
+    int rc = bytes < INT_MAX ? DT_OK : DT_EINPUT;
+    if (!rc && w->rank == 0) {
         tm->n_ranks = w->size;
         tm->n_iters = n_iters;
         tm->n_ops = malloc((size_t)w->size * sizeof *tm->n_ops);
@@ -574,32 +602,42 @@ static int gather_timings(const struct world *w, const struct dt_plan *plan,
         tm->epoch_of = malloc((size_t)(n_iters ? n_iters : 1) * sizeof *tm->epoch_of);
         counts = malloc((size_t)w->size * sizeof *counts);
         displs = malloc((size_t)w->size * sizeof *displs);
-        if (!tm->n_ops || !tm->t || !tm->iter_index || !tm->epoch_of || !counts || !displs)
-            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        memcpy(tm->iter_index, iter_index, (size_t)n_iters * sizeof *iter_index);
-        memcpy(tm->epoch_of, epoch_of, (size_t)n_iters * sizeof *epoch_of);
-        long total = 0;
-        for (int r = 0; r < w->size; r++) {
+        double total = 0;
+        for (int r = 0; tm->n_ops && counts && displs && r < w->size; r++) {
             tm->n_ops[r] = plan->ranks[r].n_ops;
             counts[r] = (int)((long)n_iters * tm->n_ops[r] * (long)sizeof *mine);
             displs[r] = (int)total;
             total += counts[r];
         }
         if (total > INT_MAX)
-            return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                           "too many sampled iterations to gather (lower --trace-iters)");
-        all = malloc((size_t)(total ? total : 1));
-        if (!all)
-            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+            rc = DT_EINPUT;
+        else if (!(all = malloc((size_t)(total > 0 ? total : 1))) || !tm->n_ops || !tm->t ||
+                 !tm->iter_index || !tm->epoch_of || !counts || !displs)
+            rc = DT_ENOMEM;
+        if (!rc) {
+            memcpy(tm->iter_index, iter_index, (size_t)n_iters * sizeof *iter_index);
+            memcpy(tm->epoch_of, epoch_of, (size_t)n_iters * sizeof *epoch_of);
+        }
     }
-    MPI_Gatherv(mine, (int)bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, w->comm);
-    if (w->rank == 0) {
-        for (int r = 0; r < w->size; r++)
-            tm->t[r] = (struct dtx_op_time *)(all + displs[r]);
-        tm->t[0] = (struct dtx_op_time *)all; /* owns the block */
+    int worst;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, w->comm);
+    if (!worst) {
+        MPI_Gatherv(mine, (int)bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, w->comm);
+        if (w->rank == 0) {
+            for (int r = 0; r < w->size; r++)
+                tm->t[r] = (struct dtx_op_time *)(all + displs[r]);
+            tm->t[0] = (struct dtx_op_time *)all; /* owns the block */
+            all = NULL;
+        }
     }
+    free(all);
     free(counts);
     free(displs);
+    if (worst == DT_ENOMEM)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the op timings");
+    if (worst)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "too many sampled iterations to gather (lower --trace-iters)");
     return DT_OK;
 }
 
@@ -822,7 +860,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         goto done;
 
     struct dtx_progress pg;
-    dtx_progress_init(&pg, stdout, isatty(STDOUT_FILENO), o->quiet || !root);
+    dtx_progress_init(&pg, stdout, root && dtx_progress_on_terminal(), o->quiet || !root);
     if (root && !o->quiet) {
         printf("%s: %s (%ld parameters) on %d rank%s, strategy %s, %s scaling, global batch %d "
                "(%d on rank 0), %s lr %g%s\n",
@@ -956,8 +994,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             rc = dtx_write_ops_csv(o->ops_csv, plan, &tm, err);
         if (!rc && root && o->trace)
             rc = dtx_write_trace(o->trace, plan, &tm, err);
-        if (root)
-            timings_free(&tm);
+        timings_free(&tm);
         if ((rc = agree(w, rc, err)))
             goto done;
     }
@@ -967,9 +1004,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         gethostname(host, sizeof host);
         host[sizeof host - 1] = 0;
         MPI_Get_library_version(mpi, &mlen);
-        char *nl = strchr(mpi, '\n');
-        if (nl) /* the first line names the library and version */
-            *nl = 0;
+        mpi_summary(mpi);
         char *cmd = join_args(argc, argv);
         struct dtx_record r = {
             .command_line = cmd,
@@ -1000,7 +1035,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .iters_per_epoch = iters,
             .host = host,
             .mpi_library = mpi,
-            .git_revision = DT_GIT_REVISION,
+            .git_revision = GIT_REVISION,
             .version = PACKAGE_VERSION,
             .start_utc = start_utc,
             .blas_threads = threads,

@@ -8,7 +8,9 @@ dtexec_SOURCES = exec/dtexec.c \
 	exec/executor.c exec/executor.h \
 	exec/record.c exec/record.h \
 	exec/progress.c exec/progress.h
-dtexec_CPPFLAGS = $(DTCPU_CPPFLAGS)
+# The git revision, for the run record (GNU make; "unknown" outside a git checkout).
+DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
+dtexec_CPPFLAGS = $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
 dtexec_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(ZLIB_CFLAGS) $(BLAS_CFLAGS)
 dtexec_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
 dist_man_MANS += man/dtexec.1
@@ -30,8 +32,29 @@ tests_test_record_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_record_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(MPI_CFLAGS)
 tests_test_record_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+# The executor's communication ops on 2 and 3 ranks (an MPI program run by the .sh).
+check_PROGRAMS += tests/test_exec_collectives
+tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h
+tests_test_exec_collectives_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
+tests_test_exec_collectives_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(BLAS_CFLAGS)
+tests_test_exec_collectives_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -lm
+
 # dtexec under mpiexec: equivalence of the strategies, learning, errors.
 check_PROGRAMS += tests/params_diff
 tests_params_diff_SOURCES = tests/params_diff.c
-TESTS += tests/test_exec_equivalence.sh tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
-EXTRA_DIST += tests/test_exec_equivalence.sh tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
+tests_params_diff_LDADD = -lm
+TESTS += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_mnist.sh \
+	tests/test_dtexec_errors.sh
+EXTRA_DIST += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh \
+	tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
+
+# samples/s of the seed 002 CNN (batch 128 per rank) on 1 and 2 ranks, synthetic data so that
+# no data set is needed (README figures).
+BENCH_TARGETS += bench-dtexec
+bench-dtexec: dtexec$(EXEEXT)
+	for n in 1 2; do \
+	  OPENBLAS_NUM_THREADS=1 $(MPIEXEC) -n $$n ./dtexec$(EXEEXT) \
+	    --model $(srcdir)/models/cnn690k.yaml --synthetic 25600 --max-iters 40 \
+	    --strategy $$(test $$n = 1 && echo sequential || echo mpi-allreduce) | tail -n 1; \
+	done
+.PHONY: bench-dtexec

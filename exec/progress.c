@@ -2,9 +2,57 @@
 #include "progress.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BAR_WIDTH 30
+
+/* The parent of pid from /proc/pid/stat ("pid (comm) state ppid ..."), or -1. */
+static long parent_of(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    long ppid;
+    if (!close || sscanf(close + 1, " %*c %ld", &ppid) != 1)
+        return -1;
+    return ppid;
+}
+
+bool dtx_progress_on_terminal(void)
+{
+    if (isatty(STDOUT_FILENO))
+        return true;
+    /* mpiexec -> hydra_pmi_proxy -> this rank: look a few generations up */
+    long pid = (long)getppid();
+    for (int depth = 0; depth < 4 && pid > 1; depth++) {
+        char path[64], comm[64] = "", link[256];
+        snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return false;
+        if (!fgets(comm, sizeof comm, f))
+            comm[0] = 0;
+        fclose(f);
+        if (strncmp(comm, "mpiexec", 7) == 0 || strncmp(comm, "mpirun", 6) == 0) {
+            snprintf(path, sizeof path, "/proc/%ld/fd/1", pid);
+            ssize_t n = readlink(path, link, sizeof link - 1);
+            if (n <= 0)
+                return false;
+            link[n] = 0;
+            return strncmp(link, "/dev/pts/", 9) == 0 || strncmp(link, "/dev/tty", 8) == 0;
+        }
+        pid = parent_of(pid);
+    }
+    return false;
+}
 
 void dtx_progress_init(struct dtx_progress *p, FILE *out, bool tty, bool quiet)
 {

@@ -28,6 +28,10 @@ void dtx_progress_step(struct dtx_progress *p, long done, double loss, double ac
 void dtx_progress_end(struct dtx_progress *p, long steps, double train_s, double loss,
                       double accuracy, double test_loss, double test_accuracy);
 
+/* Whether progress should be drawn as a bar: stdout is a terminal, or, under mpiexec (which
+ * forwards each rank's output through a pipe), mpiexec's own stdout is one (Linux /proc). */
+bool dtx_progress_on_terminal(void);
+
 /* The bar text without the leading carriage return, e.g.
  * " 12/469 [>.............................] - ETA: 3s - loss: 0.5000 - accuracy: 0.8000"
  * (elapsed_s: since the epoch started; used for the ETA, or the total when done == total). */

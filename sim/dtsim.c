@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dt/calibration.h"
 #include "dt/costmodel.h"
 #include "dt/datafile.h"
 #include "dt/model.h"
@@ -26,6 +27,7 @@ struct row {
     enum dt_strategy strategy;
     int global_batch;
     double iter_s, epoch_s, compute_s, comm_s, idle_s, samples_per_s;
+    double epoch_lo_s, epoch_hi_s; /* --calibration: 95% prediction interval */
     double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
     double speedup, efficiency;
     long events, flows;
@@ -47,6 +49,23 @@ struct options {
 
 static const char *prog = "dtsim";
 
+/* --calibration FILE: cost parameters fitted by dtvalidate replace dt_cost_defaults; when the
+ * file carries their covariance, each epoch time gets a 95% prediction interval by the delta
+ * method (include/dt/calibration.h): one more simulation per fitted parameter. */
+static const char *calibration_path;
+static struct dt_calibration calibration;
+
+static int calibrated_iter(void *plan, const struct dt_cost_params *cp, double *iter_s,
+                           struct dt_error *err)
+{
+    struct dt_sim_result res;
+    int rc = dt_sim_run(plan, cp, NULL, &res, err);
+    *iter_s = rc ? 0 : res.iter_s;
+    if (!rc)
+        dt_sim_result_free(&res);
+    return rc;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -63,6 +82,8 @@ static void usage(FILE *out)
         "  -e, --epochs N           epochs (default 1)\n"
         "      --dataset-size N     training samples per epoch (default 60000)\n"
         "      --bucket SIZE        gradient buckets (e.g. '25 MiB') overlapped with backward\n"
+        "      --calibration FILE   cost parameters fitted by dtvalidate; epoch times then get\n"
+        "                           a 95%% prediction interval\n"
         "  -f, --format table|csv|json  output format (default table)\n"
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
@@ -147,6 +168,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"sweep", required_argument, NULL, 'w'},    {"summary", no_argument, NULL, 'y'},
         {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+        {"calibration", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0}};
     long v;
     int c;
@@ -220,6 +242,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'y': o->summary = true; break;
         case 'P': o->dump_plan = true; break;
         case 'd': o->detect = true; break;
+        case 'C': calibration_path = optarg; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("dtsim %s\n", PACKAGE_VERSION); exit(0);
         case ':':
@@ -293,6 +316,16 @@ static int simulate(const struct options *o, const struct dt_model *model,
     }
     struct dt_cost_params cp;
     dt_cost_defaults(&cp, topo->groups[0].device.kind);
+    double iter_c = 0, iter_lo = 0, iter_hi = 0;
+    if (calibration_path) {
+        rc = dt_calibration_interval(&calibration, &cp, DT_CAL_PREDICTION, calibrated_iter, plan,
+                                     &iter_c, &iter_lo, &iter_hi, err);
+        if (rc) {
+            dt_plan_destroy(plan);
+            return rc;
+        }
+        dt_calibration_apply(&calibration, &cp);
+    }
     struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++,
                                 .trace_name = dt_strategy_name(s)};
     struct dt_sim_result res;
@@ -310,6 +343,8 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->iter_s = res.iter_s;
     long iters = (o->dataset_size + plan->global_batch - 1) / plan->global_batch;
     row->epoch_s = iters * res.iter_s;
+    row->epoch_lo_s = iters * (calibration_path ? iter_lo : res.iter_s);
+    row->epoch_hi_s = iters * (calibration_path ? iter_hi : res.iter_s);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
         const struct dt_rank_plan *rp = &plan->ranks[r];
@@ -361,19 +396,23 @@ static void print_table(FILE *out, const struct options *o, const struct dt_mode
         if (r->nodes != shape_n || r->ppn != shape_p) {
             fprintf(out, "\n%d node%s x %d per node:\n", r->nodes, r->nodes > 1 ? "s" : "",
                     r->ppn);
-            fprintf(out, "%-4s %-20s %5s %11s %10s %12s %10s %9s %11s %9s %8s %7s\n", "rank",
+            fprintf(out, "%-4s %-20s %5s %11s %10s %12s %10s %9s %11s %9s %8s %7s%s\n", "rank",
                     "strategy", "ranks", "epoch (s)", "iter (ms)", "compute (ms)", "comm (ms)",
-                    "idle (ms)", "samples/s", "mem (MiB)", "speedup", "eff (%)");
+                    "idle (ms)", "samples/s", "mem (MiB)", "speedup", "eff (%)",
+                    calibration_path ? "   epoch 95% interval (s)" : "");
             shape_n = r->nodes;
             shape_p = r->ppn;
         }
         int rank = 1;
         for (int j = i - 1; j >= 0 && rows[j].nodes == r->nodes && rows[j].ppn == r->ppn; j--)
             rank++;
-        fprintf(out, "%-4d %-20s %5d %11.2f %10.3f %12.3f %10.3f %9.3f %11.0f %9.1f %8.2f %7.1f\n",
+        fprintf(out, "%-4d %-20s %5d %11.2f %10.3f %12.3f %10.3f %9.3f %11.0f %9.1f %8.2f %7.1f",
                 rank, dt_strategy_name(r->strategy), r->ranks, r->epoch_s * o->epochs,
                 r->iter_s * 1e3, r->compute_s * 1e3, r->comm_s * 1e3, r->idle_s * 1e3,
                 r->samples_per_s, r->mem_total / MIB, r->speedup, r->efficiency * 100);
+        if (calibration_path)
+            fprintf(out, "   [%.2f, %.2f]", r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
+        fputc('\n', out);
     }
     fprintf(out, "\nMemory of the largest rank (MiB):\n%-4s %-20s %5s %9s %9s %10s %12s %9s %9s\n",
             "", "strategy", "ranks", "weights", "grads", "optimizer", "activations", "buffers",
@@ -385,6 +424,11 @@ static void print_table(FILE *out, const struct options *o, const struct dt_mode
                 r->mem_grads / MIB, r->mem_opt / MIB, r->mem_act / MIB, r->mem_comm / MIB,
                 r->mem_total / MIB);
     }
+    if (calibration_path)
+        fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs; 95%% prediction interval "
+                     "from the parameters' covariance and the fit's residual spread)\n",
+                calibration_path, calibration.tool[0] ? calibration.tool : "dtvalidate",
+                calibration.n_obs);
     fprintf(out, "\nepoch = iterations x iteration time; compute/comm/idle: mean per rank per "
                  "iteration; mem: the largest rank (weights + gradients + optimizer + "
                  "activations + receive buffers); speedup against sequential on one device.\n");
@@ -396,17 +440,21 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
     fprintf(out, "model,topology,nodes,ppn,ranks,strategy,scaling,batch,global_batch,epochs,"
                  "epoch_s,iter_s,compute_s,comm_s,idle_s,samples_per_s,mem_weights_B,"
                  "mem_grads_B,mem_optimizer_B,mem_activations_B,mem_comm_B,mem_total_B,"
-                 "speedup,efficiency,events,flows\n");
+                 "speedup,efficiency,events,flows%s\n",
+            calibration_path ? ",epoch_low_s,epoch_high_s" : "");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         fprintf(out, "%s,%s,%d,%d,%d,%s,%s,%d,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.0f,%.0f,"
-                     "%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%ld,%ld\n",
+                     "%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%ld,%ld",
                 m->name, t->name, r->nodes, r->ppn, r->ranks, dt_strategy_name(r->strategy),
                 o->scaling == DT_SCALING_WEAK ? "weak" : "strong", o->batch, r->global_batch,
                 o->epochs, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s,
                 r->idle_s, r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt,
                 r->mem_act, r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events,
                 r->flows);
+        if (calibration_path)
+            fprintf(out, ",%.9g,%.9g", r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
+        fputc('\n', out);
     }
 }
 
@@ -420,17 +468,21 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
             o->batch, o->dataset_size, o->epochs);
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
+        char iv[128] = "";
+        if (calibration_path)
+            snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
+                     r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
         fprintf(out, "    {\"strategy\": \"%s\", \"nodes\": %d, \"ppn\": %d, \"ranks\": %d, "
                      "\"global_batch\": %d, \"epoch_s\": %.9g, \"iter_s\": %.9g, "
                      "\"compute_s\": %.9g, \"comm_s\": %.9g, \"idle_s\": %.9g, "
                      "\"samples_per_s\": %.9g, \"memory_B\": {\"weights\": %.0f, "
                      "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
                      "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
-                     "\"events\": %ld, \"flows\": %ld}%s\n",
+                     "\"events\": %ld, \"flows\": %ld%s}%s\n",
                 dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
                 r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
                 r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
-                r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows,
+                r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows, iv,
                 i + 1 < n ? "," : "");
     }
     fprintf(out, "  ]\n}\n");
@@ -506,6 +558,14 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    if (calibration_path) {
+        struct dt_error cerr;
+        dt_error_clear(&cerr);
+        if (dt_calibration_load(calibration_path, &calibration, &cerr)) {
+            dt_error_print(prog, &cerr);
+            return 2;
+        }
+    }
     struct dt_model *model = NULL;
     struct dt_topology *topo = NULL;
     if ((rc = load_inputs(&o, &model, &topo))) {

@@ -17,6 +17,7 @@ struct cb {
     int rc;                 /* first failure of fn */
     struct dt_error *err;
     int evaluations;
+    double *buf;            /* n residuals */
 };
 
 static int gsl_f(const gsl_vector *x, void *params, gsl_vector *f)
@@ -26,15 +27,18 @@ static int gsl_f(const gsl_vector *x, void *params, gsl_vector *f)
     for (int k = 0; k < c->p; k++)
         theta[k] = gsl_vector_get(x, (size_t)k);
     c->evaluations++;
-    int rc = c->fn(theta, c->ctx, gsl_vector_ptr(f, 0), c->err);
+    /* f may be a column of the Jacobian (GSL's finite differences): stride != 1 */
+    int rc = c->fn(theta, c->ctx, c->buf, c->err);
     if (rc) {
         if (!c->rc)
             c->rc = rc;
         return GSL_EBADFUNC;
     }
-    for (int i = 0; i < c->n; i++)
-        if (!isfinite(gsl_vector_get(f, (size_t)i)))
+    for (int i = 0; i < c->n; i++) {
+        if (!isfinite(c->buf[i]))
             return GSL_EBADFUNC;
+        gsl_vector_set(f, (size_t)i, c->buf[i]);
+    }
     return GSL_SUCCESS;
 }
 
@@ -60,7 +64,7 @@ int dtv_fit_run(int n, int p, dtv_resid_fn fn, void *ctx, const double *theta0,
     fit->resid = calloc((size_t)n, sizeof *fit->resid);
     if (!fit->resid)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    struct cb c = {.fn = fn, .ctx = ctx, .n = n, .p = p, .err = err};
+    struct cb c = {.fn = fn, .ctx = ctx, .n = n, .p = p, .err = err, .buf = fit->resid};
     gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = (size_t)n,
                                     .p = (size_t)p, .params = &c};
     gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();

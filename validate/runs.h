@@ -34,8 +34,9 @@ struct dtv_run {
     long iters_per_epoch;       /* iterations each measured epoch ran */
     double data_bytes;          /* bytes each process read at start; 0 unknown */
     /* measurements (NaN when absent) */
-    double epoch_s;             /* median epoch (training iterations only) */
-    double iter_s;              /* epoch_s / iters_per_epoch */
+    double epoch_s;             /* tables: the published epoch time; records: iterations x
+                                   median iteration (robust to stalls of a busy machine) */
+    double iter_s;              /* epoch_s / iters_per_epoch: what the fit compares */
     double read_s, update_s, total_s;
     /* provenance */
     char host[128], when[64], git[64];
@@ -66,6 +67,10 @@ void dtv_runset_free(struct dtv_runset *set);
  * A bad run fails the whole load with file:line:column and what is wrong (DT_EINPUT). */
 int dtv_runset_load(struct dtv_runset *set, const char *path,
                     const struct dtv_load_options *opt, struct dt_error *err);
+
+/* Repeated runs of one configuration: keeps the fastest (smallest median iteration), the one
+ * least disturbed by other work on the machine; returns how many runs were dropped. */
+int dtv_runset_keep_fastest(struct dtv_runset *set);
 
 /* Whether run matches a selection "key=v1,v2 key2=v3" (keys: nodes ppn ranks strategy model
  * topology line label; all words must match; an empty selection matches every run). */

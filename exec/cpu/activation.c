@@ -1,25 +1,61 @@
 /* Elementwise activations. tanh and sigmoid differentiate through their output, relu and
- * gelu through their input, whichever the backward formula needs. */
+ * gelu through their input, whichever the backward formula needs.
+ * The relu loops run in blocks of 8 over restrict parameters (the definitions add restrict,
+ * which does not change the declared type): GCC at -O2 (its "very cheap"
+ * vectorizer) turns a fixed-length inner loop into branch-free SIMD, where the plain loop stays
+ * scalar with a branch that mispredicts on half of the random-signed activations (measured
+ * 6x slower on the seed-002 CNN's dense layer). */
 #include "layers.h"
 
 #include <math.h>
 
-void dtk_relu_forward(float *out, const float *inp, long n)
+#include "parallel.h"
+
+/* [c, end) of a chunked loop over n elements */
+#define CHUNK_END(c, n) ((c) + DTK_PAR_CHUNK < (n) ? (c) + DTK_PAR_CHUNK : (n))
+
+static void relu_fwd(float *restrict o, const float *restrict x, long i, long n)
 {
-    for (long i = 0; i < n; i++)
-        out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k];
+            o[i + k] = v > 0.0f ? v : 0.0f;
+        }
+    for (; i < n; i++)
+        o[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void dtk_relu_forward(float *restrict o, const float *restrict x, long n)
+{
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
+    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
+        relu_fwd(o, x, c, CHUNK_END(c, n));
 }
 
 /* The derivative at 0 is taken as 0 (as PyTorch and TensorFlow do). */
-void dtk_relu_backward(float *dinp, const float *dout, const float *inp, long n)
+static void relu_bwd(float *restrict dx, const float *restrict g, const float *restrict x, long i,
+                     long n)
 {
-    for (long i = 0; i < n; i++)
-        if (inp[i] > 0.0f)
-            dinp[i] += dout[i];
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k], gk = g[i + k];
+            dx[i + k] += v > 0.0f ? gk : 0.0f;
+        }
+    for (; i < n; i++)
+        dx[i] += x[i] > 0.0f ? g[i] : 0.0f;
+}
+
+void dtk_relu_backward(float *restrict dx, const float *restrict g, const float *restrict x,
+                       long n)
+{
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
+    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
+        relu_bwd(dx, g, x, c, CHUNK_END(c, n));
 }
 
 void dtk_tanh_forward(float *out, const float *inp, long n)
 {
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN / 8)
     for (long i = 0; i < n; i++)
         out[i] = tanhf(inp[i]);
 }
@@ -32,6 +68,7 @@ void dtk_tanh_backward(float *dinp, const float *dout, const float *out, long n)
 
 void dtk_sigmoid_forward(float *out, const float *inp, long n)
 {
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN / 8)
     for (long i = 0; i < n; i++)
         out[i] = 1.0f / (1.0f + expf(-inp[i]));
 }
@@ -47,6 +84,7 @@ void dtk_sigmoid_backward(float *dinp, const float *dout, const float *out, long
 
 void dtk_gelu_forward(float *out, const float *inp, long n)
 {
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN / 8)
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_A * x * x * x)));
@@ -56,6 +94,7 @@ void dtk_gelu_forward(float *out, const float *inp, long n)
 /* d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 a x^2), t = tanh(k (x + a x^3)). */
 void dtk_gelu_backward(float *dinp, const float *dout, const float *inp, long n)
 {
+    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN / 8)
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         float t = tanhf(GELU_K * (x + GELU_A * x * x * x));

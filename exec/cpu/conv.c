@@ -15,10 +15,64 @@
 #include <string.h>
 
 #include "im2col.h"
+#include "parallel.h"
+
+static void copy_floats(float *restrict dst, const float *restrict src, long n)
+{
+    long i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            dst[i + k] = src[i + k];
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
 
 /* Columns per GEMM; measured with exec/bench_kernels (see README): wide enough to amortise
  * OpenBLAS' packing, small enough that the unfolded chunk stays mostly in cache. */
+#ifndef DTK_CONV_TARGET_N
 #define DTK_CONV_TARGET_N 2048
+#endif
+/* Samples are folded together only below this many output pixels: above it one sample makes
+ * a wide enough GEMM, which then writes the NCHW output directly (no reordering copy). */
+#ifndef DTK_CONV_FOLD_BELOW
+#define DTK_CONV_FOLD_BELOW 512
+#endif
+
+/* o[p] = (src ? src[p] : o[p]) + bias over n floats, blocks of 8 (vectorized at -O2). */
+static void bias_row(float *restrict o, const float *restrict src, float bias, long n)
+{
+    long p = 0;
+    if (src) {
+        for (; p + 8 <= n; p += 8)
+            for (int k = 0; k < 8; k++)
+                o[p + k] = src[p + k] + bias;
+        for (; p < n; p++)
+            o[p] = src[p] + bias;
+    } else {
+        for (; p + 8 <= n; p += 8)
+            for (int k = 0; k < 8; k++)
+                o[p + k] += bias;
+        for (; p < n; p++)
+            o[p] += bias;
+    }
+}
+
+/* Sum of n floats with 8 partial sums (vectorized at -O2; the order differs from a plain loop
+ * only by float rounding). If dst is not NULL the values are also copied there. */
+static float sum_row(float *restrict dst, const float *restrict src, long n)
+{
+    float acc[8] = {0};
+    long p = 0;
+    for (; p + 8 <= n; p += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += src[p + k];
+    float s = 0.0f;
+    for (; p < n; p++)
+        s += src[p];
+    if (dst)
+        copy_floats(dst, src, n);
+    return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
 
 bool dtk_conv_dims_finish(struct dtk_conv_dims *d)
 {
@@ -56,7 +110,7 @@ static struct conv_block conv_blocking(const struct dtk_conv_dims *d, int B)
 {
     long P = (long)d->OH * d->OW;
     struct conv_block k = {1, d->OH};
-    if (P >= DTK_CONV_TARGET_N) {
+    if (P >= DTK_CONV_FOLD_BELOW) {
         long rows = DTK_CONV_TARGET_N / d->OW;
         k.rows = rows < 1 ? 1 : rows > d->OH ? d->OH : (int)rows;
     } else {
@@ -89,19 +143,17 @@ long dtk_conv2d_workspace_floats(const struct dtk_conv_dims *d)
 static void conv_unfold(float *col, const float *inp, const struct dtk_conv_dims *d, int b0,
                         int nb, int oh0, int rows)
 {
-    long n = (long)rows * d->OW, N = nb * n, img = (long)d->C * d->H * d->W;
-    for (int bi = 0; bi < nb; bi++)
-        dtk_im2col(col + bi * n, N, inp + (b0 + bi) * img, d->C, d->H, d->W, d->kh, d->kw,
-                   d->sh, d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
+    long N = nb * (long)rows * d->OW, img = (long)d->C * d->H * d->W;
+    dtk_im2col_batch(col, N, inp + b0 * img, img, nb, d->C, d->H, d->W, d->kh, d->kw, d->sh,
+                     d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
 }
 
 static void conv_fold(float *dinp, const float *dcol, const struct dtk_conv_dims *d, int b0,
                       int nb, int oh0, int rows)
 {
-    long n = (long)rows * d->OW, N = nb * n, img = (long)d->C * d->H * d->W;
-    for (int bi = 0; bi < nb; bi++)
-        dtk_col2im(dinp + (b0 + bi) * img, dcol + bi * n, N, d->C, d->H, d->W, d->kh, d->kw,
-                   d->sh, d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
+    long N = nb * (long)rows * d->OW, img = (long)d->C * d->H * d->W;
+    dtk_col2im_batch(dinp + b0 * img, img, dcol, N, nb, d->C, d->H, d->W, d->kh, d->kw, d->sh,
+                     d->sw, d->pad_t - oh0 * d->sh, d->pad_l, rows, d->OW);
 }
 
 /* inp (B, C, H, W), weight (F, C/groups, kh, kw), bias (F), out (B, F, OH, OW). */
@@ -140,19 +192,20 @@ void dtk_conv2d_forward(float *out, float *work, const float *inp, const float *
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Fg, (int)N, Kg, 1.0f,
                             weight + (long)g * Fg * Kg, Kg, src + (long)g * Kg * ldb, (int)ldb,
                             0.0f, dst + (long)g * Fg * ldc, (int)ldc);
-            if (nb > 1) /* (F, nb, P) -> (nb, F, P) */
-                for (int bi = 0; bi < nb; bi++)
-                    for (int f = 0; f < d->F; f++)
-                        memcpy(out + ((b0 + bi) * (long)d->F + f) * P, tmp + f * N + bi * P,
-                               (size_t)P * sizeof(float));
-        }
-        if (bias)
-            for (int bi = 0; bi < nb; bi++)
-                for (int f = 0; f < d->F; f++) {
-                    float *o = out + ((b0 + bi) * (long)d->F + f) * P, bf = bias[f];
-                    for (long p = 0; p < P; p++)
-                        o[p] += bf;
+            if (nb > 1) { /* (F, nb, P) -> (nb, F, P), adding the bias on the way */
+                DTK_PARALLEL_FOR(N * d->F >= DTK_PAR_MIN)
+                for (long q = 0; q < (long)nb * d->F; q++) {
+                    long bi = q / d->F, f = q % d->F;
+                    bias_row(out + ((b0 + bi) * d->F + f) * P, tmp + f * N + bi * P,
+                             bias ? bias[f] : 0.0f, P);
                 }
+            }
+        }
+        if (bias && nb == 1) {
+            DTK_PARALLEL_FOR(P * d->F >= DTK_PAR_MIN)
+            for (int f = 0; f < d->F; f++)
+                bias_row(out + (b0 * (long)d->F + f) * P, NULL, bias[f], P);
+        }
     }
 }
 
@@ -169,16 +222,6 @@ void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
     const long Nmax = (long)k.nb * k.rows * d->OW;
     float *col = work, *dcol = work + K * Nmax, *dtmp = dcol + K * Nmax;
 
-    if (dbias) {
-        for (int b = 0; b < d->B; b++)
-            for (int f = 0; f < d->F; f++) {
-                const float *g = dout + ((long)b * d->F + f) * P;
-                float s = 0.0f;
-                for (long p = 0; p < P; p++)
-                    s += g[p];
-                dbias[f] += s;
-            }
-    }
     for (int b0 = 0; b0 < d->B; b0 += k.nb) {
         int nb = d->B - b0 < k.nb ? d->B - b0 : k.nb;
         for (int oh0 = 0; oh0 < d->OH; oh0 += k.rows) {
@@ -190,11 +233,20 @@ void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
             if (nb == 1) {
                 dsrc = dout + b0 * (long)d->F * P + oh0 * (long)d->OW;
                 ldd = P;
-            } else {
-                for (int bi = 0; bi < nb; bi++)
+                if (dbias && oh0 == 0) {
+                    DTK_PARALLEL_FOR(P * d->F >= DTK_PAR_MIN)
                     for (int f = 0; f < d->F; f++)
-                        memcpy(dtmp + f * N + bi * P, dout + ((b0 + bi) * (long)d->F + f) * P,
-                               (size_t)P * sizeof(float));
+                        dbias[f] += sum_row(NULL, dout + (b0 * (long)d->F + f) * P, P);
+                }
+            } else { /* gather (nb, F, P) -> (F, nb, P), summing the bias gradient on the way */
+                DTK_PARALLEL_FOR(N * d->F >= DTK_PAR_MIN)
+                for (int f = 0; f < d->F; f++)
+                    for (int bi = 0; bi < nb; bi++) {
+                        float s = sum_row(dtmp + f * N + bi * P,
+                                          dout + ((b0 + bi) * (long)d->F + f) * P, P);
+                        if (dbias)
+                            dbias[f] += s;
+                    }
             }
             const bool direct = nb == 1 && pointwise;
             const long ldx = direct ? P : N;

@@ -11,4 +11,13 @@ void dtk_im2col(float *col, long ld, const float *img, int C, int H, int W, int 
 void dtk_col2im(float *img, const float *col, long ld, int C, int H, int W, int kh, int kw,
                 int sh, int sw, int pad_t, int pad_l, int OH, int OW);
 
+/* The same for nb images img + b * img_stride placed side by side: image b takes columns
+ * [b*OH*OW, (b+1)*OH*OW) of col (ld >= nb*OH*OW). Small outputs (the late layers of a CNN, where
+ * a row of the output is a handful of pixels) go through a table of source offsets shared by
+ * all channels and images instead of row segments. */
+void dtk_im2col_batch(float *col, long ld, const float *img, long img_stride, int nb, int C, int H,
+                      int W, int kh, int kw, int sh, int sw, int pad_t, int pad_l, int OH, int OW);
+void dtk_col2im_batch(float *img, long img_stride, const float *col, long ld, int nb, int C, int H,
+                      int W, int kh, int kw, int sh, int sw, int pad_t, int pad_l, int OH, int OW);
+
 #endif

@@ -11,6 +11,8 @@
  * Scratch memory ("work") is supplied by the caller, sized by the matching _workspace_floats()
  * function, so that a network makes all its allocations once.
  * Parameter layouts are those of include/dt/model.h.
+ * Arrays passed to one call must not overlap (the definitions declare them restrict), except
+ * where a comment says otherwise.
  */
 #ifndef DTK_LAYERS_H
 #define DTK_LAYERS_H
@@ -19,6 +21,12 @@
 #include <stddef.h>
 
 #include "rng.h"
+
+/* Threads for the kernels: OpenMP loops (when the library is built with OpenMP; otherwise
+ * they run on one thread) and OpenBLAS. An MPI rank per core wants 1. dtk_num_threads says
+ * how many the kernels' own loops use. */
+void dtk_set_num_threads(int n);
+int dtk_num_threads(void);
 
 /* ---- dense ----
  * inp (N, in), weight (out, in) row-major, bias (out) or NULL, out (N, out).

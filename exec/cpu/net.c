@@ -15,6 +15,9 @@ struct dtk_lay {
     float *act, *dact;      /* (max_batch, out_sz); dact NULL when no gradient is needed */
     bool alias;             /* flatten: act/dact are the input's */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
+    int owner;              /* the layer whose dact this is (itself unless a flatten view) */
+    int zero_at;            /* owner only: the backward that zeroes dact first (its last
+                             * consumer, which runs first); n-1 or more: begin_backward */
     float *aux;             /* per-row saved state: aux_row floats per sample */
     long aux_row;
     int *iaux;              /* per-row int state (maxpool argmax) */
@@ -242,6 +245,14 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
             if (L->in[k] >= 0 && net->lay[L->in[k]].need)
                 ly->need = true;
         ly->alias = L->kind == DT_L_FLATTEN && L->in[0] >= 0;
+        ly->owner = ly->alias ? net->lay[L->in[0]].owner : i;
+        ly->zero_at = -1;
+        if (!ly->alias) /* views write nothing: their consumers write the owner's gradient */
+            for (int k = 0; k < L->n_in; k++)
+                if (L->in[k] >= 0) {
+                    struct dtk_lay *o = &net->lay[net->lay[L->in[k]].owner];
+                    o->zero_at = o->zero_at > i ? o->zero_at : i;
+                }
         long aux, iaux, w;
         layer_extra(model, i, ly, &aux, &iaux, &w);
         ly->aux_row = aux;
@@ -576,6 +587,29 @@ void dtk_net_zero_grads(struct dtk_net *net)
     memset(net->grads, 0, (size_t)net->n_params * sizeof(float));
 }
 
+static void zero_rows(struct dtk_lay *ly, int b0, int nb)
+{
+    memset(ly->dact + (long)b0 * ly->out_sz, 0, (size_t)nb * ly->out_sz * sizeof(float));
+}
+
+/* Zeroes the input gradients that layer i is the first to write (each once). */
+static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
+{
+    const struct dt_layer *L = &net->model->layers[i];
+    if (i >= net->model->n_layers - 1 || net->lay[i].alias)
+        return; /* begin_backward did those */
+    for (int k = 0; k < L->n_in; k++) {
+        if (L->in[k] < 0)
+            continue;
+        int o = net->lay[L->in[k]].owner;
+        bool seen = false;
+        for (int q = 0; q < k; q++)
+            seen |= L->in[q] >= 0 && net->lay[L->in[q]].owner == o;
+        if (!seen && net->lay[o].zero_at == i && net->lay[o].dact)
+            zero_rows(&net->lay[o], b0, nb);
+    }
+}
+
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err)
 {
@@ -593,10 +627,12 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
+    /* Gradients that the loss or the last layer writes first; the others are zeroed by the
+     * backward of their last consumer, just before it accumulates into them (cache-warm). */
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *li = &net->lay[i];
-        if (li->dact && !li->alias)
-            memset(li->dact + (long)b0 * li->out_sz, 0, (size_t)nb * li->out_sz * sizeof(float));
+        if (li->dact && !li->alias && (li->zero_at >= last || i == last))
+            zero_rows(li, b0, nb);
     }
     const long off = (long)b0 * ly->out_sz;
     /* each sample's loss is the mean over its labelled positions; samples sum to denom */
@@ -630,6 +666,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
 
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
+    backward_zero_inputs(net, i, b0, nb);
     const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
     struct dtk_lay *ly = &net->lay[i];

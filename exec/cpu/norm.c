@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "parallel.h"
+
 /* inp, out (B, C, S); gamma, beta, mean, rstd, running_* (C). */
 void dtk_batchnorm_forward_train(float *out, float *mean, float *rstd, float *running_mean,
                                  float *running_var, const float *inp, const float *gamma,
@@ -11,6 +13,7 @@ void dtk_batchnorm_forward_train(float *out, float *mean, float *rstd, float *ru
                                  float momentum)
 {
     const long M = (long)B * S;
+    DTK_PARALLEL_FOR(M * C >= DTK_PAR_MIN)
     for (int c = 0; c < C; c++) {
         double s = 0.0;
         for (int b = 0; b < B; b++) {
@@ -48,6 +51,7 @@ void dtk_batchnorm_forward_eval(float *out, const float *inp, const float *gamma
                                 const float *beta, const float *running_mean,
                                 const float *running_var, int B, int C, int S, float eps)
 {
+    DTK_PARALLEL_FOR((long)B * C * S >= DTK_PAR_MIN)
     for (int c = 0; c < C; c++) {
         float r = 1.0f / sqrtf(running_var[c] + eps);
         float g = gamma[c] * r, sh = beta[c] - g * running_mean[c];
@@ -68,6 +72,7 @@ void dtk_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const floa
                             const float *rstd, int B, int C, int S)
 {
     const long M = (long)B * S;
+    DTK_PARALLEL_FOR(M * C >= DTK_PAR_MIN)
     for (int c = 0; c < C; c++) {
         const float mu = mean[c], r = rstd[c];
         double sdy = 0.0, sdyx = 0.0;
@@ -99,6 +104,7 @@ void dtk_batchnorm_backward(float *dinp, float *dgamma, float *dbeta, const floa
 void dtk_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                            const float *gamma, const float *beta, int N, int D, float eps)
 {
+    DTK_PARALLEL_FOR((long)N * D >= DTK_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * D;
         float *o = out + (long)n * D;

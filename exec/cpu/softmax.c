@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "parallel.h"
+
 static void softmax_group(float *p, const float *z, int C, long S)
 {
     float mx = z[0];
@@ -24,6 +26,7 @@ static void softmax_group(float *p, const float *z, int C, long S)
 
 void dtk_softmax_ch_forward(float *probs, const float *logits, int B, int C, long S)
 {
+    DTK_PARALLEL_FOR((long)B * C * S >= DTK_PAR_MIN / 8)
     for (int b = 0; b < B; b++)
         for (long s = 0; s < S; s++)
             softmax_group(probs + (long)b * C * S + s, logits + (long)b * C * S + s, C, S);
@@ -32,6 +35,7 @@ void dtk_softmax_ch_forward(float *probs, const float *logits, int B, int C, lon
 void dtk_softmax_ch_backward(float *dinp, const float *dout, const float *probs, int B, int C,
                              long S)
 {
+    DTK_PARALLEL_FOR((long)B * C * S >= DTK_PAR_MIN / 8)
     for (int b = 0; b < B; b++)
         for (long s = 0; s < S; s++) {
             long o = (long)b * C * S + s;

@@ -1,0 +1,280 @@
+/* Calibration files (libdt/calibration.c): what dtvalidate writes and dtsim reads. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dt/calibration.h"
+
+/* The writer prints 9 significant digits. */
+#define TOL_ROUNDTRIP 1e-8
+
+static void fill(struct dt_calibration *cal)
+{
+    dt_calibration_init(cal);
+    snprintf(cal->created, sizeof cal->created, "2026-01-02T03:04:05Z");
+    snprintf(cal->host, sizeof cal->host, "host \"with\" quotes");
+    snprintf(cal->tool, sizeof cal->tool, "test");
+    cal->n_obs = 9;
+    cal->dof = 6;
+    cal->resid_sd = 0.05;
+    cal->t95 = 2.446911851;
+    cal->mape_pct = 4.2;
+    cal->n_data = 1;
+    snprintf(cal->data[0].file, sizeof cal->data[0].file, "runs.jsonl");
+    snprintf(cal->data[0].rows, sizeof cal->data[0].rows, "line 1; line 2");
+    struct dt_cal_entry *e = dt_calibration_set(cal, DT_CAL_ITER_OVERHEAD, 0.3123456789);
+    e->fitted = true;
+    e->se = 0.0101;
+    e->lo = 0.29;
+    e->hi = 0.337;
+    e = dt_calibration_set(cal, DT_CAL_NIC_BW, 821.312306e6);
+    e->fitted = true;
+    e->se = 476e6;
+    e->lo = 208e6;
+    e->hi = 3.236e9;
+    e = dt_calibration_set(cal, DT_CAL_EFF_POOL, 0.125);
+    snprintf(e->source, sizeof e->source, "set by hand");
+    cal->n_cov = 2;
+    cal->cov_param[0] = DT_CAL_ITER_OVERHEAD;
+    cal->cov_param[1] = DT_CAL_NIC_BW;
+    cal->cov[0] = 1.06e-3;
+    cal->cov[1] = cal->cov[DT_CAL_COUNT] = 1.19e-2;
+    cal->cov[DT_CAL_COUNT + 1] = 0.336;
+}
+
+static bool close_to(double a, double b) { return fabs(a - b) <= TOL_ROUNDTRIP * fabs(b); }
+
+/* Ensure that what the writer writes the loader reads back: values, intervals, covariance,
+ * provenance and statistics. */
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    struct dt_calibration a, b;
+    fill(&a);
+    char path[] = "/tmp/test_calibration_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dt_calibration_save(path, &a, &err), DT_OK);
+    int rc = dt_calibration_load(path, &b, &err);
+    if (rc)
+        fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
+    assert_int_equal(rc, DT_OK);
+    remove(path);
+    assert_int_equal(b.n_entries, 3);
+    for (int i = 0; i < a.n_entries; i++) {
+        const struct dt_cal_entry *x = &a.entry[i], *y = dt_calibration_find(&b, x->param);
+        assert_non_null(y);
+        assert_true(close_to(y->value, x->value));
+        assert_int_equal(y->fitted, x->fitted);
+        if (x->fitted) {
+            assert_true(close_to(y->se, x->se));
+            assert_true(close_to(y->lo, x->lo));
+            assert_true(close_to(y->hi, x->hi));
+        }
+    }
+    assert_string_equal(b.entry[2].source, "set by hand");
+    assert_string_equal(b.host, a.host);
+    assert_string_equal(b.data[0].rows, "line 1; line 2");
+    assert_int_equal(b.dof, 6);
+    assert_int_equal(b.n_cov, 2);
+    assert_true(close_to(b.cov[1], 1.19e-2) && close_to(b.cov[DT_CAL_COUNT + 1], 0.336));
+    assert_true(close_to(b.t95, a.t95) && close_to(b.resid_sd, 0.05));
+    assert_true(dt_calibration_has_interval(&b));
+}
+
+/* Ensure that applying a calibration sets exactly its parameters: eff_gemm both GEMM classes
+ * (an explicit eff_conv beside it wins), the others untouched. */
+static void test_apply(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    dt_calibration_init(&cal);
+    dt_calibration_set(&cal, DT_CAL_EFF_CONV, 0.5);
+    dt_calibration_set(&cal, DT_CAL_EFF_GEMM, 0.25);
+    dt_calibration_set(&cal, DT_CAL_OP_OVERHEAD, 3e-6);
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    double pool = cp.eff[DT_CLASS_POOL];
+    dt_calibration_apply(&cal, &cp);
+    assert_true(cp.eff[DT_CLASS_CONV] == 0.5);
+    assert_true(cp.eff[DT_CLASS_DENSE] == 0.25);
+    assert_true(cp.eff[DT_CLASS_POOL] == pool);
+    for (int c = 0; c < DT_CLASS_COUNT; c++)
+        assert_true(cp.overhead_s[c] == 3e-6);
+    assert_true(cp.nic_bw_Bps == 0); /* 0: the topology's value */
+}
+
+/* A prediction that is 2 x the per-iteration overhead: d log y / d log theta = 1. */
+static int twice_overhead(void *ctx, const struct dt_cost_params *cp, double *value,
+                          struct dt_error *err)
+{
+    (void)ctx;
+    (void)err;
+    *value = 2 * cp->iter_overhead_s;
+    return 0;
+}
+
+/* Ensure that the delta-method interval matches its closed form: for y = 2 theta,
+ * var log y = C (log-variance of theta), plus s^2 for a prediction interval, and
+ * [lo, hi] = y exp(-/+ t95 sqrt(var)). */
+static void test_interval_closed_form(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    dt_calibration_init(&cal);
+    struct dt_cal_entry *e = dt_calibration_set(&cal, DT_CAL_ITER_OVERHEAD, 0.1);
+    e->fitted = true;
+    cal.n_cov = 1;
+    cal.cov_param[0] = DT_CAL_ITER_OVERHEAD;
+    cal.cov[0] = 0.01; /* se(log theta) = 0.1 */
+    cal.dof = 5;
+    cal.t95 = 2.570581836; /* t(0.975, 5) */
+    cal.resid_sd = 0.05;
+    struct dt_cost_params base;
+    dt_cost_defaults(&base, DT_DEV_CPU);
+    double y, lo, hi;
+    struct dt_error err;
+    assert_int_equal(dt_calibration_interval(&cal, &base, DT_CAL_CONFIDENCE, twice_overhead,
+                                             NULL, &y, &lo, &hi, &err), DT_OK);
+    /* the forward difference of log(2 theta) in log theta is exact: g = 1 */
+    assert_true(fabs(y - 0.2) < 1e-15);
+    assert_true(fabs(lo - 0.2 * exp(-cal.t95 * 0.1)) < 1e-12);
+    assert_true(fabs(hi - 0.2 * exp(cal.t95 * 0.1)) < 1e-12);
+    assert_int_equal(dt_calibration_interval(&cal, &base, DT_CAL_PREDICTION, twice_overhead,
+                                             NULL, &y, &lo, &hi, &err), DT_OK);
+    double half = cal.t95 * sqrt(0.01 + 0.05 * 0.05);
+    assert_true(fabs(hi - 0.2 * exp(half)) < 1e-12);
+}
+
+/* Loads text and expects DT_EINPUT at line:col with the words in the message. */
+static void expect_error(const char *text, int line, int col, const char *words)
+{
+    struct dt_calibration cal;
+    struct dt_error err;
+    dt_error_clear(&err);
+    int rc = dt_calibration_load_string("cal.yaml", text, &cal, &err);
+    if (rc != DT_EINPUT || err.line != line || err.col != col || !strstr(err.msg, words))
+        fprintf(stderr, "got rc %d at %d:%d: %s\n", rc, err.line, err.col, err.msg);
+    assert_int_equal(rc, DT_EINPUT);
+    assert_string_equal(err.file, "cal.yaml");
+    assert_int_equal(err.line, line);
+    assert_int_equal(err.col, col);
+    assert_non_null(strstr(err.msg, words));
+    assert_int_equal(cal.n_entries, 0); /* nothing half-loaded */
+}
+
+#define HEAD "format: dtsim-calibration/1\n"
+
+/* Ensure that an unknown parameter is reported at its name, with the known ones listed. */
+static void test_error_unknown_parameter(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  iter_overhed: {value: 1 s}\n", 3, 3,
+                 "unknown parameter 'iter_overhed' (known: iter_overhead");
+}
+
+/* Ensure that a value in the wrong unit is reported at the value. */
+static void test_error_wrong_unit(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  nic_bw:\n    value: 2 ms\n", 4, 12,
+                 "'2 ms' is a time, expected a bandwidth");
+}
+
+/* Ensure that a number without its unit is refused (units are never assumed). */
+static void test_error_missing_unit(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  iter_overhead: {value: 0.3}\n", 3, 28, "has no unit");
+}
+
+/* Ensure that NaN is refused, for efficiencies too. */
+static void test_error_nan(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  eff_conv: {value: nan}\n", 3, 23, "expected a plain number");
+}
+
+/* Ensure that an interval that does not contain its value is refused. */
+static void test_error_interval(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  eff_conv: {value: 0.5, fitted: true, stderr: 0.1, "
+                      "ci95: [0.6, 0.9]}\n", 3, 70, "does not contain its value");
+}
+
+/* Ensure that a fitted parameter without its uncertainty is refused. */
+static void test_error_fitted_without_stderr(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  eff_conv: {value: 0.5, fitted: true}\n", 3, 13,
+                 "needs 'stderr' and 'ci95'");
+}
+
+/* Ensure that a covariance over a parameter that was not fitted is refused at its name. */
+static void test_error_covariance_name(void **state)
+{
+    (void)state;
+    expect_error(HEAD "fit: {dof: 3, t95: 3.18}\nparameters:\n  eff_conv: {value: 0.5}\n"
+                      "covariance:\n  parameters: [eff_conv]\n  log_matrix:\n    - [0.1]\n",
+                 6, 16, "not a fitted parameter");
+}
+
+/* Ensure that an asymmetric covariance matrix is refused at the offending element. */
+static void test_error_asymmetric(void **state)
+{
+    (void)state;
+    expect_error(HEAD "fit: {dof: 3, t95: 3.18}\nparameters:\n"
+                      "  eff_conv: {value: 0.5, fitted: true, stderr: 0.1, ci95: [0.3, 0.7]}\n"
+                      "  eff_dense: {value: 0.5, fitted: true, stderr: 0.1, ci95: [0.3, 0.7]}\n"
+                      "covariance:\n  parameters: [eff_conv, eff_dense]\n  log_matrix:\n"
+                      "    - [0.1, 0.01]\n    - [0.02, 0.1]\n",
+                 11, 8, "not symmetric");
+}
+
+/* Ensure that another file (a topology, say) is refused by its format line, and a file
+ * without one at the top. */
+static void test_error_format(void **state)
+{
+    (void)state;
+    expect_error("format: topology\nparameters: {}\n", 1, 9, "is not 'dtsim-calibration/1'");
+    expect_error("parameters: {}\n", 1, 1, "missing required key 'format'");
+}
+
+/* Ensure that an unknown top-level key is reported (a typo must not be silently ignored). */
+static void test_error_unknown_key(void **state)
+{
+    (void)state;
+    expect_error(HEAD "paramters: {}\n", 2, 1, "unknown key 'paramters'");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_interval_closed_form),
+        cmocka_unit_test(test_error_unknown_parameter),
+        cmocka_unit_test(test_error_wrong_unit),
+        cmocka_unit_test(test_error_missing_unit),
+        cmocka_unit_test(test_error_nan),
+        cmocka_unit_test(test_error_interval),
+        cmocka_unit_test(test_error_fitted_without_stderr),
+        cmocka_unit_test(test_error_covariance_name),
+        cmocka_unit_test(test_error_asymmetric),
+        cmocka_unit_test(test_error_format),
+        cmocka_unit_test(test_error_unknown_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

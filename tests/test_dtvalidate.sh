@@ -1,0 +1,131 @@
+#!/bin/sh
+# dtvalidate as a user runs it: seed 002's reproduction, a calibration that dtsim applies,
+# held-out comparisons, plots, and bad records / tables / calibration files (exit 2 with
+# file:line[:column]). Expected figures come from the run itself (determinism) or from the
+# seed's table (validate/data/seed002-cascadelake-mpi.csv).
+set -u
+dtv="$top_builddir/dtvalidate"
+dtsim="$top_builddir/dtsim"
+cd "$top_srcdir"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+
+# expect_error NAME WANTED-TEXT PROGRAM ARGS...: exit status 2 and the text in stderr
+expect_error() {
+  name=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -qF -- "$want" "$tmp/err"; then ok "$name"
+  else bad "$name (exit $rc, stderr: $(cat "$tmp/err"))"; fi
+}
+
+"$dtv" --help >"$tmp/help" && grep -q "seed002" "$tmp/help" && ok "--help" || bad "--help"
+
+# Seed 002: the split and leave-one-out both print a MAPE; the calibration is written.
+if "$dtv" seed002 -q -o "$tmp/cal.yaml" >"$tmp/seed" 2>"$tmp/seed.err"; then
+  grep -q "^Summary: MAPE" "$tmp/seed" && ok "seed002 summary" || bad "seed002: no summary"
+  # 9 rows predicted in each of the 3 tables (uncalibrated, split, leave-one-out)
+  n=$(grep -cE '^[0-9]+ +[124]n[1248]p ' "$tmp/seed")
+  [ "$n" -eq 27 ] && ok "seed002 rows" || bad "seed002: $n prediction rows, want 27"
+  grep -q "^format: dtsim-calibration/1" "$tmp/cal.yaml" && ok "seed002 -o" || bad "seed002 -o"
+else
+  bad "seed002 failed: $(cat "$tmp/seed.err")"
+fi
+
+# dtsim applies the calibration and prints an interval around each epoch time.
+if "$dtsim" -t 2n4p -s ring --calibration "$tmp/cal.yaml" -f csv >"$tmp/sim.csv" 2>&1; then
+  head -1 "$tmp/sim.csv" | grep -q "epoch_low_s,epoch_high_s$" && ok "dtsim interval columns" ||
+    bad "dtsim: no interval columns"
+  awk -F, 'NR == 2 { if ($(NF-1) < $11 && $11 < $NF) exit 0; exit 1 }' "$tmp/sim.csv" &&
+    ok "dtsim low < epoch < high" || bad "dtsim interval: $(cat "$tmp/sim.csv")"
+else
+  bad "dtsim --calibration failed: $(cat "$tmp/sim.csv")"
+fi
+
+# Same inputs, same report (the fit is deterministic).
+"$dtv" compare --train nodes=1 validate/data/seed002-cascadelake-mpi.csv -q >"$tmp/a" 2>&1
+"$dtv" compare --train nodes=1 validate/data/seed002-cascadelake-mpi.csv -q >"$tmp/b" 2>&1
+cmp -s "$tmp/a" "$tmp/b" && ok "deterministic" || bad "two comparisons differ"
+
+# A calibration file predicts; CSV has one row per run.
+"$dtv" compare -c "$tmp/cal.yaml" -f csv validate/data/seed002-cascadelake-mpi.csv >"$tmp/c.csv" &&
+  [ "$(wc -l <"$tmp/c.csv")" -eq 10 ] && ok "compare --calibration csv" || bad "compare -c csv"
+
+# Records written like dtexec's (one JSON object per line).
+rec() { # MODEL STRATEGY RANKS EPOCH_MEDIAN ITER_MEDIAN
+  printf '{"tool": "dtexec", "start_utc": "2026-01-01T00:00:00Z", "config": {"model": "%s", "topology": "localhost", "topology_path": "topologies/localhost.yaml", "strategy": "%s", "ranks": %s, "scaling": "weak", "batch": 64, "epochs": 2, "data": "synthetic: 100 train", "train_samples": 100, "test_samples": 20, "iters_per_epoch": 10}, "environment": {"host": "h", "git_revision": "x"}, "measurements": {"read_s": 0.01, "epoch_s": [%s, %s], "epoch_median_s": %s, "update_per_batch_s": %s, "total_s": 1}}\n' \
+    "$1" "$2" "$3" "$4" "$4" "$4" "$5"
+}
+{ rec mlp-fmnist sequential 1 0.012 0.0012; rec mlp-fmnist ring 2 0.015 0.0015
+  rec mlp-fmnist reduce-bcast 2 0.016 0.0016; rec cnn21k sequential 1 0.2 0.02
+  rec cnn21k ring 2 0.25 0.025; rec cnn21k reduce-bcast 2 0.26 0.026; } >"$tmp/good.jsonl"
+if "$dtv" compare --loo --fit iter_overhead,eff_gemm -q "$tmp/good.jsonl" >"$tmp/loo" 2>&1; then
+  grep -q "ranking matches in" "$tmp/loo" && ok "records: leave-one-out and ranking" ||
+    bad "records: no ranking check: $(cat "$tmp/loo")"
+else
+  bad "records compare failed: $(cat "$tmp/loo")"
+fi
+
+# Bad records: each names the file and line, exit 2.
+cp "$tmp/good.jsonl" "$tmp/r.jsonl"
+rec mlp-fmnist ring 2 0.015 0.0015 | sed 's/"strategy": "ring", //' >>"$tmp/r.jsonl"
+expect_error "record without strategy" "r.jsonl:7:" "$dtv" calibrate "$tmp/r.jsonl"
+grep -q "no 'config.strategy'" "$tmp/err" && ok "missing field named" || bad "missing field: $(cat "$tmp/err")"
+
+rec mlp-fmnist ring 2 0.015 0.0015 | sed 's/"epoch_median_s": 0.015/"epoch_median_s": null/' >"$tmp/nan.jsonl"
+expect_error "record with NaN epoch" "nan.jsonl:1:" "$dtv" calibrate "$tmp/nan.jsonl"
+grep -q "is null" "$tmp/err" && ok "NaN named" || bad "NaN: $(cat "$tmp/err")"
+
+rec mlp-fmnist ring 2 15 0.0015 >"$tmp/ms.jsonl"   # the epoch written in milliseconds
+expect_error "record in the wrong unit" "the times must all be seconds" "$dtv" calibrate "$tmp/ms.jsonl"
+
+rec mlp-fmnist ring 2 0.015 0.0015 | sed 's/"update_per_batch_s": 0.0015/"update_per_batch_s": "1.5 ms"/' >"$tmp/str.jsonl"
+expect_error "record with a unit string" "must be a number of seconds" "$dtv" calibrate "$tmp/str.jsonl"
+
+rec no-such-model ring 2 0.015 0.0015 >"$tmp/model.jsonl"
+expect_error "record of an unknown model" "model.jsonl:1:" "$dtv" calibrate "$tmp/model.jsonl"
+grep -q "unknown model 'no-such-model'" "$tmp/err" && ok "unknown model named" || bad "unknown model: $(cat "$tmp/err")"
+
+printf '{"config": {"model": "x"}\n' >"$tmp/json.jsonl"
+expect_error "broken JSON" "json.jsonl:1:" "$dtv" calibrate "$tmp/json.jsonl"
+
+# Bad reference tables.
+printf '#%% model: cnn690k\n#%% topology: {nodes}n{ppn}p\n#%% strategy: reduce-bcast\n#%% batch: 128\n#%% dataset_size: 60000\nnodes,ppn,epoch_s\n1,2,82.06s\n' >"$tmp/t.csv"
+expect_error "table value with a unit" "t.csv:7:5: epoch_s: expected a plain number" "$dtv" calibrate "$tmp/t.csv"
+printf 'nodes,ppn,epoch_s\n1,2,82\n' >"$tmp/t2.csv"
+expect_error "table without a model" "t2.csv:2: the run has no model" "$dtv" calibrate "$tmp/t2.csv"
+
+# Bad calibration files: file:line:column, exit 2, in dtvalidate and in dtsim.
+printf 'format: dtsim-calibration/1\nparameters:\n  nic_bw: {value: 3 us}\n' >"$tmp/badcal.yaml"
+expect_error "dtvalidate bad calibration" "badcal.yaml:3:19:" "$dtv" compare -c "$tmp/badcal.yaml" validate/data/seed002-cascadelake-mpi.csv
+expect_error "dtsim bad calibration" "badcal.yaml:3:19:" "$dtsim" -t 2n2p --calibration "$tmp/badcal.yaml"
+
+# Bad flags.
+expect_error "unknown command" "unknown command" "$dtv" frobnicate
+expect_error "unknown fit parameter" "unknown parameter 'eff_gpu'" "$dtv" calibrate --fit eff_gpu validate/data/seed002-cascadelake-mpi.csv
+expect_error "bad selection" "unknown key 'colour'" "$dtv" compare --train colour=red validate/data/seed002-cascadelake-mpi.csv
+
+# The loop without dtexec skips (77) and says why.
+"$dtv" loop --dtexec "$tmp/no-dtexec" -d "$tmp/loop" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 77 ] && grep -q "dtexec is not built" "$tmp/err" && ok "loop skips without dtexec" ||
+  bad "loop without dtexec: exit $rc, $(cat "$tmp/err")"
+
+# Plots (when gnuplot is there): PNG and SVG with names that say what they show.
+if [ "${GNUPLOT:-}" != no ] && command -v gnuplot >/dev/null; then
+  if "$dtv" plot --train nodes=1 -d "$tmp/plots" -q validate/data/seed002-cascadelake-mpi.csv 2>"$tmp/err"; then
+    for f in strong-scaling-epoch-time weak-scaling-iteration-time nodes-effect-epoch-time predicted-vs-measured; do
+      [ -s "$tmp/plots/runs-$f.png" ] && [ -s "$tmp/plots/runs-$f.svg" ] && ok "plot $f" || bad "plot $f missing"
+    done
+  else
+    bad "plot failed: $(cat "$tmp/err")"
+  fi
+else
+  echo "skip: gnuplot not installed, plots not drawn"
+fi
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]

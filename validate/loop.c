@@ -1,0 +1,242 @@
+/* The calibration loop on this machine: dtexec runs -> records -> fit -> held-out check ->
+ * plots. */
+#include "loop.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dt/datafile.h"
+#include "dt/model.h"
+#include "dt/topology.h"
+#include "plot.h"
+#include "runs.h"
+
+#ifndef DT_MPIEXEC
+#define DT_MPIEXEC "mpiexec"
+#endif
+
+/* The loop's default fit: with several models and strategies on one node, the GEMM
+ * efficiency of conv and dense layers apart, a fixed cost per compute op, the per-iteration
+ * overhead and the intra-node bandwidth. */
+#define LOOP_FIT "iter_overhead,eff_conv,eff_dense,op_overhead,intra_bw"
+
+static bool executable(const char *path) { return access(path, X_OK) == 0; }
+
+/* prog in PATH -> out */
+static bool in_path(const char *prog, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return false;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *save, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, len, "%s/%s", d, prog);
+        if (executable(out))
+            return true;
+    }
+    return false;
+}
+
+static bool find_dtexec(const char *argv0, const char *given, char *out, size_t len)
+{
+    if (given) {
+        snprintf(out, len, "%s", given);
+        return executable(out);
+    }
+    const char *slash = strrchr(argv0, '/');
+    if (slash) {
+        snprintf(out, len, "%.*s/dtexec", (int)(slash - argv0), argv0);
+        if (executable(out))
+            return true;
+    }
+    return in_path("dtexec", out, len);
+}
+
+static bool safe(const char *s) { return !strchr(s, '\''); }
+
+struct job {
+    char model[1024];
+    int ranks;
+    enum dt_strategy s;
+};
+
+int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
+             struct dt_error *err)
+{
+    char dtexec[PATH_MAX], mpiexec[PATH_MAX], topo_path[1024];
+    if (!find_dtexec(argv0, o->dtexec, dtexec, sizeof dtexec)) {
+        dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                "loop skipped: dtexec is not built (looked for %s%s): build it with `make "
+                "dtexec`, or give --dtexec PATH",
+                o->dtexec ? o->dtexec : "dtexec beside dtvalidate and in PATH",
+                o->dtexec ? "" : "");
+        return DTV_LOOP_SKIP;
+    }
+    const char *mp = o->mpiexec ? o->mpiexec
+                     : strcmp(DT_MPIEXEC, "no") && DT_MPIEXEC[0] ? DT_MPIEXEC
+                                                                 : "mpiexec";
+    if (strchr(mp, '/'))
+        snprintf(mpiexec, sizeof mpiexec, "%s", mp);
+    if ((strchr(mp, '/') && !executable(mpiexec)) ||
+        (!strchr(mp, '/') && !in_path(mp, mpiexec, sizeof mpiexec))) {
+        dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                "loop skipped: %s not found (install the Debian package mpich, or give "
+                "--mpiexec PATH)", mp);
+        return DTV_LOOP_SKIP;
+    }
+    const char *topo_name = o->topology ? o->topology : "localhost";
+    if (dt_find_data_file("topologies", topo_name, topo_path, sizeof topo_path))
+        return dt_fail(err, DT_EINPUT, topo_name, 0, 0, "topology not found");
+    if (!safe(o->dir) || !safe(dtexec) || !safe(mpiexec) || !safe(topo_path))
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "paths may not contain single quotes");
+    if (mkdir(o->dir, 0777) != 0 && errno != EEXIST)
+        return dt_fail(err, DT_ESYS, o->dir, 0, 0, "cannot create: %s", strerror(errno));
+    struct dt_topology *topo;
+    int rc = dt_topology_load(topo_path, &topo, err);
+    if (rc)
+        return rc;
+    int max_ranks = o->max_ranks > 0 ? o->max_ranks : 2;
+    if (max_ranks > topo->n_ranks)
+        max_ranks = topo->n_ranks;
+    int max_iters = o->max_iters > 0 ? o->max_iters : 30;
+    int epochs = o->epochs > 0 ? o->epochs : 3;
+    int batch = o->batch > 0 ? o->batch : 64;
+    long samples = (long)max_iters * batch * max_ranks;
+    char records[1200], logpath[1200];
+    snprintf(records, sizeof records, "%s/records.jsonl", o->dir);
+    snprintf(logpath, sizeof logpath, "%s/dtexec.log", o->dir);
+    /* the jobs: every model x 1..max_ranks x every data-parallel strategy that fits */
+    struct job jobs[512];
+    int n_jobs = 0;
+    char models[512];
+    snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,cnn21k,cnn690k");
+    for (char *save, *m = strtok_r(models, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        char mpath[1024];
+        if (dt_find_data_file("models", m, mpath, sizeof mpath) || !safe(mpath)) {
+            dt_topology_destroy(topo);
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--models: unknown model '%s'", m);
+        }
+        for (int r = 1; r <= max_ranks; r++)
+            for (int s = 0; s < DT_STRAT_COUNT && n_jobs < 512; s++) {
+                char why[256];
+                if ((r == 1) != (s == DT_STRAT_SEQUENTIAL) ||
+                    !dt_strategy_fits(s, topo, r, why, sizeof why))
+                    continue;
+                snprintf(jobs[n_jobs].model, sizeof jobs[0].model, "%s", mpath);
+                jobs[n_jobs].ranks = r;
+                jobs[n_jobs].s = (enum dt_strategy)s;
+                n_jobs++;
+            }
+    }
+    dt_topology_destroy(topo);
+    if (!o->reuse) {
+        remove(records);
+        remove(logpath);
+        int repeat = o->repeat > 0 ? o->repeat : 2;
+        for (int k = 0; k < n_jobs * repeat; k++) {
+            int j = k % n_jobs; /* rounds: a burst of other work spoils one repeat, not all */
+            char cmd[16384];
+            /* one BLAS thread per rank: the topology's device is one core */
+            snprintf(cmd, sizeof cmd,
+                     "'%.4000s' -n %d '%.4000s' -m '%.1000s' -t '%.1000s' -s %s -b %d -e %d "
+                     "--max-iters %d --synthetic %ld --threads 1 -q --record '%.1100s' "
+                     ">>'%.1100s' 2>&1",
+                     mpiexec, jobs[j].ranks, dtexec, jobs[j].model, topo_path,
+                     dt_strategy_name(jobs[j].s), batch, epochs, max_iters, samples, records,
+                     logpath);
+            if (log)
+                fprintf(log, "dtvalidate: run %d/%d: %s on %d rank%s, %s\n", k + 1,
+                        n_jobs * repeat,
+                        jobs[j].model, jobs[j].ranks, jobs[j].ranks > 1 ? "s" : "",
+                        dt_strategy_name(jobs[j].s));
+            int st = system(cmd);
+            if (st != 0)
+                return dt_fail(err, DT_ESYS, logpath, 0, 0,
+                               "dtexec failed (status %d) running: %s", WIFEXITED(st) ?
+                               WEXITSTATUS(st) : -1, cmd);
+        }
+    }
+    /* analyse */
+    struct dtv_runset set;
+    dtv_runset_init(&set);
+    struct dtv_load_options lo = {.topology = topo_path};
+    if ((rc = dtv_runset_load(&set, records, &lo, err))) {
+        dtv_runset_free(&set);
+        return rc;
+    }
+    int dropped = dtv_runset_keep_fastest(&set);
+    if (log && dropped)
+        fprintf(log, "dtvalidate: %d repeated runs: kept the fastest of each configuration\n",
+                dropped);
+    struct dtv_fitspec spec;
+    char why[512];
+    if (dtv_fitspec_parse(o->fit ? o->fit : LOOP_FIT, &spec, why, sizeof why)) {
+        dtv_runset_free(&set);
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--fit: %s", why);
+    }
+    char report[1200], calpath[1200], plots[1200];
+    snprintf(report, sizeof report, "%s/report.txt", o->dir);
+    snprintf(calpath, sizeof calpath, "%s/calibration.yaml", o->dir);
+    snprintf(plots, sizeof plots, "%s/plots", o->dir);
+    FILE *rep = fopen(report, "w");
+    if (!rep) {
+        dtv_runset_free(&set);
+        return dt_fail(err, DT_ESYS, report, 0, 0, "cannot write: %s", strerror(errno));
+    }
+    struct dtv_calib all;
+    struct dtv_check loo, split;
+    memset(&loo, 0, sizeof loo);
+    memset(&split, 0, sizeof split);
+    rc = dtv_calibrate(&set, NULL, &spec, log, &all, err);
+    if (!rc)
+        rc = dt_calibration_save(calpath, &all.cal, err);
+    if (!rc)
+        rc = dtv_check_run(&set, DTV_MODE_LOO, NULL, &spec, NULL, NULL, &loo, err);
+    if (!rc && o->train)
+        rc = dtv_check_run(&set, DTV_MODE_SPLIT, o->train, &spec, NULL, NULL, &split, err);
+    if (!rc) {
+        FILE *outs[2] = {stdout, rep};
+        for (int k = 0; k < 2; k++) {
+            FILE *f = outs[k];
+            fprintf(f, "dtvalidate loop: %d runs of dtexec (%s) in %s\n\n"
+                       "=== Calibration on every run (%s) ===\n",
+                    set.n, records, o->dir, calpath);
+            dtv_calib_print(f, &set, &all);
+            fprintf(f, "\n=== Leave-one-out ===\n");
+            dtv_check_print(f, &set, &loo, false);
+            if (o->train) {
+                fprintf(f, "\n=== Fitted on '%s', the rest held out ===\n", o->train);
+                dtv_check_print(f, &set, &split, false);
+            }
+            fprintf(f, "\nHeld-out MAPE: %.2f %% leave-one-out%s (target: 5 %%)\n",
+                    loo.mape_held, o->train ? "" : "");
+            if (o->train)
+                fprintf(f, "Held-out MAPE: %.2f %% with --train '%s'\n", split.mape_held,
+                        o->train);
+        }
+        mkdir(plots, 0777);
+        int prc = dtv_plot(plots, "loop", "this machine, dtexec runs, leave-one-out", &set, &loo,
+                           &all.cal, log, err);
+        if (prc && log) {
+            char buf[1400];
+            dt_error_format(err, buf, sizeof buf);
+            fprintf(log, "dtvalidate: plots: %s\n", buf);
+        }
+        if (log)
+            fprintf(log, "dtvalidate: wrote %s, %s and %s/\n", report, calpath, plots);
+    }
+    fclose(rep);
+    dtv_calib_free(&all);
+    dtv_check_free(&loo);
+    dtv_check_free(&split);
+    dtv_runset_free(&set);
+    return rc;
+}

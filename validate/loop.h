@@ -1,0 +1,37 @@
+/* `dtvalidate loop`: the calibration loop on this machine. Runs dtexec on 1 and 2 MPI ranks
+ * (mpiexec -n 1, -n 2) for every data-parallel strategy and several small models, with short
+ * epochs (--max-iters) on synthetic data, collects the records, fits the cost model on one
+ * part of the runs, predicts the others, and draws the plots. */
+#ifndef DTV_LOOP_H
+#define DTV_LOOP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "dt/error.h"
+
+struct dtv_loop_options {
+    const char *dir;        /* where records, calibration, report and plots go */
+    const char *dtexec;     /* the dtexec program (default: beside dtvalidate, then PATH) */
+    const char *mpiexec;    /* default: configure's MPIEXEC, then "mpiexec" */
+    const char *topology;   /* default: topologies/localhost.yaml */
+    const char *models;     /* comma-separated (default: mlp-fmnist,cnn21k,cnn690k) */
+    const char *fit;        /* parameters to fit (default: dtvalidate's default) */
+    const char *train;      /* selection of the runs to fit (default: every other run) */
+    int max_iters;          /* iterations per epoch (default 30) */
+    int epochs;             /* default 3 */
+    int batch;              /* per rank (default 64) */
+    int max_ranks;          /* 1..max_ranks (default 2) */
+    int repeat;             /* runs of each configuration; the fastest is kept (default 2) */
+    bool reuse;             /* keep an existing records file and only analyse it */
+};
+
+/* What dtv_loop returns when dtexec (or mpiexec) is not there: err says so; dtvalidate exits
+ * with it so that automake's tests count the loop as skipped. */
+#define DTV_LOOP_SKIP 77
+
+/* Returns DT_OK, a DT_ status with err filled, or DTV_LOOP_SKIP. */
+int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
+             struct dt_error *err);
+
+#endif
