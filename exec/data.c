@@ -156,8 +156,8 @@ static int idx_open(const char *path, struct idx_file *x, struct dt_error *err)
     for (int i = 0; i < x->ndims; i++) {
         x->dims[i] = be32(d + 4 * (i + 1));
         if (x->dims[i] < 1 || x->dims[i] > 65536)
-            return dt_fail(err, DT_EINPUT, path, 0, 0, "IDX dimension %d is %ld (expected 1..65536)",
-                           i + 2, x->dims[i]);
+            return dt_fail(err, DT_EINPUT, path, 0, 0,
+                           "IDX dimension %d is %ld (expected 1..65536)", i + 2, x->dims[i]);
         x->item_bytes *= x->dims[i];
     }
     if (x->items > MAX_SAMPLES || x->item_bytes > (1L << 31))
@@ -632,7 +632,8 @@ int dtx_data_load_dir(const char *dir, bool train, const struct dtx_data_shape *
         shard_range(items, whole, shard_index, shard_count, &r);
         rc = dtx_idx_load(img, lab, want, r, out, err);
         if (!rc)
-            snprintf((*out)->what, sizeof (*out)->what, "%.1000s (%s)", img, train ? "train" : "test");
+            snprintf((*out)->what, sizeof (*out)->what, "%.1000s (%s)", img,
+                     train ? "train" : "test");
         return rc;
     }
     /* CIFAR-10 binary */

@@ -309,7 +309,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         case OPT_DUMP_PARAMS: o->dump_params = optarg; break;
         case OPT_DUMP_PLAN: o->dump_plan = true; break;
         case OPT_CHECK_SYNC: o->check_sync = true; break;
-        case OPT_THREADS: rc = parse_int("--threads", optarg, 1, 1024, &o->threads, msg, len); break;
+        case OPT_THREADS:
+            rc = parse_int("--threads", optarg, 1, 1024, &o->threads, msg, len);
+            break;
         case OPT_NO_SHUFFLE: o->no_shuffle = true; break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; break;
@@ -417,7 +419,8 @@ static int derive_topology(const struct world *w, struct dt_topology **out, stru
              "%s",
              nodes, ppn_lo, nodes, ppn_lo, nodes, ppn_lo, d->name[0] ? d->name : "cpu",
              d->peak_flops[DT_FP32] / 1e9, d->mem_bytes / 1073741824.0, d->mem_bw_Bps / 1e9,
-             nodes > 1 ? "    nic: {kind: ethernet, bandwidth: 10 Gbit/s, latency: 10 us, count: 1}\n"
+             nodes > 1 ? "    nic: {kind: ethernet, bandwidth: 10 Gbit/s, latency: 10 us, "
+                         "count: 1}\n"
                          "network: {kind: switch, latency: 1 us}\n"
                        : "");
     dt_topology_destroy(det);
@@ -808,6 +811,11 @@ static void teardown(struct run *R)
     dt_model_destroy(R->model);
 }
 
+static double *zeros(int n)
+{
+    return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+}
+
 static void utc_now(char *buf, size_t len)
 {
     time_t t = time(NULL);
@@ -850,9 +858,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     long *iter_index = calloc((size_t)(s_count ? s_count : 1), sizeof *iter_index);
     int *epoch_of = calloc((size_t)(s_count ? s_count : 1), sizeof *epoch_of);
     double *iter_s = malloc((size_t)(iters * E) * sizeof *iter_s);
-    double *epoch_s = calloc((size_t)E, sizeof *epoch_s), *ep_copy = calloc((size_t)E, sizeof(double));
-    double *tr_loss = calloc((size_t)E, sizeof(double)), *tr_acc = calloc((size_t)E, sizeof(double));
-    double *te_loss = calloc((size_t)E, sizeof(double)), *te_acc = calloc((size_t)E, sizeof(double));
+    double *epoch_s = zeros(E), *ep_copy = zeros(E);
+    double *tr_loss = zeros(E), *tr_acc = zeros(E), *te_loss = zeros(E), *te_acc = zeros(E);
     if (!times || !iter_index || !epoch_of || !iter_s || !epoch_s || !ep_copy || !tr_loss ||
         !tr_acc || !te_loss || !te_acc)
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -870,7 +877,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
                o->lr_scale && plan->lr_scale != 1 ? " (x ranks)" : "");
         printf("%s: data %s (read in %.2f s), %ld iterations per epoch%s\n", prog, R->data_what,
-               read_s, iters, o->max_iters && o->max_iters < R->sampler.iters ? " (--max-iters)" : "");
+               read_s, iters,
+               o->max_iters && o->max_iters < R->sampler.iters ? " (--max-iters)" : "");
         fflush(stdout);
     }
 
@@ -1006,13 +1014,19 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         MPI_Get_library_version(mpi, &mlen);
         mpi_summary(mpi);
         char *cmd = join_args(argc, argv);
+        /* absolute paths, so that the record can be read from anywhere */
+        char model_abs[PATH_MAX], topo_abs[PATH_MAX];
+        if (!realpath(R->model_path, model_abs))
+            snprintf(model_abs, sizeof model_abs, "%s", R->model_path);
+        if (!o->topology || !realpath(R->topo_path, topo_abs))
+            snprintf(topo_abs, sizeof topo_abs, "%s", R->topo_path);
         struct dtx_record r = {
             .command_line = cmd,
             .model_name = R->model->name,
-            .model_path = R->model_path,
+            .model_path = model_abs,
             .params = R->model->total_params,
             .topology_name = R->topo->name,
-            .topology_path = o->topology ? R->topo_path : NULL,
+            .topology_path = o->topology ? topo_abs : NULL,
             .strategy = dt_strategy_name(plan->strategy),
             .ranks = w->size,
             .scaling = o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
@@ -1040,6 +1054,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .start_utc = start_utc,
             .blas_threads = threads,
             .read_s = read_s,
+            .read_bytes = R->train->bytes_read + R->test->bytes_read,
             .epoch_s = epoch_s,
             .epoch_median_s = dtx_median(ep_copy, E),
             .update_per_batch_s = median_iter,

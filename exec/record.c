@@ -144,6 +144,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_close(&w);
     j_open(&w, "measurements");
     j_num(&w, "read_s", r->read_s);
+    j_num(&w, "read_bytes", r->read_bytes);
     j_arr(&w, "epoch_s", r->epoch_s, r->epochs);
     j_num(&w, "epoch_median_s", r->epoch_median_s);
     j_num(&w, "update_per_batch_s", r->update_per_batch_s);

@@ -46,6 +46,7 @@ struct dtx_record {
     int blas_threads;
     /* measurements */
     double read_s;         /* loading the data (slowest rank) */
+    double read_bytes;     /* bytes rank 0 read from the data files (its shard, or all) */
     double *epoch_s;       /* training iterations of each epoch (without evaluation) */
     double epoch_median_s;
     double update_per_batch_s; /* median iteration time */

@@ -133,6 +133,30 @@ static void test_net_gradcheck_cnn_graph(void **state)
     dt_model_destroy(m);
 }
 
+/* Ensure that a second backward pass over the same batch gives bit-identical gradients: every
+ * activation gradient is zeroed before it is accumulated into (layer t1 of the graph has three
+ * readers), so nothing of the previous pass leaks into the next. */
+static void test_net_backward_repeats_exactly(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_string(CNN_GRAPH);
+    enum { B = 3 };
+    struct dtk_net *net = make_net(m, B, DTK_INIT_GLOROT, 12);
+    float *x = rand_input(B * 72, -1, 1, 15);
+    int labels[B] = {1, 0, 2};
+    long n = dtk_net_n_params(net);
+    float *g = malloc((size_t)n * sizeof(float));
+    double l1 = loss_at(net, x, labels, B);
+    memcpy(g, dtk_net_grads(net), (size_t)n * sizeof(float));
+    double l2 = loss_at(net, x, labels, B);
+    assert_true(l1 == l2);
+    assert_memory_equal(g, dtk_net_grads(net), (size_t)n * sizeof(float));
+    free(g);
+    free(x);
+    dtk_net_destroy(net);
+    dt_model_destroy(m);
+}
+
 /* Ensure the same for a token model: embedding with position and token-type tables, layernorm,
  * attention with a residual, an LSTM returning sequences, a dense layer per step, first-token
  * pooling and softmax. */
@@ -520,6 +544,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_net_gradcheck_cnn_graph),
+        cmocka_unit_test(test_net_backward_repeats_exactly),
         cmocka_unit_test(test_net_gradcheck_sequence),
         cmocka_unit_test(test_net_gradcheck_segmentation),
         cmocka_unit_test(test_net_gradcheck_sigmoid),

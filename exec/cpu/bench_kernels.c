@@ -199,7 +199,8 @@ int main(int argc, char **argv)
     }
     struct dtk_rng rng;
     dtk_rng_seed(&rng, 42);
-    printf("bench_kernels: batch %d, OpenBLAS threads %d\n", B, openblas_get_num_threads());
+    printf("bench_kernels: batch %d, OpenBLAS threads %d, kernel threads %d\n", B,
+           openblas_get_num_threads(), dtk_num_threads());
     bench_conv("conv 1->32 3x3 @28x28", B, 1, 28, 28, 32, 3, &rng);
     bench_conv("conv 32->128 3x3 @13x13", B, 32, 13, 13, 128, 3, &rng);
     bench_conv("conv 128->256 3x3 @5x5", B, 128, 5, 5, 256, 3, &rng);

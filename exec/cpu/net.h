@@ -84,10 +84,15 @@ int dtk_net_forward(struct dtk_net *net, const float *x, int B, bool train, stru
 
 /* Zeroes the parameter gradients. */
 void dtk_net_zero_grads(struct dtk_net *net);
-/* Starts the backward pass of rows [b0, b0 + nb): zeroes those rows' activation gradients,
- * computes the mean cross-entropy of those rows (into *loss, may be NULL) and seeds the
- * gradient of the logits with (p - onehot) / denom (denom = nb for the mean over this batch,
- * the full batch size when micro-batches add up to one step). DT_EINPUT on a bad label. */
+/* Starts the backward pass of rows [b0, b0 + nb) on the rank that holds the last layer:
+ * computes the mean cross-entropy of those rows (into *loss, may be NULL) and sets the gradient
+ * of the logits to (p - onehot) / denom (denom = nb for the mean over this batch, the full
+ * batch size when micro-batches add up to one step). DT_EINPUT on a bad label.
+ * Activation gradients need no explicit zeroing: dtk_net_backward_layer(i) zeroes the rows of
+ * each input gradient of which layer i is the last reader (the first to write it in reverse
+ * order), just before accumulating into it. A pipeline stage that receives the gradient of a
+ * boundary layer from another rank writes it into dtk_net_dact rows (overwriting) before
+ * running its own backward, and does not call this function. */
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err);
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb);
