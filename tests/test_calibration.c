@@ -196,14 +196,14 @@ static void test_error_wrong_unit(void **state)
 static void test_error_missing_unit(void **state)
 {
     (void)state;
-    expect_error(HEAD "parameters:\n  iter_overhead: {value: 0.3}\n", 3, 28, "has no unit");
+    expect_error(HEAD "parameters:\n  iter_overhead: {value: 0.3}\n", 3, 26, "has no unit");
 }
 
 /* Ensure that NaN is refused, for efficiencies too. */
 static void test_error_nan(void **state)
 {
     (void)state;
-    expect_error(HEAD "parameters:\n  eff_conv: {value: nan}\n", 3, 23, "expected a plain number");
+    expect_error(HEAD "parameters:\n  eff_conv: {value: nan}\n", 3, 21, "expected a plain number");
 }
 
 /* Ensure that an interval that does not contain its value is refused. */
@@ -211,7 +211,7 @@ static void test_error_interval(void **state)
 {
     (void)state;
     expect_error(HEAD "parameters:\n  eff_conv: {value: 0.5, fitted: true, stderr: 0.1, "
-                      "ci95: [0.6, 0.9]}\n", 3, 70, "does not contain its value");
+                      "ci95: [0.6, 0.9]}\n", 3, 59, "does not contain its value");
 }
 
 /* Ensure that a fitted parameter without its uncertainty is refused. */
@@ -240,7 +240,7 @@ static void test_error_asymmetric(void **state)
                       "  eff_dense: {value: 0.5, fitted: true, stderr: 0.1, ci95: [0.3, 0.7]}\n"
                       "covariance:\n  parameters: [eff_conv, eff_dense]\n  log_matrix:\n"
                       "    - [0.1, 0.01]\n    - [0.02, 0.1]\n",
-                 11, 8, "not symmetric");
+                 10, 8, "not symmetric");
 }
 
 /* Ensure that another file (a topology, say) is refused by its format line, and a file

@@ -220,6 +220,7 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
             read_used[n_read++] = i;
     }
     out->n_used = n;
+    out->requested = *spec;
     if (n == 0)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "no runs to fit");
     /* The simulator's parameters, and the read bandwidth apart. */
@@ -361,6 +362,15 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
                                               "not constrain it physically.");
         }
     }
+    for (int k = 0; k < sim.n && F->dof > 0; k++) {
+        /* a 95% interval wider than a factor 100: the value is barely constrained */
+        if (F->hi[k] - F->lo[k] > log(100.0)) {
+            char w[200];
+            snprintf(w, sizeof w, " %s is barely constrained (its 95%% interval spans a factor "
+                     "%.3g).", dt_cal_param_name(sim.p[k]), exp(F->hi[k] - F->lo[k]));
+            append(notes, sizeof notes, "%s", w);
+        }
+    }
     if (F->dof == 0)
         append(notes, sizeof notes, "%s", " As many parameters as runs: no interval.");
     snprintf(cal->notes, sizeof cal->notes, "%s", notes);
@@ -441,6 +451,24 @@ void dtv_calib_print(FILE *f, const struct dtv_runset *set, const struct dtv_cal
             j++;
         }
     }
+    /* what the predictions rest on besides the fitted values */
+    const struct dtv_run *r0 = c->n_used ? &set->runs[c->used[0]] : NULL;
+    bool any = false;
+    for (int k = 0; k < c->requested.n && r0; k++) {
+        enum dt_cal_param p = c->requested.p[k];
+        if (dt_calibration_find(cal, p))
+            continue;
+        struct dt_cost_params cp;
+        dtv_base_params(r0, &cp);
+        char v[32];
+        fmt(v, sizeof v, p, dt_cal_param_effective(&cp, r0->topo, p));
+        fprintf(f, "%s%s = %s", any ? ", " : "Kept at their defaults (not identifiable): ",
+                dt_cal_param_name(p), v);
+        any = true;
+    }
+    if (any)
+        fprintf(f, " (dtsim's %s defaults and %s's datasheet values)\n", cal->device,
+                r0->topo->name);
     if (cal->notes[0])
         fprintf(f, "Notes: %s\n", cal->notes);
 }

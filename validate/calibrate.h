@@ -33,6 +33,7 @@ void dtv_fitspec_default(const struct dtv_runset *set, const bool *use, struct d
 struct dtv_calib {
     struct dt_calibration cal;
     struct dtv_fit fit;             /* last fit of the simulator parameters (log space) */
+    struct dtv_fitspec requested;   /* what the caller asked to fit */
     struct dtv_fitspec fitted;      /* what was finally fitted (after dropping) */
     int n_used;
     int used[4096];                 /* run indices of the fit's residuals, in order */

@@ -62,6 +62,19 @@ static bool find_dtexec(const char *argv0, const char *given, char *out, size_t 
 
 static bool safe(const char *s) { return !strchr(s, '\''); }
 
+/* The 1-minute load average (NaN where /proc is not there). */
+static double load_average(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
 struct job {
     char model[1024];
     int ranks;
@@ -137,6 +150,11 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
             }
     }
     dt_topology_destroy(topo);
+    double load_before = load_average(), load_after = NAN;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!o->reuse && log && load_before > 0.5)
+        fprintf(log, "dtvalidate: warning: load average %.1f on %ld CPUs before the runs: other "
+                     "work competes with them and the times will be noisy\n", load_before, cpus);
     if (!o->reuse) {
         remove(records);
         remove(logpath);
@@ -164,6 +182,8 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                                WEXITSTATUS(st) : -1, cmd);
         }
     }
+    if (!o->reuse)
+        load_after = load_average();
     /* analyse */
     struct dtv_runset set;
     dtv_runset_init(&set);
@@ -216,8 +236,11 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                 fprintf(f, "\n=== Fitted on '%s', the rest held out ===\n", o->train);
                 dtv_check_print(f, &set, &split, false);
             }
-            fprintf(f, "\nHeld-out MAPE: %.2f %% leave-one-out%s (target: 5 %%)\n",
-                    loo.mape_held, o->train ? "" : "");
+            fprintf(f, "\nHeld-out MAPE: %.2f %% leave-one-out (target: 5 %%)\n", loo.mape_held);
+            if (isfinite(load_after))
+                fprintf(f, "Machine: %ld CPUs, load average %.2f before and %.2f after the runs "
+                           "(above 0.5 means other work shared the CPUs with the runs).\n",
+                        cpus, load_before, load_after);
             if (o->train)
                 fprintf(f, "Held-out MAPE: %.2f %% with --train '%s'\n", split.mape_held,
                         o->train);
