@@ -1,13 +1,23 @@
-# exec/cluster: an emulated cluster on one Linux host (network namespaces + tc) and the
-# glue to launch on real ones. See exec/CLUSTER.md.
+# exec/cluster: an emulated cluster on one Linux host (network namespaces + tc) and the glue
+# to launch on real clusters. See exec/CLUSTER.md. dtcluster finds the two helpers below in
+# $(top_builddir)/exec when run from a build, in $(pkglibexecdir) once installed.
 dist_bin_SCRIPTS = exec/dtcluster
 EXTRA_DIST += exec/CLUSTER.md
 
 # A bandwidth probe that any MPI launch can run (allreduce, streaming, ping-pong).
-noinst_PROGRAMS += exec/mpi_bw
+pkglibexec_PROGRAMS = exec/mpi_bw
 exec_mpi_bw_SOURCES = exec/mpi_bw.c
 exec_mpi_bw_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 exec_mpi_bw_LDADD = $(MPI_LIBS)
+
+# A PMPI shim preloaded into each rank: MPI_Finalize exits after a grace period instead of
+# hanging (MPICH 4.0 + UCX over TCP). A shared object built as a program (no libtool here),
+# without sanitizer flags: it is preloaded into programs that may or may not carry them.
+pkglibexec_PROGRAMS += exec/finalize_guard.so
+exec_finalize_guard_so_SOURCES = exec/finalize_guard.c
+exec_finalize_guard_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) $(MPI_CFLAGS) -fPIC
+exec_finalize_guard_so_LDFLAGS = -shared
+exec_finalize_guard_so_LDADD = $(MPI_LIBS)
 
 # Needs root, namespaces and tc; skips (exit 77) and says why otherwise.
 TESTS += tests/test_cluster.sh

@@ -175,26 +175,6 @@ int dtx_record_append(const char *path, const struct dtx_record *r, struct dt_er
     return DT_OK;
 }
 
-const char *dtx_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
-                        size_t len)
-{
-    switch (op->kind) {
-    case DT_OP_LOAD: return "load";
-    case DT_OP_WAIT: return "wait";
-    case DT_OP_SEND: return "send";
-    case DT_OP_RECV: return "recv";
-    case DT_OP_COLL:
-        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
-        return buf;
-    case DT_OP_COMPUTE:
-        if (op->phase == DT_PH_UPDATE)
-            return "update";
-        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
-        return buf;
-    }
-    return "?";
-}
-
 static const char *kind_name(enum dt_op_kind k)
 {
     static const char *const n[] = {"compute", "send", "recv", "coll", "wait", "load"};
@@ -230,7 +210,7 @@ int dtx_write_ops_csv(const char *path, const struct dt_plan *plan,
                 bool compute = op->kind == DT_OP_COMPUTE;
                 fprintf(f, "%d,%d,%ld,%d,%s,\"%s\",%d,%s,%s,%s,%d,%.9f,%.9f,%.9f,%.0f,%.0f,%.0f\n",
                         r, tm->epoch_of[k], tm->iter_index[k], i, kind_name(op->kind),
-                        dtx_op_name(plan, op, buf, sizeof buf), compute ? op->layer : -1,
+                        dt_op_name(plan, op, buf, sizeof buf), compute ? op->layer : -1,
                         compute ? dt_phase_name(op->phase) : "",
                         op->kind == DT_OP_COLL ? dt_coll_kind_name(op->coll) : "",
                         op->kind == DT_OP_COLL ? dt_coll_alg_name(op->alg) : "",
@@ -269,7 +249,7 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
                 const char *cat = op->kind == DT_OP_COMPUTE || op->kind == DT_OP_LOAD ? "compute"
                                                                                       : "comm";
                 fprintf(f, ",\n{\"name\": ");
-                dtx_json_string(f, dtx_op_name(plan, op, buf, sizeof buf));
+                dtx_json_string(f, dt_op_name(plan, op, buf, sizeof buf));
                 fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
                            "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"epoch\": %d, "
                            "\"iteration\": %ld, \"op\": %d, \"bytes\": %.0f}}",
@@ -277,7 +257,7 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
                         tm->iter_index[k], i, op_bytes(op));
                 if (op->nonblocking && op->kind != DT_OP_WAIT) {
                     fprintf(f, ",\n{\"name\": ");
-                    dtx_json_string(f, dtx_op_name(plan, op, buf, sizeof buf));
+                    dtx_json_string(f, dt_op_name(plan, op, buf, sizeof buf));
                     fprintf(f, ", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
                                "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"handle\": %d, "
                                "\"bytes\": %.0f}}",

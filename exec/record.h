@@ -68,11 +68,6 @@ void dtx_record_write(FILE *f, const struct dtx_record *r);
 /* JSON string literal of s (quotes and escapes), into f. */
 void dtx_json_string(FILE *f, const char *s);
 
-/* Name of an op as dtsim's trace writes it: "load", "forward conv2d", "backward dense",
- * "update", "allreduce/ring", "wait", "send", "recv". */
-const char *dtx_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
-                        size_t len);
-
 /* Timings gathered on rank 0: for each rank, n_iters x n_ops[r] entries (iteration-major). */
 struct dtx_timings {
     int n_ranks;

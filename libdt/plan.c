@@ -103,6 +103,25 @@ void dt_plan_destroy(struct dt_plan *plan)
     free(plan);
 }
 
+const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len)
+{
+    switch (op->kind) {
+    case DT_OP_LOAD: return "load";
+    case DT_OP_WAIT: return "wait";
+    case DT_OP_SEND: return "send";
+    case DT_OP_RECV: return "recv";
+    case DT_OP_COLL:
+        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
+        return buf;
+    case DT_OP_COMPUTE:
+        if (op->phase == DT_PH_UPDATE)
+            return "update";
+        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
+        return buf;
+    }
+    return "?";
+}
+
 static const char *buf_name(enum dt_buf b) { return b == DT_BUF_PARAMS ? "params" : "grads"; }
 
 void dt_plan_print(const struct dt_plan *plan, FILE *out)

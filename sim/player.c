@@ -312,23 +312,6 @@ static int advance(struct player *p, int rank)
     return DT_OK;
 }
 
-static const char *op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
-                           size_t len)
-{
-    if (op->kind == DT_OP_LOAD)
-        return "load";
-    if (op->kind == DT_OP_COLL) {
-        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
-        return buf;
-    }
-    if (op->kind == DT_OP_WAIT)
-        return "wait";
-    if (op->phase == DT_PH_UPDATE)
-        return "update";
-    snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
-    return buf;
-}
-
 /* An activity finished: the rank waiting on it goes on. */
 static int activity_progress(struct player *p, int ai)
 {
@@ -337,7 +320,7 @@ static int activity_progress(struct player *p, int ai)
     if (a->done && r->blocked && r->wait_act == ai) {
         char buf[128];
         const struct dt_op *op = &p->plan->ranks[a->rank].ops[r->pc];
-        trace(p, a->rank, op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
+        trace(p, a->rank, dt_op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
               dt_sim_now(p->sim));
         unblock(p, a->rank, a->latest_sender_start);
         r->pc++;
@@ -415,7 +398,7 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     struct rankstate *r = &p->rs[rank];
     const struct dt_op *op = &p->plan->ranks[rank].ops[r->pc];
     char buf[128];
-    trace(p, rank, op_name(p->plan, op, buf, sizeof buf), "compute", c->t_start, c->t_end);
+    trace(p, rank, dt_op_name(p->plan, op, buf, sizeof buf), "compute", c->t_start, c->t_end);
     p->res->rank[rank].compute_s += c->t_end - c->t_start;
     /* time queued behind a reduction on the same device counts as communication */
     p->res->rank[rank].comm_s += c->t_start - r->block_t;

@@ -85,7 +85,10 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
              struct dt_error *err)
 {
     char dtexec[PATH_MAX], mpiexec[PATH_MAX], topo_path[1024];
-    if (!find_dtexec(argv0, o->dtexec, dtexec, sizeof dtexec)) {
+    /* --reuse analyses the records already there: no dtexec or mpiexec needed */
+    if (o->reuse)
+        snprintf(dtexec, sizeof dtexec, "dtexec");
+    else if (!find_dtexec(argv0, o->dtexec, dtexec, sizeof dtexec)) {
         dt_fail(err, DT_EINPUT, NULL, 0, 0,
                 "loop skipped: dtexec is not built (looked for %s%s): build it with `make "
                 "dtexec`, or give --dtexec PATH",
@@ -98,8 +101,10 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                                                                  : "mpiexec";
     if (strchr(mp, '/'))
         snprintf(mpiexec, sizeof mpiexec, "%s", mp);
-    if ((strchr(mp, '/') && !executable(mpiexec)) ||
-        (!strchr(mp, '/') && !in_path(mp, mpiexec, sizeof mpiexec))) {
+    if (o->reuse)
+        snprintf(mpiexec, sizeof mpiexec, "%s", mp);
+    else if ((strchr(mp, '/') && !executable(mpiexec)) ||
+             (!strchr(mp, '/') && !in_path(mp, mpiexec, sizeof mpiexec))) {
         dt_fail(err, DT_EINPUT, NULL, 0, 0,
                 "loop skipped: %s not found (install the Debian package mpich, or give "
                 "--mpiexec PATH)", mp);

@@ -368,6 +368,7 @@ static int load_records(struct dtv_runset *set, const char *path, FILE *f,
                          MAX_LINE - 2);
             break;
         }
+        line[strcspn(line, "\r\n")] = '\0';
         const char *p = line;
         while (isspace((unsigned char)*p))
             p++;
@@ -395,9 +396,7 @@ static int load_records(struct dtv_runset *set, const char *path, FILE *f,
 
 /* ---- reference tables (CSV) ---- */
 
-/* Splits a CSV line in place (double quotes allowed around a field); returns fields, or -1
- * with *bad_col on an unterminated quote. cols[] gets each field's 1-based column. */
-static int split_csv(char *s, char **fields, int *cols, int max, int *bad_col)
+int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col)
 {
     int n = 0;
     char *start = s;
@@ -652,7 +651,7 @@ static int load_table(struct dtv_runset *set, const char *path, FILE *f,
         }
         if (*p == '#')
             continue;
-        int bad = 0, n = split_csv(line, fields, cols, MAX_COLS, &bad);
+        int bad = 0, n = dtv_split_csv(line, fields, cols, MAX_COLS, &bad);
         if (n < 0)
             return dt_fail(err, DT_EINPUT, path, lineno, bad, "unterminated quoted field");
         if (!header) {

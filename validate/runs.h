@@ -68,6 +68,11 @@ void dtv_runset_free(struct dtv_runset *set);
 int dtv_runset_load(struct dtv_runset *set, const char *path,
                     const struct dtv_load_options *opt, struct dt_error *err);
 
+/* Splits a CSV line in place (double quotes allowed around a field); returns the number of
+ * fields, or -1 with *bad_col on an unterminated quote. cols[] gets each field's 1-based
+ * column. */
+int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
+
 /* Repeated runs of one configuration: keeps the fastest (smallest median iteration), the one
  * least disturbed by other work on the machine; returns how many runs were dropped. */
 int dtv_runset_keep_fastest(struct dtv_runset *set);

@@ -144,6 +144,10 @@ void dt_plan_destroy(struct dt_plan *plan);
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
 
+/* Name of an op in traces, the same in dtsim and dtexec: "load", "forward conv2d",
+ * "backward dense", "update", "allreduce/ring", "wait", "send", "recv". */
+const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len);
+
 /* Human-readable listing of every rank's ops (for --dump-plan and tests). */
 void dt_plan_print(const struct dt_plan *plan, FILE *out);
 

@@ -1,0 +1,43 @@
+/* Op-by-op comparison of a dtexec per-op trace (`dtexec --ops-csv FILE`) with the cost model,
+ * and per-class efficiencies fitted from it. The trace's ops are the plan's ops (same rank,
+ * same index), so each measured compute op has its predicted cost
+ *   t = max(flops / (peak x eff[class]), bytes / mem_bw) + overhead[class].
+ * Per class, the medians of the measured compute ops are regressed on their FLOPs,
+ *   t_i = a flops_i + b   (GSL gsl_fit_linear),
+ * so that eff = 1 / (a peak) and the per-op overhead is b; standard errors come from the
+ * regression's covariance (delta method for eff: se(log eff) = se(a) / a). */
+#ifndef DTV_OPS_H
+#define DTV_OPS_H
+
+#include <stdio.h>
+
+#include "dt/calibration.h"
+#include "runs.h"
+
+struct dtv_ops_class {
+    int n_ops;                  /* distinct compute ops of the class in the trace */
+    double measured_s, predicted_s; /* sums of the per-op medians, rank 0, one iteration */
+    bool fitted;                /* a regression was possible (>= 3 ops with distinct FLOPs) */
+    double eff, eff_lo, eff_hi, se_log_eff;
+    double overhead_s, overhead_se;
+    int dof;
+};
+
+struct dtv_ops_report {
+    int n_rows;                 /* lines of the trace */
+    int n_iters;                /* sampled iterations */
+    struct dtv_ops_class cls[DT_CLASS_COUNT];
+};
+
+/* Compares the trace at path with run (the run that wrote it) under cal (NULL: defaults);
+ * prints the per-op table and the per-class summary to out (may be NULL). Errors name the
+ * trace's file:line:column (DT_EINPUT). */
+int dtv_ops_compare(const struct dtv_run *run, const char *path,
+                    const struct dt_calibration *cal, FILE *out, struct dtv_ops_report *rep,
+                    struct dt_error *err);
+
+/* The calibration of the fitted GEMM classes (eff_conv, eff_dense) from a report. */
+void dtv_ops_calibration(const struct dtv_run *run, const char *path,
+                         const struct dtv_ops_report *rep, struct dt_calibration *cal);
+
+#endif
