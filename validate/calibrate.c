@@ -156,6 +156,16 @@ static void utc_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
 }
 
+void dtv_stamp(struct dt_calibration *cal)
+{
+    utc_now(cal->created, sizeof cal->created);
+    if (gethostname(cal->host, sizeof cal->host) != 0)
+        snprintf(cal->host, sizeof cal->host, "unknown");
+    cal->host[sizeof cal->host - 1] = '\0';
+    snprintf(cal->tool, sizeof cal->tool, "dtvalidate %s (git %s)", PACKAGE_VERSION,
+             DT_GIT_REVISION);
+}
+
 static void append(char *buf, size_t len, const char *fmt, const char *s)
 {
     size_t o = strlen(buf);
@@ -270,12 +280,7 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
     const struct dtv_run *r0 = &set->runs[out->used[0]];
     snprintf(cal->device, sizeof cal->device, "%s",
              r0->topo->groups[0].device.kind == DT_DEV_GPU ? "gpu" : "cpu");
-    utc_now(cal->created, sizeof cal->created);
-    if (gethostname(cal->host, sizeof cal->host) != 0)
-        snprintf(cal->host, sizeof cal->host, "unknown");
-    cal->host[sizeof cal->host - 1] = '\0';
-    snprintf(cal->tool, sizeof cal->tool, "dtvalidate %s (git %s)", PACKAGE_VERSION,
-             DT_GIT_REVISION);
+    dtv_stamp(cal);
     snprintf(cal->method, sizeof cal->method,
              "nonlinear least squares (GSL gsl_multifit_nlinear, trust region, LM, finite-"
              "difference Jacobian) of log-parameters; residuals: simulated/measured iteration "

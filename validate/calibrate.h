@@ -47,6 +47,10 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
                   FILE *verbose, struct dtv_calib *out, struct dt_error *err);
 void dtv_calib_free(struct dtv_calib *c);
 
+/* Fills a calibration's created (UTC now), host (this machine) and tool (dtvalidate, version,
+ * git revision). */
+void dtv_stamp(struct dt_calibration *cal);
+
 /* Prints the fitted parameters (value, standard error, 95% CI, source), the correlations of
  * the fitted parameters, and each fitted run's residual. */
 void dtv_calib_print(FILE *f, const struct dtv_runset *set, const struct dtv_calib *c);

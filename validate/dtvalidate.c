@@ -16,6 +16,7 @@
 #include "dt/calibration.h"
 #include "dt/datafile.h"
 #include "loop.h"
+#include "ops.h"
 #include "plot.h"
 #include "predict.h"
 #include "runs.h"
@@ -51,7 +52,10 @@ static void usage(FILE *f)
         "  seed002              seed 002's table: fit on the 1-node rows and predict the 2- and\n"
         "                       4-node rows; then leave-one-out over all nine rows\n"
         "  loop                 run dtexec here (1 and 2 ranks, every data-parallel strategy,\n"
-        "                       small models, short epochs), calibrate, validate, plot\n\n"
+        "                       small models, short epochs), calibrate, validate, plot\n"
+        "  ops RECORDS TRACE    a per-op trace (dtexec --ops-csv) against the cost model, op by\n"
+        "                       op, with per-class efficiencies fitted from it (-o writes them);\n"
+        "                       the run is the last record of RECORDS\n\n"
         "How predictions are made (compare, plot; default --loo):\n"
         "  -c, --calibration FILE  use this calibration for every run\n"
         "      --loo               leave-one-out: each run predicted by a fit on the others\n"
@@ -542,6 +546,48 @@ static int cmd_seed002(const struct options *o)
     return rc;
 }
 
+static int cmd_ops(const struct options *o)
+{
+    if (o->n_inputs != 2) {
+        fprintf(stderr, "%s: ops needs RECORDS and TRACE (the records file and the per-op CSV of "
+                        "the same dtexec run)\n", prog);
+        return 2;
+    }
+    struct dtv_runset set;
+    struct dt_error err;
+    struct dt_calibration cal;
+    dt_error_clear(&err);
+    dtv_runset_init(&set);
+    struct dtv_load_options lo = {.topology = o->topology};
+    int rc = dtv_runset_load(&set, o->inputs[0], &lo, &err);
+    if (rc) {
+        dtv_runset_free(&set);
+        return fail(&err, rc);
+    }
+    if (o->calibration && (rc = load_calibration(o->calibration, &cal))) {
+        dtv_runset_free(&set);
+        return rc;
+    }
+    struct dtv_ops_report rep;
+    const struct dtv_run *run = &set.runs[set.n - 1];
+    int e = dtv_ops_compare(run, o->inputs[1], o->calibration ? &cal : NULL, stdout, &rep, &err);
+    if (e) {
+        rc = fail(&err, e);
+    } else if (o->output) {
+        struct dt_calibration out;
+        dtv_ops_calibration(run, o->inputs[1], &rep, &out);
+        if (out.n_entries == 0) {
+            fprintf(stderr, "%s: no class could be fitted: nothing written to %s\n", prog,
+                    o->output);
+            rc = 1;
+        } else {
+            rc = save_calibration(o->output, &out, o->quiet);
+        }
+    }
+    dtv_runset_free(&set);
+    return rc;
+}
+
 static int cmd_loop(const struct options *o, const char *argv0)
 {
     struct dtv_loop_options lo = o->loop;
@@ -576,13 +622,13 @@ int main(int argc, char **argv)
         return 0;
     }
     static const char *const commands[] = {"calibrate", "predict", "compare", "plot",
-                                           "seed002", "loop", NULL};
+                                           "seed002", "loop", "ops", NULL};
     bool known = false;
     for (const char *const *c = commands; *c; c++)
         known = known || strcmp(*c, cmd) == 0;
     if (!known) {
         fprintf(stderr, "%s: unknown command '%s' (commands: calibrate predict compare plot "
-                        "seed002 loop; see --help)\n", prog, cmd);
+                        "seed002 loop ops; see --help)\n", prog, cmd);
         return 2;
     }
     o.command = cmd;
@@ -603,5 +649,7 @@ int main(int argc, char **argv)
         return cmd_compare(&o, true);
     if (strcmp(cmd, "seed002") == 0)
         return cmd_seed002(&o);
+    if (strcmp(cmd, "ops") == 0)
+        return cmd_ops(&o);
     return cmd_loop(&o, argv[0]);
 }

@@ -18,6 +18,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/check.c validate/check.h \
 	validate/plot.c validate/plot.h \
 	validate/loop.c validate/loop.h \
+	validate/ops.c validate/ops.h \
 	sim/player.c sim/network.c
 DTVALIDATE_LIBS = validate/libdtvalidate.a sim/libdtsimengine.a $(DTCORE_LIBS)
 
