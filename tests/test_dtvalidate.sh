@@ -114,6 +114,25 @@ rc=$?
 [ $rc -eq 77 ] && grep -q "dtexec is not built" "$tmp/err" && ok "loop skips without dtexec" ||
   bad "loop without dtexec: exit $rc, $(cat "$tmp/err")"
 
+# A per-op trace against the cost model (needs dtexec and mpiexec: a 3-iteration run).
+dtexec="$top_builddir/dtexec"
+if [ -x "$dtexec" ] && [ -n "${MPIEXEC:-}" ] && [ "$MPIEXEC" != no ]; then
+  if "$MPIEXEC" -n 1 "$dtexec" -m mlp-fmnist -t topologies/localhost.yaml -s sequential \
+       --synthetic 256 --max-iters 3 -b 64 --threads 1 -q --trace-iters 0 \
+       --record "$tmp/ops.jsonl" --ops-csv "$tmp/ops.csv" >"$tmp/out" 2>&1; then
+    "$dtv" ops "$tmp/ops.jsonl" "$tmp/ops.csv" -o "$tmp/ops-cal.yaml" >"$tmp/ops.out" 2>&1 &&
+      grep -q "^Per class" "$tmp/ops.out" && grep -q "eff_dense" "$tmp/ops-cal.yaml" &&
+      ok "ops: trace compared, dense efficiency fitted" || bad "ops: $(cat "$tmp/ops.out")"
+    # the trace of another run (a different model) is refused at its first mismatching line
+    rec cnn21k sequential 1 0.2 0.02 >"$tmp/other.jsonl"
+    expect_error "ops: trace of another run" "ops.csv:" "$dtv" ops "$tmp/other.jsonl" "$tmp/ops.csv"
+  else
+    bad "dtexec for the ops test failed: $(cat "$tmp/out")"
+  fi
+else
+  echo "skip: dtexec or mpiexec not built, per-op trace not checked"
+fi
+
 # Plots (when gnuplot is there): PNG and SVG with names that say what they show.
 if [ "${GNUPLOT:-}" != no ] && command -v gnuplot >/dev/null; then
   if "$dtv" plot --train nodes=1 -d "$tmp/plots" -q validate/data/seed002-cascadelake-mpi.csv 2>"$tmp/err"; then

@@ -49,6 +49,19 @@ static enum dt_op_class class_of(const struct dt_model *m, const struct dt_op *o
     return op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
 }
 
+/* The op's name as dtexec's trace writes it (exec/record.c, dtx_op_name). */
+static void op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len)
+{
+    if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_UPDATE)
+        snprintf(buf, len, "update");
+    else if (op->kind == DT_OP_COMPUTE)
+        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
+    else if (op->kind == DT_OP_COLL)
+        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
+    else
+        snprintf(buf, len, "%s", kind_names[op->kind]);
+}
+
 static int find_col(char **f, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
@@ -67,7 +80,7 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
     const struct dt_plan *plan = run->plan;
     char line[4096], *fl[64];
     int cols[64], lineno = 0, rc = DT_OK, c_rank = -1, c_op = -1, c_kind = -1, c_dur = -1,
-        c_iter = -1, n_cols = 0;
+        c_iter = -1, c_name = -1, n_cols = 0;
     long max_iter = -1, min_iter = -1;
     while (!rc && fgets(line, sizeof line, f)) {
         lineno++;
@@ -85,6 +98,7 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
             c_kind = find_col(fl, n, "kind");
             c_dur = find_col(fl, n, "duration_s");
             c_iter = find_col(fl, n, "iteration");
+            c_name = find_col(fl, n, "name");
             n_cols = n;
             if (c_rank < 0 || c_op < 0 || c_kind < 0 || c_dur < 0 || c_iter < 0)
                 rc = dt_fail(err, DT_EINPUT, path, 1, 1,
@@ -118,6 +132,14 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
             rc = dt_fail(err, DT_EINPUT, path, lineno, cols[c_kind],
                          "op %ld of rank %ld is a %s op in the run's plan, the trace says '%s': "
                          "the trace is of another run", op, rank, kind_names[kind], fl[c_kind]);
+            break;
+        }
+        char want[160];
+        op_name(plan, &rp->ops[op], want, sizeof want);
+        if (c_name >= 0 && strcmp(fl[c_name], want) != 0) {
+            rc = dt_fail(err, DT_EINPUT, path, lineno, cols[c_name],
+                         "op %ld of rank %ld is '%s' in the run's plan, the trace says '%s': the "
+                         "trace is of another run", op, rank, want, fl[c_name]);
             break;
         }
         errno = 0;
@@ -230,20 +252,10 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
                 rep->cls[c].measured_s += med[i];
                 rep->cls[c].predicted_s += pred;
             }
-            if (op->phase == DT_PH_UPDATE)
-                snprintf(name, sizeof name, "update");
-            else
-                snprintf(name, sizeof name, "%s %s", dt_phase_name(op->phase),
-                         run->model->layers[op->layer].name);
         } else if (op->kind == DT_OP_LOAD) {
             pred = op->bytes / fmax(dev->mem_bw_Bps, 1);
-            snprintf(name, sizeof name, "load");
-        } else if (op->kind == DT_OP_COLL) {
-            snprintf(name, sizeof name, "%s/%s", dt_coll_kind_name(op->coll),
-                     dt_coll_alg_name(op->alg));
-        } else {
-            snprintf(name, sizeof name, "%s", kind_names[op->kind]);
         }
+        op_name(plan, op, name, sizeof name);
         if (out) {
             char e[32] = "-", p[32] = "-";
             if (isfinite(pred)) {
