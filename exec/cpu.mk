@@ -8,6 +8,7 @@ exec_libdtcpu_a_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(OPENMP_CFLAGS)
 exec_libdtcpu_a_SOURCES = \
 	exec/cpu/rng.c exec/cpu/rng.h \
 	exec/cpu/layers.h exec/cpu/parallel.h exec/cpu/threads.c \
+	exec/cpu/gemm.c \
 	exec/cpu/im2col.c exec/cpu/im2col.h \
 	exec/cpu/dense.c \
 	exec/cpu/conv.c \

@@ -1,10 +1,11 @@
 /* finalize_guard: a PMPI shim that dtcluster preloads into every rank (LD_PRELOAD) so that a
  * rank which hangs in MPI_Finalize exits instead of holding the whole job until a timeout.
  *
- * Why: with MPICH 4.0.2 (ch4:ucx) and UCX 1.13 over TCP, MPI_Finalize hangs in a few per
- * cent of 2-rank runs (exec/CLUSTER.md): one rank spins closing its UCX endpoint, whose
- * flush needs an answer from a peer that has already closed its own and waits in a PMI
- * barrier. Every result is out by then, so the guard makes MPI_Finalize:
+ * Why: with MPICH 4.0.2 (ch4:ucx) and UCX 1.13 over TCP, MPI_Finalize hangs in ~10 % of
+ * 2 x 1 runs and half of 2 x 2 runs (exec/CLUSTER.md): one rank spins closing its UCX
+ * endpoints, whose flush needs an answer from a peer that has already closed its own and
+ * waits in a PMI barrier (the symptom of openucx/ucx#8738). Every result is out by then,
+ * so the guard makes MPI_Finalize:
  *   1. MPI_Barrier(MPI_COMM_WORLD): all ranks have finished their work;
  *   2. flush stdio, arm a SIGALRM of DTC_FINALIZE_GRACE seconds (default 5);
  *   3. PMPI_Finalize. If the alarm fires first, say so on stderr and _exit(0).

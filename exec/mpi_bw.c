@@ -8,9 +8,10 @@
  *   stream     rank 0 sends --iters messages of --bytes to rank 1 back to back, then waits
  *              for a one-byte acknowledgement: one-way streaming rate. The link never goes
  *              idle, so a token bucket's burst counts once, not once per message.
- *   pingpong   rank 0 and 1 bounce --bytes --iters times; bw_Bps = 2 x bytes / round trip
- *              (kept to show why it misleads on a token-bucket-shaped link: each leg starts
- *              after an idle gap, when the bucket is full).
+ *   pingpong   rank 0 and 1 bounce --bytes --iters times; bw_Bps = 2 x bytes / round trip,
+ *              lat_s = half the median round trip (with small --bytes: the one-way latency).
+ *              On a token-bucket-shaped link the bandwidth misleads: each leg starts after
+ *              an idle gap, when the bucket is full.
  *
  * Every pattern first runs --warmup untimed repetitions (connection set-up, page faults).
  * Times are the maximum over ranks of each rank's MPI_Wtime span.
@@ -42,7 +43,8 @@ static void usage(FILE *f)
             "  --bytes    message size in bytes, a multiple of 4 (default 4194304)\n"
             "  --iters    timed repetitions (default 10)\n"
             "  --warmup   untimed repetitions first (default 2)\n"
-            "Prints: mode=... ranks=... bytes=... iters=... time_s=... <rate>_Bps=... Mbit_s=...\n");
+            "Prints: mode=... ranks=... bytes=... iters=... time_s=... <rate>_Bps=... Mbit_s=...\n"
+            "        (pingpong also lat_s=..., half the median round trip)\n");
 }
 
 /* Parses a whole non-negative integer in [lo, hi]; 0 on success. */
@@ -150,9 +152,11 @@ static void run_stream(float *buf, int count, int reps, int rank)
     }
 }
 
-static void run_pingpong(float *buf, int count, int reps, int rank)
+/* rtt_s: NULL, or reps round-trip times measured on rank 0. */
+static void run_pingpong(float *buf, int count, int reps, int rank, double *rtt_s)
 {
     for (int r = 0; r < reps; r++) {
+        double t0 = MPI_Wtime();
         if (rank == 0) {
             MPI_Send(buf, count, MPI_FLOAT, 1, 3, MPI_COMM_WORLD);
             MPI_Recv(buf, count, MPI_FLOAT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -160,16 +164,25 @@ static void run_pingpong(float *buf, int count, int reps, int rank)
             MPI_Recv(buf, count, MPI_FLOAT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, count, MPI_FLOAT, 0, 3, MPI_COMM_WORLD);
         }
+        if (rtt_s != NULL)
+            rtt_s[r] = MPI_Wtime() - t0;
     }
 }
 
-static void run(const struct options *opt, float *buf, float *out, int reps, int rank)
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void run(const struct options *opt, float *buf, float *out, int reps, int rank,
+                double *rtt_s)
 {
     int count = (int)(opt->bytes / 4);
     switch (opt->mode) {
     case MODE_ALLREDUCE: run_allreduce(buf, out, count, reps); break;
     case MODE_STREAM: run_stream(buf, count, reps, rank); break;
-    case MODE_PINGPONG: run_pingpong(buf, count, reps, rank); break;
+    case MODE_PINGPONG: run_pingpong(buf, count, reps, rank, rtt_s); break;
     }
 }
 
@@ -195,17 +208,18 @@ int main(int argc, char **argv)
     size_t count = (size_t)opt.bytes / 4;
     float *buf = malloc(count * sizeof *buf);
     float *out = malloc(count * sizeof *out);
-    if (buf == NULL || out == NULL) {
+    double *rtt_s = malloc((size_t)opt.iters * sizeof *rtt_s);
+    if (buf == NULL || out == NULL || rtt_s == NULL) {
         fprintf(stderr, "mpi_bw: rank %d: cannot allocate 2 x %ld bytes\n", rank, opt.bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (size_t k = 0; k < count; k++)
         buf[k] = (float)(k % 7);
 
-    run(&opt, buf, out, opt.warmup, rank);
+    run(&opt, buf, out, opt.warmup, rank, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    run(&opt, buf, out, opt.iters, rank);
+    run(&opt, buf, out, opt.iters, rank, rtt_s);
     double span = MPI_Wtime() - t0, time_s = 0.0;
     MPI_Reduce(&span, &time_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
@@ -221,11 +235,20 @@ int main(int argc, char **argv)
         case MODE_STREAM: rate = bytes / time_s; break;
         case MODE_PINGPONG: rate = 2.0 * bytes / time_s; break;
         }
-        printf("mode=%s ranks=%d bytes=%ld iters=%d time_s=%.6f %s_Bps=%.6g Mbit_s=%.2f\n",
+        printf("mode=%s ranks=%d bytes=%ld iters=%d time_s=%.6f %s_Bps=%.6g Mbit_s=%.2f",
                mode_names[opt.mode], size, opt.bytes, opt.iters, time_s, name, rate,
                rate * 8.0 / 1e6);
+        if (opt.mode == MODE_PINGPONG) {
+            /* Half the median round trip: robust to the odd descheduled iteration. */
+            qsort(rtt_s, (size_t)opt.iters, sizeof *rtt_s, cmp_double);
+            int m = opt.iters / 2;
+            double med = opt.iters % 2 ? rtt_s[m] : 0.5 * (rtt_s[m - 1] + rtt_s[m]);
+            printf(" lat_s=%.3g", med / 2.0);
+        }
+        printf("\n");
         fflush(stdout);
     }
+    free(rtt_s);
     free(out);
     free(buf);
     MPI_Finalize();

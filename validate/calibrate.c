@@ -1,4 +1,6 @@
 /* Fitting the cost model to measured runs through the simulator. */
+#include "config.h"
+
 #include "calibrate.h"
 
 #include <math.h>
@@ -7,7 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include <gsl/gsl_errno.h>
+
 #include "predict.h"
 
 #ifndef DT_GIT_REVISION
@@ -253,10 +256,11 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
         rc = dtv_fit_run(n, sim.n, sim_resid, &ctx, theta0, NULL, &out->fit, err);
         if (rc)
             return rc;
-        /* drop the first parameter the data cannot identify, and fit again */
+        /* Of the parameters the pivoted QR finds dependent on the others, drop the one the
+         * runs depend on least (smallest Jacobian column), and fit again. */
         int bad = -1;
-        for (int k = 0; k < sim.n && bad < 0; k++)
-            if (!out->fit.identified[k])
+        for (int k = 0; k < sim.n; k++)
+            if (!out->fit.identified[k] && (bad < 0 || out->fit.jnorm[k] < out->fit.jnorm[bad]))
                 bad = k;
         if (bad < 0)
             break;
@@ -378,6 +382,13 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
     }
     if (F->dof == 0)
         append(notes, sizeof notes, "%s", " As many parameters as runs: no interval.");
+    if (F->status == GSL_EMAXITER) {
+        append(notes, sizeof notes, "%s", " The solver ran out of iterations: the values are "
+                                          "the best point found, not a converged minimum.");
+        if (verbose)
+            fprintf(verbose, "dtvalidate: warning: the fit did not converge in %d iterations; "
+                             "using the best point found\n", F->iterations);
+    }
     snprintf(cal->notes, sizeof cal->notes, "%s", notes);
     return DT_OK;
 }

@@ -83,7 +83,7 @@ int dtv_fit_run(int n, int p, dtv_resid_fn fn, void *ctx, const double *theta0,
     int status = gsl_multifit_nlinear_init(x, &fdf, w);
     int info = 0;
     if (status == GSL_SUCCESS)
-        status = gsl_multifit_nlinear_driver((size_t)(opt && opt->max_iter ? opt->max_iter : 200),
+        status = gsl_multifit_nlinear_driver((size_t)(opt && opt->max_iter ? opt->max_iter : 500),
                                              opt && opt->xtol > 0 ? opt->xtol : 1e-10,
                                              opt && opt->gtol > 0 ? opt->gtol : 1e-10,
                                              opt && opt->ftol > 0 ? opt->ftol : 0.0, NULL, NULL,
@@ -105,6 +105,10 @@ int dtv_fit_run(int n, int p, dtv_resid_fn fn, void *ctx, const double *theta0,
     const gsl_vector *fs = gsl_multifit_nlinear_residual(w);
     gsl_matrix *J = gsl_multifit_nlinear_jac(w);
     gsl_multifit_nlinear_covar(J, 1e-9, covar);
+    for (int k = 0; k < p; k++) {
+        gsl_vector_view col = gsl_matrix_column(J, (size_t)k);
+        fit->jnorm[k] = gsl_blas_dnrm2(&col.vector);
+    }
     gsl_blas_ddot(fs, fs, &fit->chisq);
     fit->dof = n - p;
     fit->s2 = fit->dof > 0 ? fit->chisq / fit->dof : NAN;
@@ -129,10 +133,9 @@ int dtv_fit_run(int n, int p, dtv_resid_fn fn, void *ctx, const double *theta0,
         }
     }
     /* GSL_ENOPROG: no step reduces the cost any more, i.e. at a minimum to working
-     * precision; only running out of iterations is a failure. */
-    if (status == GSL_EMAXITER)
-        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "the fit did not converge in %d iterations",
-                     fit->iterations);
+     * precision. GSL_EMAXITER: the best point found is kept and fit->status says it did not
+     * converge (typically a parameter crawling towards 0 or infinity, which the caller then
+     * finds unidentifiable). */
 done:
     gsl_matrix_free(covar);
     gsl_vector_free(x);

@@ -22,7 +22,7 @@
 typedef int (*dtv_resid_fn)(const double *theta, void *ctx, double *f, struct dt_error *err);
 
 struct dtv_fit_options {
-    int max_iter;           /* default 200 */
+    int max_iter;           /* default 500 */
     double xtol, gtol, ftol;/* defaults 1e-10, 1e-10, 0 */
     double h_df;            /* finite-difference step relative to |theta_k|; default 1e-6 */
 };
@@ -33,6 +33,7 @@ struct dtv_fit {
     double se[DTV_FIT_MAX_P];
     double lo[DTV_FIT_MAX_P], hi[DTV_FIT_MAX_P];  /* theta -/+ t95 se */
     bool identified[DTV_FIT_MAX_P];
+    double jnorm[DTV_FIT_MAX_P];                  /* |column k of the Jacobian|: influence */
     double cov[DTV_FIT_MAX_P * DTV_FIT_MAX_P];    /* scaled by s^2 */
     double corr[DTV_FIT_MAX_P * DTV_FIT_MAX_P];
     double *resid;          /* n residuals at the solution (malloc'd) */
@@ -45,9 +46,10 @@ struct dtv_fit {
 
 double dtv_t95(int dof);
 
-/* Fits theta (p <= DTV_FIT_MAX_P, starting at theta0) to n >= p residuals. Returns DT_OK when
- * the solver converged (fit->status 0), DT_EINPUT when it could not (err says why), or the
- * status of a failing fn. fit->resid must be released with dtv_fit_free. */
+/* Fits theta (p <= DTV_FIT_MAX_P, starting at theta0) to n >= p residuals. Returns DT_OK with
+ * the best point found (fit->status: 0 converged, GSL_ENOPROG at a minimum to working
+ * precision, GSL_EMAXITER out of iterations), DT_EINPUT when no fit was possible (err says
+ * why), or the status of a failing fn. fit->resid must be released with dtv_fit_free. */
 int dtv_fit_run(int n, int p, dtv_resid_fn fn, void *ctx, const double *theta0,
                 const struct dtv_fit_options *opt, struct dtv_fit *fit, struct dt_error *err);
 void dtv_fit_free(struct dtv_fit *fit);

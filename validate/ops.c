@@ -49,19 +49,6 @@ static enum dt_op_class class_of(const struct dt_model *m, const struct dt_op *o
     return op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
 }
 
-/* The op's name as dtexec's trace writes it (exec/record.c, dtx_op_name). */
-static void op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len)
-{
-    if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_UPDATE)
-        snprintf(buf, len, "update");
-    else if (op->kind == DT_OP_COMPUTE)
-        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
-    else if (op->kind == DT_OP_COLL)
-        snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
-    else
-        snprintf(buf, len, "%s", kind_names[op->kind]);
-}
-
 static int find_col(char **f, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
@@ -134,8 +121,8 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
                          "the trace is of another run", op, rank, kind_names[kind], fl[c_kind]);
             break;
         }
-        char want[160];
-        op_name(plan, &rp->ops[op], want, sizeof want);
+        char buf[160];
+        const char *want = dt_op_name(plan, &rp->ops[op], buf, sizeof buf);
         if (c_name >= 0 && strcmp(fl[c_name], want) != 0) {
             rc = dt_fail(err, DT_EINPUT, path, lineno, cols[c_name],
                          "op %ld of rank %ld is '%s' in the run's plan, the trace says '%s': the "
@@ -239,7 +226,7 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
     for (int i = 0; i < rp->n_ops; i++) {
         const struct dt_op *op = &rp->ops[i];
         med[i] = median(&per_rank[0][i]);
-        char name[128];
+        char nbuf[128];
         double flops = 0, bytes = 0, pred = NAN;
         const char *cname = kind_names[op->kind];
         if (op->kind == DT_OP_COMPUTE) {
@@ -255,7 +242,7 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
         } else if (op->kind == DT_OP_LOAD) {
             pred = op->bytes / fmax(dev->mem_bw_Bps, 1);
         }
-        op_name(plan, op, name, sizeof name);
+        const char *name = dt_op_name(plan, op, nbuf, sizeof nbuf);
         if (out) {
             char e[32] = "-", p[32] = "-";
             if (isfinite(pred)) {

@@ -308,7 +308,8 @@ static int plot_nodes(struct plotter *P)
         return DT_ESYS;
     const char *dat = strrchr(path, '/') + 1;
     fprintf(g, "set logscale x 2\nset xtics (1, 2, 4, 8, 16)\nset xrange [0.85:*]\n"
-               "set yrange [0:*]\nset key below\nplot ");
+               "set yrange [0:*]\nset offsets 0, 0, graph 0.45, 0\n"
+               "set key inside top right vertical font ',10'\nplot ");
     for (int k = 0; k < ng; k++) {
         const struct dtv_run *g0 = run_of(P, groups[k].item);
         const char *c = colours[k % 8];
@@ -449,14 +450,22 @@ static int plot_scatter(struct plotter *P)
     if (!g)
         return DT_ESYS;
     const char *dat = strrchr(path, '/') + 1;
+    int n_fit = 0;
+    for (int i = 0; i < P->c->n; i++)
+        n_fit += !P->c->items[i].held_out;
     fprintf(g, "set logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\nset size square\n"
                "plot x with lines dt 2 lc rgb 'gray40' title 'y = x', \\\n"
                "     '%s' using 1:($5 == 1 ? $2 : 1/0):3:4 with yerrorbars pt 7 ps 1.3 "
-               "lc rgb '#d55e00' title 'held out (95%% interval)', \\\n"
-               "     '%s' using 1:($5 == 0 ? $2 : 1/0):3:4 with yerrorbars pt 6 ps 1.3 "
-               "lc rgb '#0072b2' title 'used in the fit', \\\n"
-               "     '%s' using 1:2:6 with labels offset 1.2,-0.6 font ',9' notitle\n",
-            lo / 1.3, hi * 1.3, lo / 1.3, hi * 1.3, dat, dat, dat);
+               "lc rgb '#d55e00' title 'held out (95%% prediction interval)'",
+            lo / 1.3, hi * 1.3, lo / 1.3, hi * 1.3, dat);
+    if (n_fit)
+        fprintf(g, ", \\\n     '%s' using 1:($5 == 0 ? $2 : 1/0):3:4 with yerrorbars pt 6 "
+                   "ps 1.3 lc rgb '#0072b2' title 'used in the fit'", dat);
+    /* shape labels while they can be read */
+    if (P->c->n <= 12)
+        fprintf(g, ", \\\n     '%s' using 1:2:6 with labels offset 1.2,-0.6 font ',9' "
+                   "notitle", dat);
+    fprintf(g, "\n");
     end_script(g, P, name);
     return DT_OK;
 }

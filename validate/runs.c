@@ -711,6 +711,43 @@ static bool same_config(const struct dtv_run *a, const struct dtv_run *b)
            a->iters_per_epoch == b->iters_per_epoch;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
+{
+    double *spread = malloc((size_t)(set->n + 1) * sizeof *spread);
+    bool *seen = calloc((size_t)set->n + 1, sizeof *seen);
+    int k = 0;
+    for (int i = 0; spread && seen && i < set->n; i++) {
+        if (seen[i])
+            continue;
+        double lo = set->runs[i].iter_s, hi = lo;
+        int m = 1;
+        for (int j = i + 1; j < set->n; j++)
+            if (!seen[j] && same_config(&set->runs[i], &set->runs[j])) {
+                seen[j] = true;
+                lo = fmin(lo, set->runs[j].iter_s);
+                hi = fmax(hi, set->runs[j].iter_s);
+                m++;
+            }
+        if (m > 1)
+            spread[k++] = hi / lo - 1;
+    }
+    double med = NAN;
+    if (k) {
+        qsort(spread, (size_t)k, sizeof *spread, cmp_double);
+        med = k % 2 ? spread[k / 2] : (spread[k / 2 - 1] + spread[k / 2]) / 2;
+    }
+    free(spread);
+    free(seen);
+    *n_configs = k;
+    return med;
+}
+
 int dtv_runset_keep_fastest(struct dtv_runset *set)
 {
     int kept = 0, dropped = 0;

@@ -77,6 +77,10 @@ int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
  * least disturbed by other work on the machine; returns how many runs were dropped. */
 int dtv_runset_keep_fastest(struct dtv_runset *set);
 
+/* How repeatable the runs are: over the configurations run more than once, the median of
+ * (slowest / fastest median iteration - 1); NaN when none was repeated. */
+double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs);
+
 /* Whether run matches a selection "key=v1,v2 key2=v3" (keys: nodes ppn ranks strategy model
  * topology line label; all words must match; an empty selection matches every run). */
 int dtv_select_parse_check(const char *sel, char *why, size_t len);

@@ -2,9 +2,10 @@
  * over all B*T tokens; each (sample, head) then does two small GEMMs on strided views. */
 #include "layers.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
+
+#include "parallel.h"
 
 /* cache: q, k, v, y (B, T, D) each, att (B, heads, T, T). */
 long dtk_attention_cache_floats(int B, int T, int D, int heads)
@@ -33,11 +34,11 @@ void dtk_attention_forward(float *out, float *cache, const float *inp, const flo
         for (int h = 0; h < heads; h++) {
             long off = (long)b * T * D + (long)h * dh;
             float *a = att + ((long)b * heads + h) * T * T;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, scale, q + off, D,
-                        k + off, D, 0.0f, a, T);
+            dtk_sgemm(false, true, T, T, dh, scale, q + off, D,
+                      k + off, D, 0.0f, a, T);
             dtk_softmax_forward(a, a, T, T);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, a, T,
-                        v + off, D, 0.0f, y + off, D);
+            dtk_sgemm(false, false, T, dh, T, 1.0f, a, T,
+                      v + off, D, 0.0f, y + off, D);
         }
     dtk_dense_forward(out, y, w + 3 * DD, bias + 3 * D, N, D, D);
 }
@@ -59,10 +60,10 @@ void dtk_attention_backward(float *dinp, float *dw, float *work, const float *do
             long off = (long)b * T * D + (long)h * dh;
             const float *a = att + ((long)b * heads + h) * T * T;
             /* datt = dy_h v_h^T; dv_h += att^T dy_h */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dy + off, D,
-                        v + off, D, 0.0f, datt, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, a, T, dy + off,
-                        D, 1.0f, dv + off, D);
+            dtk_sgemm(false, true, T, T, dh, 1.0f, dy + off, D,
+                      v + off, D, 0.0f, datt, T);
+            dtk_sgemm(true, false, T, dh, T, 1.0f, a, T, dy + off,
+                      D, 1.0f, dv + off, D);
             /* through the row softmax, in place: ds = att (datt - rowsum(datt att)) */
             for (int i = 0; i < T; i++) {
                 float *r = datt + (long)i * T;
@@ -74,10 +75,10 @@ void dtk_attention_backward(float *dinp, float *dw, float *work, const float *do
                     r[j] = p[j] * (r[j] - dot);
             }
             /* scores = scale q k^T: dq_h += scale ds k_h; dk_h += scale ds^T q_h */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, scale, datt, T,
-                        k + off, D, 1.0f, dq + off, D);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, scale, datt, T,
-                        q + off, D, 1.0f, dk + off, D);
+            dtk_sgemm(false, false, T, dh, T, scale, datt, T,
+                      k + off, D, 1.0f, dq + off, D);
+            dtk_sgemm(true, false, T, dh, T, scale, datt, T,
+                      q + off, D, 1.0f, dk + off, D);
         }
     dtk_dense_backward(dinp, dw, dbias, dq, inp, w, N, D, D);
     dtk_dense_backward(dinp, dw + DD, dbias + D, dk, inp, w + DD, N, D, D);

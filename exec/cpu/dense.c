@@ -1,14 +1,13 @@
-/* Fully connected layer on cblas_sgemm: out = inp W^T + b. */
+/* Fully connected layer on GEMMs: out = inp W^T + b. */
 #include "layers.h"
 
-#include <cblas.h>
+#include "parallel.h"
 
 /* inp (N, in), weight (outd, in), bias (outd), out (N, outd). */
 void dtk_dense_forward(float *out, const float *inp, const float *weight, const float *bias,
                        int N, int in, int outd)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, outd, in, 1.0f, inp, in, weight, in,
-                0.0f, out, outd);
+    dtk_sgemm(false, true, N, outd, in, 1.0f, inp, in, weight, in, 0.0f, out, outd);
     if (bias) {
         for (int n = 0; n < N; n++) {
             float *o = out + (size_t)n * outd;
@@ -23,11 +22,9 @@ void dtk_dense_backward(float *dinp, float *dweight, float *dbias, const float *
                         const float *inp, const float *weight, int N, int in, int outd)
 {
     if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, outd, 1.0f, dout, outd,
-                    weight, in, 1.0f, dinp, in);
+        dtk_sgemm(false, false, N, in, outd, 1.0f, dout, outd, weight, in, 1.0f, dinp, in);
     if (dweight)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outd, in, N, 1.0f, dout, outd, inp,
-                    in, 1.0f, dweight, in);
+        dtk_sgemm(true, false, outd, in, N, 1.0f, dout, outd, inp, in, 1.0f, dweight, in);
     if (dbias) {
         for (int n = 0; n < N; n++) {
             const float *g = dout + (size_t)n * outd;

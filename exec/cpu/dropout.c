@@ -5,6 +5,29 @@
 
 #include "parallel.h"
 
+/* mask[i] = u < rate ? 0 : keep for the uniform u it holds, out[i] = inp[i] mask[i]; blocks
+ * of 8 over restrict parameters vectorize at -O2 (see activation.c). out may be inp (the
+ * network never does that, but the rate-0 path allowed it): the loads come first. */
+static void dropout_apply(float *out, float *restrict mask, const float *inp, long i, long n,
+                          float rate, float keep)
+{
+    for (; i + 8 <= n; i += 8) {
+        float x[8], m[8];
+        for (int k = 0; k < 8; k++) {
+            x[k] = inp[i + k];
+            m[k] = mask[i + k] < rate ? 0.0f : keep;
+        }
+        for (int k = 0; k < 8; k++) {
+            mask[i + k] = m[k];
+            out[i + k] = x[k] * m[k];
+        }
+    }
+    for (; i < n; i++) {
+        mask[i] = mask[i] < rate ? 0.0f : keep;
+        out[i] = inp[i] * mask[i];
+    }
+}
+
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
                          struct dtk_rng *rng)
 {
@@ -14,11 +37,10 @@ void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, floa
         memmove(out, inp, (size_t)n * sizeof(float));
         return;
     }
-    const float keep = 1.0f / (1.0f - rate);
-    for (long i = 0; i < n; i++) {
-        mask[i] = dtk_rng_uniform(rng) < rate ? 0.0f : keep;
-        out[i] = inp[i] * mask[i];
-    }
+    /* the uniforms go into the mask first (the same stream as one dtk_rng_uniform per
+     * element), then a branch-free pass turns them into factors */
+    dtk_rng_uniforms(rng, mask, n);
+    dropout_apply(out, mask, inp, 0, n, rate, 1.0f / (1.0f - rate));
 }
 
 static void dropout_bwd(float *restrict dx, const float *restrict g, const float *restrict m,

@@ -6,26 +6,81 @@
 
 #include "parallel.h"
 
-/* Row copy and row add in blocks of 8 over restrict parameters: GCC vectorizes the fixed-length
- * inner loop at -O2, where a plain loop or a memcpy call of a few floats is slow. */
-static void copy_row(float *restrict dst, const float *restrict src, int n)
+/* GCC turns a copy or zeroing loop into a call of memcpy or memset (loop distribution), which
+ * for the few floats of a row costs more than the copy; glibc keeps its own loops inline the
+ * same way. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define INLINE_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define INLINE_LOOPS
+#endif
+
+/* Row copy and row add in blocks of 8 then 4 over restrict parameters: GCC vectorizes the
+ * fixed-length inner loops at -O2, where a plain loop or a memcpy call of a few floats is
+ * slow. */
+INLINE_LOOPS static inline void copy_row(float *restrict dst, const float *restrict src, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             dst[i + k] = src[i + k];
+    if (i + 4 <= n) {
+        for (int k = 0; k < 4; k++)
+            dst[i + k] = src[i + k];
+        i += 4;
+    }
     for (; i < n; i++)
         dst[i] = src[i];
 }
 
-static void add_row(float *restrict dst, const float *restrict src, int n)
+static inline void add_row(float *restrict dst, const float *restrict src, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             dst[i + k] += src[i + k];
+    if (i + 4 <= n) {
+        for (int k = 0; k < 4; k++)
+            dst[i + k] += src[i + k];
+        i += 4;
+    }
     for (; i < n; i++)
         dst[i] += src[i];
+}
+
+/* Stride 1 with every row read inside the image (no padding; a band's top offset pad_t <= 0):
+ * each output row of a tap is one contiguous run of the input, copied without bounds tests. */
+static bool inside_s1(int H, int W, int kh, int kw, int sh, int sw, int pad_t, int pad_l, int OH,
+                      int OW)
+{
+    return sh == 1 && sw == 1 && pad_l == 0 && pad_t <= 0 && OW - 1 + kw <= W &&
+           OH - 1 + kh - pad_t <= H;
+}
+
+INLINE_LOOPS static void im2col_s1(float *col, long ld, const float *img, int C, int H, int W,
+                                   int kh, int kw, int top, int OH, int OW)
+{
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < kh; i++)
+            for (int j = 0; j < kw; j++) {
+                const float *src = img + ((long)c * H + top + i) * W + j;
+                float *dst = col + ((long)(c * kh + i) * kw + j) * ld;
+                for (int oh = 0; oh < OH; oh++)
+                    copy_row(dst + (long)oh * OW, src + (long)oh * W, OW);
+            }
+}
+
+static void col2im_s1(float *img, const float *col, long ld, int C, int H, int W, int kh, int kw,
+                      int top, int OH, int OW)
+{
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < kh; i++)
+            for (int j = 0; j < kw; j++) {
+                float *dst = img + ((long)c * H + top + i) * W + j;
+                const float *src = col + ((long)(c * kh + i) * kw + j) * ld;
+                for (int oh = 0; oh < OH; oh++)
+                    add_row(dst + (long)oh * W, src + (long)oh * OW, OW);
+            }
 }
 
 /* The range [lo, hi) of output columns ow whose input column ow*sw - pad_l + j is in [0, W). */
@@ -42,9 +97,13 @@ static void valid_range(int *lo, int *hi, int W, int sw, int pad_l, int j, int O
     *hi = h;
 }
 
-void dtk_im2col(float *col, long ld, const float *img, int C, int H, int W, int kh, int kw,
-                int sh, int sw, int pad_t, int pad_l, int OH, int OW)
+INLINE_LOOPS void dtk_im2col(float *col, long ld, const float *img, int C, int H, int W, int kh,
+                             int kw, int sh, int sw, int pad_t, int pad_l, int OH, int OW)
 {
+    if (inside_s1(H, W, kh, kw, sh, sw, pad_t, pad_l, OH, OW)) {
+        im2col_s1(col, ld, img, C, H, W, kh, kw, -pad_t, OH, OW);
+        return;
+    }
     for (int c = 0; c < C; c++) {
         const float *plane = img + (long)c * H * W;
         for (int i = 0; i < kh; i++) {
@@ -81,6 +140,10 @@ void dtk_im2col(float *col, long ld, const float *img, int C, int H, int W, int 
 void dtk_col2im(float *img, const float *col, long ld, int C, int H, int W, int kh, int kw,
                 int sh, int sw, int pad_t, int pad_l, int OH, int OW)
 {
+    if (inside_s1(H, W, kh, kw, sh, sw, pad_t, pad_l, OH, OW)) {
+        col2im_s1(img, col, ld, C, H, W, kh, kw, -pad_t, OH, OW);
+        return;
+    }
     for (int c = 0; c < C; c++) {
         float *plane = img + (long)c * H * W;
         for (int i = 0; i < kh; i++) {
@@ -106,9 +169,13 @@ void dtk_col2im(float *img, const float *col, long ld, int C, int H, int W, int 
     }
 }
 
-/* Outputs up to this many pixels use the offset table (on the stack). */
+/* Outputs up to this many pixels use the offset table (on the stack), unless their rows are
+ * at least ROW_MIN wide: a row of 8 is one vector copy, cheaper than 8 table lookups. */
 #ifndef SMALL_P
 #define SMALL_P 64
+#endif
+#ifndef ROW_MIN
+#define ROW_MIN 8
 #endif
 
 /* off[p] = input index of output pixel p for kernel tap (i, j), or -1 in the padding. */
@@ -128,13 +195,14 @@ static bool tap_offsets(int *off, int H, int W, int i, int j, int sh, int sw, in
     return padded;
 }
 
-void dtk_im2col_batch(float *col, long ld, const float *img, long img_stride, int nb, int C, int H,
-                      int W, int kh, int kw, int sh, int sw, int pad_t, int pad_l, int OH, int OW)
+INLINE_LOOPS void dtk_im2col_batch(float *col, long ld, const float *img, long img_stride, int nb,
+                                   int C, int H, int W, int kh, int kw, int sh, int sw, int pad_t,
+                                   int pad_l, int OH, int OW)
 {
     const int P = OH * OW;
     const bool par = (long)nb * C * kh * kw * P >= DTK_PAR_MIN;
     (void)par; /* used only by OpenMP */
-    if (P > SMALL_P) {
+    if (P > SMALL_P || OW >= ROW_MIN) {
         DTK_PARALLEL_FOR(par)
         for (int b = 0; b < nb; b++)
             dtk_im2col(col + (long)b * P, ld, img + b * img_stride, C, H, W, kh, kw, sh, sw,
@@ -169,7 +237,7 @@ void dtk_col2im_batch(float *img, long img_stride, const float *col, long ld, in
     const int P = OH * OW;
     const bool par = (long)nb * C * kh * kw * P >= DTK_PAR_MIN;
     (void)par; /* used only by OpenMP */
-    if (P > SMALL_P) {
+    if (P > SMALL_P || OW >= ROW_MIN) {
         DTK_PARALLEL_FOR(par)
         for (int b = 0; b < nb; b++)
             dtk_col2im(img + b * img_stride, col + (long)b * P, ld, C, H, W, kh, kw, sh, sw,

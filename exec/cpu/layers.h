@@ -22,9 +22,11 @@
 
 #include "rng.h"
 
-/* Threads for the kernels: OpenMP loops (when the library is built with OpenMP; otherwise
- * they run on one thread) and OpenBLAS. An MPI rank per core wants 1. dtk_num_threads says
- * how many the kernels' own loops use. */
+/* Threads of the kernels: OpenBLAS's thread count (openblas_set_num_threads, as dtexec
+ * --threads does, or OPENBLAS_NUM_THREADS; dtk_set_num_threads sets it). The kernels run
+ * their parallel work (a convolution's blocks of samples, the slices of a large GEMM) on one
+ * pool of that many threads, with OpenBLAS on one thread inside each task (parallel.h). An
+ * MPI rank per core wants 1. */
 void dtk_set_num_threads(int n);
 int dtk_num_threads(void);
 
@@ -45,6 +47,9 @@ struct dtk_conv_dims {
     int pad_t, pad_l, pad_b, pad_r;
     int groups;
     int OH, OW; /* set by dtk_conv_dims_finish / dtk_convt_dims_finish */
+    /* conv2d: threads its workspace serves (0 counts as 1). Each thread takes whole blocks
+     * of samples with its own scratch; the kernels use at most this many threads. */
+    int threads;
 };
 /* OH = (H + pad_t + pad_b - kh) / sh + 1 (floor), likewise OW: conv2d and pools.
  * Returns false when the window does not fit or a size is not positive. */
@@ -54,7 +59,10 @@ bool dtk_convt_dims_finish(struct dtk_conv_dims *d);
 
 /* conv2d: weight (F, C/groups, kh, kw), bias (F) or NULL.
  * im2col of a chunk of samples then one GEMM per group over the whole chunk (the batch is
- * folded into the GEMM's N dimension, which keeps N large for small feature maps). */
+ * folded into the GEMM's N dimension, which keeps N large for small feature maps). With
+ * d->threads > 1 threads take chunks side by side; backward then sums each thread's weight
+ * and bias gradients after the chunks (in thread order), so that those sums are rounded
+ * differently from the one-thread order (the input gradient is not: its chunks are disjoint). */
 long dtk_conv2d_workspace_floats(const struct dtk_conv_dims *d);
 void dtk_conv2d_forward(float *out, float *work, const float *inp, const float *weight,
                         const float *bias, const struct dtk_conv_dims *d);

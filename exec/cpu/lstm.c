@@ -3,9 +3,10 @@
  * step. Backward is backpropagation through time over the cached activations. */
 #include "layers.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
+
+#include "parallel.h"
 
 /* cache: gates (B, T, 4H) after their activation, c (B, T, H), h (B, T, H). */
 long dtk_lstm_cache_floats(int B, int T, int H)
@@ -32,8 +33,8 @@ void dtk_lstm_forward(float *out, float *cache, const float *inp, const float *w
     dtk_dense_forward(gates, inp, wx, b, B * T, D, (int)G);
     for (int t = 0; t < T; t++) {
         if (t > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, (int)G, H, 1.0f,
-                        hs + (long)(t - 1) * H, T * H, wh, H, 1.0f, gates + t * G, (int)(T * G));
+            dtk_sgemm(false, true, B, (int)G, H, 1.0f,
+                      hs + (long)(t - 1) * H, T * H, wh, H, 1.0f, gates + t * G, (int)(T * G));
         for (int n = 0; n < B; n++) {
             float *gt = gates + ((long)n * T + t) * G;
             float *c = cs + ((long)n * T + t) * H, *h = hs + ((long)n * T + t) * H;
@@ -92,12 +93,12 @@ void dtk_lstm_backward(float *dinp, float *dwx, float *dwh, float *db, float *wo
         }
         if (t > 0) {
             /* dh_{t-1} = dpre_t W_h; dW_h += dpre_t^T h_{t-1} */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, (int)G, 1.0f,
-                        dpre + t * G, (int)(T * G), wh, H, 0.0f, dh, H);
+            dtk_sgemm(false, false, B, H, (int)G, 1.0f,
+                      dpre + t * G, (int)(T * G), wh, H, 0.0f, dh, H);
             if (dwh)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)G, H, B, 1.0f,
-                            dpre + t * G, (int)(T * G), hs + (long)(t - 1) * H, T * H, 1.0f,
-                            dwh, H);
+                dtk_sgemm(true, false, (int)G, H, B, 1.0f,
+                          dpre + t * G, (int)(T * G), hs + (long)(t - 1) * H, T * H, 1.0f,
+                          dwh, H);
         }
     }
     dtk_dense_backward(dinp, dwx, db, dpre, inp, wx, B * T, D, (int)G);

@@ -239,6 +239,8 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         if ((rc = check_layer(model, i, ly, max_batch, err)))
             break;
         ly->cd.B = max_batch;
+        /* a convolution's scratch serves the kernels' threads (one block of samples each) */
+        ly->cd.threads = L->kind == DT_L_CONV2D ? dtk_num_threads() : 1;
         ly->out_sz = shape_size(&L->out_shape);
         ly->need = L->params > 0;
         for (int k = 0; k < L->n_in; k++)

@@ -23,9 +23,9 @@ void dtk_rng_seed(struct dtk_rng *rng, uint64_t seed)
         rng->s[i] = splitmix64(&x);
 }
 
-uint64_t dtk_rng_u64(struct dtk_rng *rng)
+/* The generator's step on a state held by the caller (inlined into the loops below). */
+static inline uint64_t next_u64(uint64_t *s)
 {
-    uint64_t *s = rng->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
     s[2] ^= s[0];
@@ -37,9 +37,29 @@ uint64_t dtk_rng_u64(struct dtk_rng *rng)
     return result;
 }
 
+uint64_t dtk_rng_u64(struct dtk_rng *rng)
+{
+    return next_u64(rng->s);
+}
+
+/* 24 random bits: every value exactly representable as a float */
+static inline float to_uniform(uint64_t x)
+{
+    return (float)(x >> 40) * (1.0f / 16777216.0f);
+}
+
 float dtk_rng_uniform(struct dtk_rng *rng)
 {
-    return (float)(dtk_rng_u64(rng) >> 40) * (1.0f / 16777216.0f);
+    return to_uniform(next_u64(rng->s));
+}
+
+void dtk_rng_uniforms(struct dtk_rng *rng, float *u, long n)
+{
+    uint64_t s[4] = {rng->s[0], rng->s[1], rng->s[2], rng->s[3]};
+    for (long i = 0; i < n; i++)
+        u[i] = to_uniform(next_u64(s));
+    for (int k = 0; k < 4; k++)
+        rng->s[k] = s[k];
 }
 
 float dtk_rng_uniform_range(struct dtk_rng *rng, float lo, float hi)

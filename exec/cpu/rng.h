@@ -16,6 +16,9 @@ void dtk_rng_seed(struct dtk_rng *rng, uint64_t seed);
 uint64_t dtk_rng_u64(struct dtk_rng *rng);
 /* Uniform in [0, 1) with 24 random bits (every value exactly representable as a float). */
 float dtk_rng_uniform(struct dtk_rng *rng);
+/* n uniforms into u: the same values, in order, as n calls of dtk_rng_uniform (one tight loop
+ * with the generator's state in registers). */
+void dtk_rng_uniforms(struct dtk_rng *rng, float *u, long n);
 /* Uniform in [lo, hi). */
 float dtk_rng_uniform_range(struct dtk_rng *rng, float lo, float hi);
 /* Standard normal (Box-Muller; uses two uniforms per call, no cached second value). */
