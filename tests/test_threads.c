@@ -117,6 +117,43 @@ static void test_parallel_nested_runs_in_place(void **state)
     assert_int_equal(dtk_num_threads(), 1);
 }
 
+struct range_ctx {
+    int *hits;
+    int bad_start; /* ranges not starting at a multiple of 16 */
+    int calls;
+};
+
+static void range_fn(void *ctx, long lo, long hi)
+{
+    struct range_ctx *c = ctx;
+    for (long i = lo; i < hi; i++)
+        c->hits[i]++;
+    if (lo % 16)
+        __atomic_add_fetch(&c->bad_start, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->calls, 1, __ATOMIC_RELAXED);
+}
+
+/* Ensure that dtk_parallel_range covers [0, n) exactly once with ranges starting at multiples
+ * of 16, one range per thread when n reaches min, one call [0, n) below it. */
+static void test_parallel_range_covers_once(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    int hits[N];
+    dtk_set_num_threads(3);
+    for (long n = 1; n <= N; n = n * 3 + 1) {
+        memset(hits, 0, sizeof hits);
+        struct range_ctx c = {hits, 0, 0};
+        dtk_parallel_range(n, 100, range_fn, &c);
+        for (long i = 0; i < N; i++)
+            assert_int_equal(hits[i], i < n ? 1 : 0);
+        assert_int_equal(c.bad_start, 0);
+        /* 3 threads: ranges of ceil(n/3) rounded up to 16, so 3 of them or fewer */
+        assert_true(n < 100 ? c.calls == 1 : c.calls >= 2 && c.calls <= 3);
+    }
+    dtk_set_num_threads(1);
+}
+
 /* ---------------------------------------------------------------- dtk_sgemm */
 
 /* C = alpha op(A) op(B) + beta C0 in double, element (m, n). */
@@ -262,15 +299,53 @@ static void test_conv2d_workspace_per_thread(void **state)
     check_conv(one, 3);
 }
 
+/* ---------------------------------------------------------------- _set backward forms */
+
+/* Ensure that the _set forms of the relu, dropout and max pooling backward write what the
+ * accumulating forms add to a zeroed gradient (the definition of "first writer"), also over
+ * several threads (n above the parallel threshold), and overwrite what the gradient held. */
+static void test_backward_set_forms_match(void **state)
+{
+    (void)state;
+    struct dtk_conv_dims d = {.B = 4, .C = 6, .H = 50, .W = 51, .F = 6, .kh = 2, .kw = 2,
+                              .sh = 2, .sw = 2, .groups = 1};
+    assert_true(dtk_conv_dims_finish(&d));
+    const long n = (long)d.B * d.C * d.H * d.W, np = (long)d.B * d.C * d.OH * d.OW;
+    float *x = frand(n), *g = frand(n), *m = frand(n), *y = frand(np);
+    float *acc = calloc((size_t)n, sizeof(float)), *set = frand(n);
+    int *arg = malloc((size_t)np * sizeof(int));
+    assert_true(acc && arg);
+    for (int threads = 1; threads <= 2; threads++) {
+        dtk_set_num_threads(threads);
+        memset(acc, 0, (size_t)n * sizeof(float));
+        dtk_relu_backward(acc, g, x, n);
+        dtk_relu_backward_set(set, g, x, n);
+        assert_memory_equal(acc, set, (size_t)n * sizeof(float));
+        memset(acc, 0, (size_t)n * sizeof(float));
+        dtk_dropout_backward(acc, g, m, n);
+        dtk_dropout_backward_set(set, g, m, n);
+        assert_memory_equal(acc, set, (size_t)n * sizeof(float));
+        dtk_maxpool_forward(y, arg, x, &d);
+        memset(acc, 0, (size_t)n * sizeof(float));
+        dtk_maxpool_backward(acc, g, arg, &d);
+        dtk_maxpool_backward_set(set, g, arg, &d);
+        assert_memory_equal(acc, set, (size_t)n * sizeof(float));
+    }
+    dtk_set_num_threads(1);
+    free(x), free(g), free(m), free(y), free(acc), free(set), free(arg);
+}
+
 int main(void)
 {
     dtk_rng_seed(&trng, 2024);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parallel_runs_each_task_once),
         cmocka_unit_test(test_parallel_nested_runs_in_place),
+        cmocka_unit_test(test_parallel_range_covers_once),
         cmocka_unit_test(test_sgemm_sliced_matches_definition),
         cmocka_unit_test(test_conv2d_threaded_matches_definition),
         cmocka_unit_test(test_conv2d_workspace_per_thread),
+        cmocka_unit_test(test_backward_set_forms_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

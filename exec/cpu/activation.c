@@ -11,9 +11,6 @@
 
 #include "parallel.h"
 
-/* [c, end) of a chunked loop over n elements */
-#define CHUNK_END(c, n) ((c) + DTK_PAR_CHUNK < (n) ? (c) + DTK_PAR_CHUNK : (n))
-
 static void relu_fwd(float *restrict o, const float *restrict x, long i, long n)
 {
     for (; i + 8 <= n; i += 8)
@@ -25,11 +22,22 @@ static void relu_fwd(float *restrict o, const float *restrict x, long i, long n)
         o[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+/* Arrays of an elementwise loop run in ranges on the pool. */
+struct ew_job {
+    float *out;
+    const float *a, *b;
+};
+
+static void relu_fwd_range(void *ctx, long lo, long hi)
+{
+    const struct ew_job *j = ctx;
+    relu_fwd(j->out, j->a, lo, hi);
+}
+
 void dtk_relu_forward(float *restrict o, const float *restrict x, long n)
 {
-    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
-    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
-        relu_fwd(o, x, c, CHUNK_END(c, n));
+    struct ew_job j = {o, x, NULL};
+    dtk_parallel_range(n, DTK_PAR_MIN, relu_fwd_range, &j);
 }
 
 /* The derivative at 0 is taken as 0 (as PyTorch and TensorFlow do). */
@@ -45,12 +53,42 @@ static void relu_bwd(float *restrict dx, const float *restrict g, const float *r
         dx[i] += x[i] > 0.0f ? g[i] : 0.0f;
 }
 
+static void relu_bwd_set(float *restrict dx, const float *restrict g, const float *restrict x,
+                         long i, long n)
+{
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k], gk = g[i + k];
+            dx[i + k] = v > 0.0f ? gk : 0.0f;
+        }
+    for (; i < n; i++)
+        dx[i] = x[i] > 0.0f ? g[i] : 0.0f;
+}
+
+static void relu_bwd_range(void *ctx, long lo, long hi)
+{
+    const struct ew_job *j = ctx;
+    relu_bwd(j->out, j->a, j->b, lo, hi);
+}
+
+static void relu_bwd_set_range(void *ctx, long lo, long hi)
+{
+    const struct ew_job *j = ctx;
+    relu_bwd_set(j->out, j->a, j->b, lo, hi);
+}
+
 void dtk_relu_backward(float *restrict dx, const float *restrict g, const float *restrict x,
                        long n)
 {
-    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
-    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
-        relu_bwd(dx, g, x, c, CHUNK_END(c, n));
+    struct ew_job j = {dx, g, x};
+    dtk_parallel_range(n, DTK_PAR_MIN, relu_bwd_range, &j);
+}
+
+void dtk_relu_backward_set(float *restrict dx, const float *restrict g, const float *restrict x,
+                           long n)
+{
+    struct ew_job j = {dx, g, x};
+    dtk_parallel_range(n, DTK_PAR_MIN, relu_bwd_set_range, &j);
 }
 
 void dtk_tanh_forward(float *out, const float *inp, long n)

@@ -28,6 +28,19 @@ static void dropout_apply(float *out, float *restrict mask, const float *inp, lo
     }
 }
 
+/* Arrays and factors of a dropout loop run in ranges on the pool. */
+struct drop_job {
+    float *out, *mask;
+    const float *a, *b;
+    float rate, keep;
+};
+
+static void apply_range(void *ctx, long lo, long hi)
+{
+    const struct drop_job *j = ctx;
+    dropout_apply(j->out, j->mask, j->a, lo, hi, j->rate, j->keep);
+}
+
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
                          struct dtk_rng *rng)
 {
@@ -40,7 +53,8 @@ void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, floa
     /* the uniforms go into the mask first (the same stream as one dtk_rng_uniform per
      * element), then a branch-free pass turns them into factors */
     dtk_rng_uniforms(rng, mask, n);
-    dropout_apply(out, mask, inp, 0, n, rate, 1.0f / (1.0f - rate));
+    struct drop_job j = {out, mask, inp, NULL, rate, 1.0f / (1.0f - rate)};
+    dtk_parallel_range(n, DTK_PAR_MIN, apply_range, &j);
 }
 
 static void dropout_bwd(float *restrict dx, const float *restrict g, const float *restrict m,
@@ -53,10 +67,38 @@ static void dropout_bwd(float *restrict dx, const float *restrict g, const float
         dx[i] += g[i] * m[i];
 }
 
+static void dropout_bwd_set(float *restrict dx, const float *restrict g,
+                            const float *restrict m, long i, long n)
+{
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            dx[i + k] = g[i + k] * m[i + k];
+    for (; i < n; i++)
+        dx[i] = g[i] * m[i];
+}
+
+static void bwd_range(void *ctx, long lo, long hi)
+{
+    const struct drop_job *j = ctx;
+    dropout_bwd(j->out, j->a, j->b, lo, hi);
+}
+
+static void bwd_set_range(void *ctx, long lo, long hi)
+{
+    const struct drop_job *j = ctx;
+    dropout_bwd_set(j->out, j->a, j->b, lo, hi);
+}
+
+void dtk_dropout_backward_set(float *restrict dx, const float *restrict g,
+                              const float *restrict m, long n)
+{
+    struct drop_job j = {dx, NULL, g, m, 0.0f, 0.0f};
+    dtk_parallel_range(n, DTK_PAR_MIN, bwd_set_range, &j);
+}
+
 void dtk_dropout_backward(float *restrict dx, const float *restrict g, const float *restrict m,
                           long n)
 {
-    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
-    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
-        dropout_bwd(dx, g, m, c, c + DTK_PAR_CHUNK < n ? c + DTK_PAR_CHUNK : n);
+    struct drop_job j = {dx, NULL, g, m, 0.0f, 0.0f};
+    dtk_parallel_range(n, DTK_PAR_MIN, bwd_range, &j);
 }

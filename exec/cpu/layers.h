@@ -84,6 +84,11 @@ void dtk_convt_backward(float *dinp, float *dweight, float *dbias, float *work,
 void dtk_maxpool_forward(float *out, int *argmax, const float *inp, const struct dtk_conv_dims *d);
 void dtk_maxpool_backward(float *dinp, const float *dout, const int *argmax,
                           const struct dtk_conv_dims *d);
+/* The same writing dinp (zero but at the maxima) instead of adding to it: for a gradient that
+ * nothing has written yet, which then needs no zeroing first (likewise the _set forms of relu
+ * and dropout below). */
+void dtk_maxpool_backward_set(float *dinp, const float *dout, const int *argmax,
+                              const struct dtk_conv_dims *d);
 /* avgpool: the mean over the cells of the window that lie inside the input (padding excluded,
  * as Keras' "same" average pooling does). */
 void dtk_avgpool_forward(float *out, const float *inp, const struct dtk_conv_dims *d);
@@ -96,6 +101,7 @@ void dtk_globalpool_backward(float *dinp, const float *dout, int B, int C, int S
 /* ---- elementwise activations over n floats ---- */
 void dtk_relu_forward(float *out, const float *inp, long n);
 void dtk_relu_backward(float *dinp, const float *dout, const float *inp, long n);
+void dtk_relu_backward_set(float *dinp, const float *dout, const float *inp, long n);
 void dtk_tanh_forward(float *out, const float *inp, long n);
 void dtk_tanh_backward(float *dinp, const float *dout, const float *out, long n);
 void dtk_sigmoid_forward(float *out, const float *inp, long n);
@@ -140,6 +146,7 @@ void dtk_sigmoid_bce_backward(float *dlogits, const float *probs, const int *lab
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
                          struct dtk_rng *rng);
 void dtk_dropout_backward(float *dinp, const float *dout, const float *mask, long n);
+void dtk_dropout_backward_set(float *dinp, const float *dout, const float *mask, long n);
 
 /* ---- batchnorm over (B, C, S): statistics per channel c over the B x S values.
  * NCHW images: C channels, S = H*W; vectors (N): C = N, S = 1; sequences (T, D) channel last:

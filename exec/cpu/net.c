@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layers.h"
+#include "parallel.h"
 
 /* Per-layer view into the net's buffers. */
 struct dtk_lay {
@@ -584,22 +585,52 @@ int dtk_net_forward(struct dtk_net *net, const float *x, int B, bool train, stru
 
 /* ---- backward ---- */
 
+static void zero_range(void *ctx, long lo, long hi)
+{
+    memset((float *)ctx + lo, 0, (size_t)(hi - lo) * sizeof(float));
+}
+
+/* Zeroes n floats, in ranges over the kernels' threads when n is large. */
+static void zero_floats(float *p, long n)
+{
+    dtk_parallel_range(n, DTK_PAR_MIN, zero_range, p);
+}
+
 void dtk_net_zero_grads(struct dtk_net *net)
 {
-    memset(net->grads, 0, (size_t)net->n_params * sizeof(float));
+    zero_floats(net->grads, net->n_params);
 }
 
 static void zero_rows(struct dtk_lay *ly, int b0, int nb)
 {
-    memset(ly->dact + (long)b0 * ly->out_sz, 0, (size_t)nb * ly->out_sz * sizeof(float));
+    zero_floats(ly->dact + (long)b0 * ly->out_sz, (long)nb * ly->out_sz);
 }
 
-/* Zeroes the input gradients that layer i is the first to write (each once). */
+/* Whether layer i's backward writes its input's gradient rows instead of adding to them: it
+ * is their first writer (their zeroing falls to it), it has that one input, and its kernel
+ * has a _set form. Zeroing a large gradient then adding to it costs two more passes over
+ * memory than writing it. */
+static bool backward_sets_input(const struct dtk_net *net, int i)
+{
+    const struct dt_layer *L = &net->model->layers[i];
+    if (i >= net->model->n_layers - 1 || net->lay[i].alias || !net->lay[i].need ||
+        L->n_in != 1 || L->in[0] < 0)
+        return false;
+    if (L->kind != DT_L_RELU && L->kind != DT_L_DROPOUT && L->kind != DT_L_MAXPOOL)
+        return false;
+    const struct dtk_lay *o = &net->lay[net->lay[L->in[0]].owner];
+    return o->dact && o->zero_at == i;
+}
+
+/* Zeroes the input gradients that layer i is the first to write (each once), unless it
+ * writes them whole. */
 static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
 {
     const struct dt_layer *L = &net->model->layers[i];
     if (i >= net->model->n_layers - 1 || net->lay[i].alias)
         return; /* begin_backward did those */
+    if (backward_sets_input(net, i))
+        return;
     for (int k = 0; k < L->n_in; k++) {
         if (L->in[k] < 0)
             continue;
@@ -686,6 +717,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     const float *aux = ly->aux + (long)b0 * ly->aux_row;
     const int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
     struct dtk_conv_dims d = rows_dims(ly, nb);
+    const bool set = backward_sets_input(net, i); /* dx is written, not added to */
 
     switch (L->kind) {
     case DT_L_CONV2D: {
@@ -700,7 +732,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     }
     case DT_L_MAXPOOL:
         if (dx)
-            dtk_maxpool_backward(dx, dy, iaux, &d);
+            (set ? dtk_maxpool_backward_set : dtk_maxpool_backward)(dx, dy, iaux, &d);
         break;
     case DT_L_AVGPOOL:
         if (dx)
@@ -717,11 +749,11 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
         break;
     case DT_L_DROPOUT:
         if (dx)
-            dtk_dropout_backward(dx, dy, aux, n);
+            (set ? dtk_dropout_backward_set : dtk_dropout_backward)(dx, dy, aux, n);
         break;
     case DT_L_RELU:
         if (dx)
-            dtk_relu_backward(dx, dy, x, n);
+            (set ? dtk_relu_backward_set : dtk_relu_backward)(dx, dy, x, n);
         break;
     case DT_L_TANH:
         if (dx)

@@ -63,6 +63,21 @@ static void adam_range(float *restrict p, const float *restrict g, float *restri
     }
 }
 
+/* One Adam step's arrays and factors, for ranges run on the pool. */
+struct adam_job {
+    float *p;
+    const float *g;
+    float *m, *v;
+    bool keras;
+    float b1, b2, step, rs2, eps;
+};
+
+static void adam_task(void *ctx, long lo, long hi)
+{
+    const struct adam_job *j = ctx;
+    adam_range(j->p, j->g, j->m, j->v, lo, hi, j->keras, j->b1, j->b2, j->step, j->rs2, j->eps);
+}
+
 void dtk_adam_step(float *params, const float *grads, float *m, float *v, long n, long t,
                    const struct dtk_adam *cfg)
 {
@@ -72,10 +87,9 @@ void dtk_adam_step(float *params, const float *grads, float *m, float *v, long n
     const bool keras = cfg->flavor == DTK_ADAM_KERAS;
     const float step = keras ? (float)(cfg->lr * sqrt(bc2) / bc1) : (float)(cfg->lr / bc1);
     const float rs2 = keras ? 1.0f : (float)(1.0 / sqrt(bc2));
-    DTK_PARALLEL_FOR(n >= DTK_PAR_MIN)
-    for (long c = 0; c < n; c += DTK_PAR_CHUNK)
-        adam_range(params, grads, m, v, c, c + DTK_PAR_CHUNK < n ? c + DTK_PAR_CHUNK : n, keras,
-                   cfg->beta1, cfg->beta2, step, rs2, cfg->eps);
+    struct adam_job j = {params, grads, m, v, keras, cfg->beta1, cfg->beta2, step, rs2,
+                         cfg->eps};
+    dtk_parallel_range(n, DTK_PAR_MIN, adam_task, &j);
 }
 
 void dtk_sgd_step(float *params, const float *grads, float *buf, long n, long t,

@@ -2,12 +2,13 @@
  *
  * One pool of dtk_num_threads() threads (threads.c: the caller plus persistent workers) runs
  * the kernels' parallel work: a convolution gives each thread whole blocks of samples with
- * its own scratch, a large GEMM is cut into one slice per thread (dtk_sgemm). OpenBLAS runs
+ * its own scratch, a large GEMM is cut into one slice per thread (dtk_sgemm), the large
+ * elementwise loops (relu, max pooling, dropout, Adam) into ranges. OpenBLAS runs
  * on one thread inside the tasks: two pools spinning side by side on the same cores
  * (OpenBLAS's and the kernels') slow both, the more so on a shared machine.
  *
- * The OpenMP loop macros below thread the elementwise loops only when the library is
- * compiled with OpenMP, which configure does not enable: they then expand to nothing.
+ * The OpenMP loop macros below thread the other loops only when the library is compiled
+ * with OpenMP, which configure does not enable: they then expand to nothing.
  * Every parallel loop writes disjoint outputs, so results do not depend on the thread count,
  * except the weight and bias gradients of a threaded convolution (layers.h). */
 #ifndef DTK_PARALLEL_H
@@ -40,6 +41,12 @@ typedef void (*dtk_task_fn)(void *ctx, long i, int t);
 void dtk_parallel(long n, int threads, dtk_task_fn fn, void *ctx);
 /* Whether the calling thread is running a task of the pool. */
 bool dtk_in_task(void);
+
+/* fn(ctx, lo, hi) over [0, n) cut into one range per thread (ranges start at multiples of
+ * 16, so that blocks of 8 stay aligned to the whole); one call fn(ctx, 0, n) when n is below
+ * min or there is one thread. For elementwise loops (min: DTK_PAR_MIN). */
+typedef void (*dtk_range_fn)(void *ctx, long lo, long hi);
+void dtk_parallel_range(long n, long min, dtk_range_fn fn, void *ctx);
 
 /* C = alpha op(A) op(B) + beta C, row major (cblas_sgemm's arguments, transposes as flags).
  * With several threads and enough work, the larger of M and N is cut into one slice per

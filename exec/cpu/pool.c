@@ -2,6 +2,7 @@
 #include "layers.h"
 
 #include <float.h>
+#include <string.h>
 #ifdef __SSE2__
 #include <immintrin.h>
 #endif
@@ -12,12 +13,25 @@
  * activations mispredicts about half the time): four outputs at a time with SSE2 compares
  * and masks, the same choices as the scalar form (strict >, so the first maximum in raster
  * order wins, and a NaN never does). */
-static void maxpool_2x2(float *out, int *argmax, const float *inp, const struct dtk_conv_dims *d)
+/* A max pooling's arrays, for ranges of planes run on the pool. */
+struct pool_job {
+    float *out;
+    int *argmax;
+    const float *inp;
+    const struct dtk_conv_dims *d;
+};
+
+/* Planes [lo, hi) of the 2x2 pooling. */
+static void maxpool_2x2(void *ctx, long lo, long hi)
 {
+    const struct pool_job *job = ctx;
+    const struct dtk_conv_dims *d = job->d;
+    float *out = job->out;
+    int *argmax = job->argmax;
+    const float *inp = job->inp;
     const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
     const int W = d->W, OW = d->OW;
-    DTK_PARALLEL_FOR((long)d->B * d->C * d->H * d->W >= DTK_PAR_MIN)
-    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
+    for (long bc = lo; bc < hi; bc++) {
         const float *x = inp + bc * HW;
         float *o = out + bc * P;
         int *a = argmax + bc * P;
@@ -73,7 +87,8 @@ void dtk_maxpool_forward(float *out, int *argmax, const float *inp, const struct
 {
     const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
     if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->pad_t == 0 && d->pad_l == 0) {
-        maxpool_2x2(out, argmax, inp, d);
+        struct pool_job j = {out, argmax, inp, d};
+        dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1, maxpool_2x2, &j);
         return;
     }
     DTK_PARALLEL_FOR((long)d->B * d->C * d->H * d->W >= DTK_PAR_MIN)
@@ -103,19 +118,47 @@ void dtk_maxpool_forward(float *out, int *argmax, const float *inp, const struct
     }
 }
 
-void dtk_maxpool_backward(float *dinp, const float *dout, const int *argmax,
-                          const struct dtk_conv_dims *d)
+/* Planes [lo, hi) of the backward: the gradient goes to each window's maximum. */
+static void maxpool_bwd(void *ctx, long lo, long hi)
 {
+    const struct pool_job *j = ctx;
+    const struct dtk_conv_dims *d = j->d;
     const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
-    DTK_PARALLEL_FOR((long)d->B * d->C * d->H * d->W >= DTK_PAR_MIN)
-    for (long bc = 0; bc < (long)d->B * d->C; bc++) {
-        float *dx = dinp + bc * HW;
-        const float *g = dout + bc * P;
-        const int *a = argmax + bc * P;
+    for (long bc = lo; bc < hi; bc++) {
+        float *dx = j->out + bc * HW;
+        const float *g = j->inp + bc * P;
+        const int *a = j->argmax + bc * P;
         for (long p = 0; p < P; p++)
             if (a[p] >= 0)
                 dx[a[p]] += g[p];
     }
+}
+
+/* The same writing whole planes: each is zeroed (while it is in cache) then scattered to. */
+static void maxpool_bwd_set(void *ctx, long lo, long hi)
+{
+    const struct pool_job *j = ctx;
+    const long HW = (long)j->d->H * j->d->W;
+    for (long bc = lo; bc < hi; bc++) {
+        memset(j->out + bc * HW, 0, (size_t)HW * sizeof(float));
+        maxpool_bwd(ctx, bc, bc + 1);
+    }
+}
+
+void dtk_maxpool_backward_set(float *dinp, const float *dout, const int *argmax,
+                              const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W;
+    struct pool_job j = {dinp, (int *)argmax, dout, d}; /* argmax is only read */
+    dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1, maxpool_bwd_set, &j);
+}
+
+void dtk_maxpool_backward(float *dinp, const float *dout, const int *argmax,
+                          const struct dtk_conv_dims *d)
+{
+    const long HW = (long)d->H * d->W;
+    struct pool_job j = {dinp, (int *)argmax, dout, d}; /* argmax is only read */
+    dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1, maxpool_bwd, &j);
 }
 
 /* Window [i0, i1) x [j0, j1) of output (oh, ow) clipped to the image. */

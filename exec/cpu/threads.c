@@ -167,3 +167,28 @@ void dtk_parallel(long n, int threads, dtk_task_fn fn, void *ctx)
     if (blas != 1)
         openblas_set_num_threads(blas);
 }
+
+struct range_job {
+    dtk_range_fn fn;
+    void *ctx;
+    long n, part;
+};
+
+static void range_task(void *ctx, long i, int t)
+{
+    const struct range_job *r = ctx;
+    (void)t;
+    long lo = i * r->part, hi = lo + r->part < r->n ? lo + r->part : r->n;
+    r->fn(r->ctx, lo, hi);
+}
+
+void dtk_parallel_range(long n, long min, dtk_range_fn fn, void *ctx)
+{
+    int T = dtk_num_threads();
+    if (T < 2 || n < min || n < 32 || in_task) {
+        fn(ctx, 0, n);
+        return;
+    }
+    struct range_job r = {fn, ctx, n, ((n + T - 1) / T + 15) / 16 * 16};
+    dtk_parallel((n + r.part - 1) / r.part, T, range_task, &r);
+}
