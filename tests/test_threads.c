@@ -301,14 +301,9 @@ static void test_conv2d_workspace_per_thread(void **state)
 
 /* ---------------------------------------------------------------- _set backward forms */
 
-/* Ensure that the _set forms of the relu, dropout and max pooling backward write what the
- * accumulating forms add to a zeroed gradient (the definition of "first writer"), also over
- * several threads (n above the parallel threshold), and overwrite what the gradient held. */
-static void test_backward_set_forms_match(void **state)
+/* Runs each _set form and its accumulating form on 1 and 2 threads and compares. */
+static void check_set_forms(struct dtk_conv_dims d)
 {
-    (void)state;
-    struct dtk_conv_dims d = {.B = 4, .C = 6, .H = 50, .W = 51, .F = 6, .kh = 2, .kw = 2,
-                              .sh = 2, .sw = 2, .groups = 1};
     assert_true(dtk_conv_dims_finish(&d));
     const long n = (long)d.B * d.C * d.H * d.W, np = (long)d.B * d.C * d.OH * d.OW;
     float *x = frand(n), *g = frand(n), *m = frand(n), *y = frand(np);
@@ -333,6 +328,24 @@ static void test_backward_set_forms_match(void **state)
     }
     dtk_set_num_threads(1);
     free(x), free(g), free(m), free(y), free(acc), free(set), free(arg);
+}
+
+/* Ensure that the _set forms of the relu, dropout and max pooling backward write what the
+ * accumulating forms add to a zeroed gradient (the definition of "first writer"), also over
+ * several threads (n above the parallel threshold), and overwrite what the gradient held:
+ * 2x2 pooling with an odd width, with an odd height and width (the seed-002 CNN's 11x11), and
+ * a 3x3 stride 2 padded pooling (the general form). */
+static void test_backward_set_forms_match(void **state)
+{
+    (void)state;
+    struct dtk_conv_dims g[3] = {
+        {.B = 4, .C = 6, .H = 50, .W = 51, .F = 6, .kh = 2, .kw = 2, .sh = 2, .sw = 2},
+        {.B = 9, .C = 40, .H = 11, .W = 11, .F = 40, .kh = 2, .kw = 2, .sh = 2, .sw = 2},
+        {.B = 3, .C = 5, .H = 40, .W = 40, .F = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 2,
+         .pad_t = 1, .pad_l = 1, .pad_b = 1, .pad_r = 1},
+    };
+    for (int k = 0; k < 3; k++)
+        check_set_forms(g[k]);
 }
 
 int main(void)

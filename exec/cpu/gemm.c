@@ -3,9 +3,11 @@
 
 #include "parallel.h"
 
-/* FLOPs below which a GEMM stays one call: waking a thread costs a few microseconds, about
+/* Multiply-adds (M N K) up to which a GEMM stays one call. It is OpenBLAS's own threshold
+ * (interface/gemm.c: 65536 x GEMM_MULTITHREAD_THRESHOLD = 4), so that OpenBLAS never starts
+ * its threads for a GEMM that reaches it whole; waking a thread costs a few microseconds,
  * what one thread computes of 0.5 MFLOP. */
-#define GEMM_PAR_FLOPS 1e6
+#define GEMM_PAR_MNK 262144.0
 /* Slices are multiples of this many rows or columns (OpenBLAS' register blocks). */
 #define GEMM_ALIGN 16
 
@@ -43,7 +45,7 @@ void dtk_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *
                          M > N, M, N, K, 0, alpha, beta, A, B, C, lda, ldb, ldc};
     int T = dtk_num_threads();
     int L = g.by_rows ? M : N; /* the larger dimension is sliced */
-    if (T < 2 || dtk_in_task() || 2.0 * M * N * K < GEMM_PAR_FLOPS || L < 2 * GEMM_ALIGN) {
+    if (T < 2 || dtk_in_task() || (double)M * N * K <= GEMM_PAR_MNK || L < 2 * GEMM_ALIGN) {
         cblas_sgemm(CblasRowMajor, g.opa, g.opb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }

@@ -9,10 +9,17 @@
 
 #include "parallel.h"
 
-/* The common 2x2, stride 2, unpadded case without data-dependent branches (a max of random
- * activations mispredicts about half the time): four outputs at a time with SSE2 compares
- * and masks, the same choices as the scalar form (strict >, so the first maximum in raster
- * order wins, and a NaN never does). */
+/* The common 2x2, stride 2, unpadded case has forms without data-dependent branches (a max
+ * of random activations mispredicts about half the time): four windows at a time with SSE2
+ * compares and masks, the same choices as the scalar form (strict >, so the first maximum in
+ * raster order wins, and a NaN never does). They rely on every window lying inside the image
+ * (2 OH <= H and 2 OW <= W). */
+static bool is_2x2(const struct dtk_conv_dims *d)
+{
+    return d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->pad_t == 0 &&
+           d->pad_l == 0 && d->pad_b == 0 && d->pad_r == 0;
+}
+
 /* A max pooling's arrays, for ranges of planes run on the pool. */
 struct pool_job {
     float *out;
@@ -21,50 +28,76 @@ struct pool_job {
     const struct dtk_conv_dims *d;
 };
 
-/* Planes [lo, hi) of the 2x2 pooling. */
+#ifdef __SSE2__
+/* Four 2x2 windows over columns c0..c0+7 of rows r0 and r1 (pointers at c0): their maxima and
+ * the plane index of each maximum (k0: that of the first window's top left cell). A true
+ * compare mask is -1, so k - mask adds 1 where the right column won. */
+static inline void window4(const float *r0, const float *r1, int k0, int W, __m128 *mx,
+                           __m128i *arg)
+{
+    __m128 a0 = _mm_loadu_ps(r0), a1 = _mm_loadu_ps(r0 + 4);
+    __m128 b0 = _mm_loadu_ps(r1), b1 = _mm_loadu_ps(r1 + 4);
+    __m128 v0 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
+    __m128 v1 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 v2 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
+    __m128 v3 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 g1 = _mm_cmpgt_ps(v1, v0), g3 = _mm_cmpgt_ps(v3, v2);
+    __m128 m01 = _mm_or_ps(_mm_and_ps(g1, v1), _mm_andnot_ps(g1, v0));
+    __m128 m23 = _mm_or_ps(_mm_and_ps(g3, v3), _mm_andnot_ps(g3, v2));
+    __m128 g = _mm_cmpgt_ps(m23, m01);
+    *mx = _mm_or_ps(_mm_and_ps(g, m23), _mm_andnot_ps(g, m01));
+    __m128i k = _mm_add_epi32(_mm_set1_epi32(k0), _mm_set_epi32(6, 4, 2, 0));
+    __m128i i01 = _mm_sub_epi32(k, _mm_castps_si128(g1));
+    __m128i i23 = _mm_sub_epi32(_mm_add_epi32(k, _mm_set1_epi32(W)), _mm_castps_si128(g3));
+    __m128i gi = _mm_castps_si128(g);
+    *arg = _mm_or_si128(_mm_and_si128(gi, i23), _mm_andnot_si128(gi, i01));
+}
+#endif
+
+/* One window the same way, with the scalar (_ss) forms. */
+static inline void window1(const float *r0, const float *r1, int k0, int W, float *out,
+                           int *arg)
+{
+    __m128 v0 = _mm_load_ss(r0), v1 = _mm_load_ss(r0 + 1);
+    __m128 v2 = _mm_load_ss(r1), v3 = _mm_load_ss(r1 + 1);
+    __m128 g1 = _mm_cmpgt_ss(v1, v0), g3 = _mm_cmpgt_ss(v3, v2);
+    __m128 m01 = _mm_or_ps(_mm_and_ps(g1, v1), _mm_andnot_ps(g1, v0));
+    __m128 m23 = _mm_or_ps(_mm_and_ps(g3, v3), _mm_andnot_ps(g3, v2));
+    __m128 g = _mm_cmpgt_ss(m23, m01);
+    _mm_store_ss(out, _mm_or_ps(_mm_and_ps(g, m23), _mm_andnot_ps(g, m01)));
+    int i01 = k0 - _mm_cvtsi128_si32(_mm_castps_si128(g1));
+    int i23 = k0 + W - _mm_cvtsi128_si32(_mm_castps_si128(g3));
+    int gm = _mm_cvtsi128_si32(_mm_castps_si128(g));
+    *arg = (gm & i23) | (~gm & i01);
+}
+
+/* Planes [lo, hi) of the 2x2 pooling, four windows at a time, then one at a time. */
 static void maxpool_2x2(void *ctx, long lo, long hi)
 {
     const struct pool_job *job = ctx;
     const struct dtk_conv_dims *d = job->d;
-    float *out = job->out;
-    int *argmax = job->argmax;
-    const float *inp = job->inp;
     const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
     const int W = d->W, OW = d->OW;
     for (long bc = lo; bc < hi; bc++) {
-        const float *x = inp + bc * HW;
-        float *o = out + bc * P;
-        int *a = argmax + bc * P;
+        const float *x = job->inp + bc * HW;
+        float *o = job->out + bc * P;
+        int *a = job->argmax + bc * P;
         for (int oh = 0; oh < d->OH; oh++) {
             const float *r0 = x + 2L * oh * W, *r1 = r0 + W;
             float *orow = o + (long)oh * OW;
             int *arow = a + (long)oh * OW;
             int ow = 0;
 #ifdef __SSE2__
-            /* 8 input columns 2ow..2ow+7 of each row; 2(ow + 4) <= 2 OW <= W */
-            const __m128i step = _mm_set_epi32(6, 4, 2, 0), vW = _mm_set1_epi32(W);
-            for (; ow + 4 <= OW; ow += 4) {
-                int j = 2 * ow;
-                __m128 a0 = _mm_loadu_ps(r0 + j), a1 = _mm_loadu_ps(r0 + j + 4);
-                __m128 b0 = _mm_loadu_ps(r1 + j), b1 = _mm_loadu_ps(r1 + j + 4);
-                __m128 v0 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
-                __m128 v1 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
-                __m128 v2 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
-                __m128 v3 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
-                __m128 g1 = _mm_cmpgt_ps(v1, v0), g3 = _mm_cmpgt_ps(v3, v2);
-                __m128 m01 = _mm_or_ps(_mm_and_ps(g1, v1), _mm_andnot_ps(g1, v0));
-                __m128 m23 = _mm_or_ps(_mm_and_ps(g3, v3), _mm_andnot_ps(g3, v2));
-                __m128 g = _mm_cmpgt_ps(m23, m01);
-                _mm_storeu_ps(orow + ow, _mm_or_ps(_mm_and_ps(g, m23), _mm_andnot_ps(g, m01)));
-                /* a true mask is -1: k - mask adds 1 where the right column won */
-                __m128i k0 = _mm_add_epi32(_mm_set1_epi32(2 * oh * W + j), step);
-                __m128i i01 = _mm_sub_epi32(k0, _mm_castps_si128(g1));
-                __m128i i23 = _mm_sub_epi32(_mm_add_epi32(k0, vW), _mm_castps_si128(g3));
-                __m128i gi = _mm_castps_si128(g);
-                _mm_storeu_si128((__m128i *)(arow + ow),
-                                 _mm_or_si128(_mm_and_si128(gi, i23), _mm_andnot_si128(gi, i01)));
+            __m128 mx;
+            __m128i arg;
+            for (; ow + 4 <= OW; ow += 4) { /* columns 2ow..2ow+7: 2(ow + 4) <= 2 OW <= W */
+                window4(r0 + 2 * ow, r1 + 2 * ow, 2 * oh * W + 2 * ow, W, &mx, &arg);
+                _mm_storeu_ps(orow + ow, mx);
+                _mm_storeu_si128((__m128i *)(arow + ow), arg);
             }
-#endif
+            for (; ow < OW; ow++)
+                window1(r0 + 2 * ow, r1 + 2 * ow, 2 * oh * W + 2 * ow, W, orow + ow, arow + ow);
+#else
             for (; ow < OW; ow++) {
                 int j = 2 * ow, k0 = 2 * oh * W + j;
                 float v0 = r0[j], v1 = r0[j + 1], v2 = r1[j], v3 = r1[j + 1];
@@ -78,6 +111,7 @@ static void maxpool_2x2(void *ctx, long lo, long hi)
                 orow[ow] = g ? m23 : m01;
                 arow[ow] = g ? i23 : i01;
             }
+#endif
         }
     }
 }
@@ -86,7 +120,7 @@ static void maxpool_2x2(void *ctx, long lo, long hi)
 void dtk_maxpool_forward(float *out, int *argmax, const float *inp, const struct dtk_conv_dims *d)
 {
     const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
-    if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->pad_t == 0 && d->pad_l == 0) {
+    if (is_2x2(d)) {
         struct pool_job j = {out, argmax, inp, d};
         dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1, maxpool_2x2, &j);
         return;
@@ -145,12 +179,70 @@ static void maxpool_bwd_set(void *ctx, long lo, long hi)
     }
 }
 
+/* The 2x2 form of the _set backward: every input cell is written once, with its window's
+ * gradient where it is the window's maximum and 0 elsewhere (and 0 in a last odd row or
+ * column, which no window covers). Planes of fewer than 8 windows a row (the seed-002 CNN's
+ * 3x3) have too little to vectorize: they are zeroed in one go and scattered to. */
+static void maxpool_2x2_bwd_set(void *ctx, long lo, long hi)
+{
+    const struct pool_job *job = ctx;
+    const struct dtk_conv_dims *d = job->d;
+    const long HW = (long)d->H * d->W, P = (long)d->OH * d->OW;
+    const int W = d->W, OW = d->OW;
+    if (OW < 8) {
+        memset(job->out + lo * HW, 0, (size_t)((hi - lo) * HW) * sizeof(float));
+        maxpool_bwd(ctx, lo, hi);
+        return;
+    }
+    for (long bc = lo; bc < hi; bc++) {
+        float *dx = job->out + bc * HW;
+        const float *g = job->inp + bc * P;
+        const int *a = job->argmax + bc * P;
+        for (int oh = 0; oh < d->OH; oh++) {
+            float *r0 = dx + 2L * oh * W, *r1 = r0 + W;
+            const float *grow = g + (long)oh * OW;
+            const int *arow = a + (long)oh * OW;
+            int ow = 0;
+#ifdef __SSE2__
+            const __m128i step = _mm_set_epi32(6, 4, 2, 0), one = _mm_set1_epi32(1);
+            const __m128i vW = _mm_set1_epi32(W);
+            for (; ow + 4 <= OW; ow += 4) {
+                __m128 gv = _mm_loadu_ps(grow + ow);
+                __m128i av = _mm_loadu_si128((const __m128i *)(arow + ow));
+                __m128i k00 = _mm_add_epi32(_mm_set1_epi32(2 * oh * W + 2 * ow), step);
+                __m128i k10 = _mm_add_epi32(k00, vW);
+                __m128 v00 = _mm_and_ps(gv, _mm_castsi128_ps(_mm_cmpeq_epi32(av, k00)));
+                __m128 v01 = _mm_and_ps(
+                    gv, _mm_castsi128_ps(_mm_cmpeq_epi32(av, _mm_add_epi32(k00, one))));
+                __m128 v10 = _mm_and_ps(gv, _mm_castsi128_ps(_mm_cmpeq_epi32(av, k10)));
+                __m128 v11 = _mm_and_ps(
+                    gv, _mm_castsi128_ps(_mm_cmpeq_epi32(av, _mm_add_epi32(k10, one))));
+                /* row 2oh: v00[0] v01[0] v00[1] v01[1] ...; row 2oh + 1 likewise */
+                _mm_storeu_ps(r0 + 2 * ow, _mm_unpacklo_ps(v00, v01));
+                _mm_storeu_ps(r0 + 2 * ow + 4, _mm_unpackhi_ps(v00, v01));
+                _mm_storeu_ps(r1 + 2 * ow, _mm_unpacklo_ps(v10, v11));
+                _mm_storeu_ps(r1 + 2 * ow + 4, _mm_unpackhi_ps(v10, v11));
+            }
+#endif
+            for (; ow < OW; ow++) { /* the cells of the last windows, zeroed, then the max */
+                r0[2 * ow] = r0[2 * ow + 1] = r1[2 * ow] = r1[2 * ow + 1] = 0.0f;
+                dx[arow[ow]] = grow[ow];
+            }
+            for (int c = 2 * OW; c < W; c++) /* a last odd column */
+                r0[c] = r1[c] = 0.0f;
+        }
+        if (2 * d->OH < d->H) /* a last odd row */
+            memset(dx + 2L * d->OH * W, 0, (size_t)(d->H - 2 * d->OH) * W * sizeof(float));
+    }
+}
+
 void dtk_maxpool_backward_set(float *dinp, const float *dout, const int *argmax,
                               const struct dtk_conv_dims *d)
 {
     const long HW = (long)d->H * d->W;
     struct pool_job j = {dinp, (int *)argmax, dout, d}; /* argmax is only read */
-    dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1, maxpool_bwd_set, &j);
+    dtk_parallel_range((long)d->B * d->C, DTK_PAR_MIN / HW + 1,
+                       is_2x2(d) ? maxpool_2x2_bwd_set : maxpool_bwd_set, &j);
 }
 
 void dtk_maxpool_backward(float *dinp, const float *dout, const int *argmax,
