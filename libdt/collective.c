@@ -72,6 +72,12 @@ static int sendrecv(struct dt_schedule *s, int to, long soff, long scount, int f
     return rc;
 }
 
+int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedule *s)
+{
+    return send ? sendrecv(s, peer, 0, count, -1, 0, 0, false)
+                : sendrecv(s, -1, 0, 0, peer, 0, count, sum);
+}
+
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
 /* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */

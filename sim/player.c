@@ -1,5 +1,8 @@
 /* Plays a plan: each rank walks its ops; compute ops occupy the rank's device; a collective
- * runs the rounds of its algorithm (dt_coll_schedule) as flows between the ranks' endpoints. */
+ * runs the rounds of its algorithm (dt_coll_schedule) as flows between the ranks' endpoints;
+ * a SEND or RECV is a one-round activity of its own (dt_schedule_p2p), matched as MPI does:
+ * by source, destination and tag, in order. Sends are eager: the flow starts when the SEND
+ * is posted, and a message that arrives before its RECV waits in the mailbox. */
 #include "player.h"
 
 #include <math.h>
@@ -19,11 +22,14 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
     return ((uint64_t)k << 32) | index;
 }
 
-/* A collective in progress on one rank. */
+/* A collective (or a SEND/RECV) in progress on one rank. */
 struct activity {
-    int rank, op;            /* the COLL op */
-    int group, seq;          /* identifies the collective across its members */
+    int rank, op;            /* the COLL, SEND or RECV op */
+    int group, seq;          /* identifies the collective across its members; for SEND/RECV,
+                              * P2P_GROUP(tag) and the message's place among those of the
+                              * same source, destination and tag */
     int me;                  /* index in the group */
+    bool p2p;                /* SEND/RECV: transfer peers are global ranks */
     struct dt_schedule s;
     int round;
     int outstanding;         /* transfers of the current round not yet complete */
@@ -40,6 +46,16 @@ struct mail {
     bool used;
 };
 
+/* Point-to-point "groups" are negative, one per tag, so they never meet a real group. */
+#define P2P_GROUP(tag) (-1 - (tag))
+
+/* Messages a rank has posted to/from one peer with one tag (their order matches them). */
+struct p2p_count {
+    int peer, tag;
+    bool send;
+    int n;
+};
+
 struct flowrec {
     int act;                 /* the sender's activity */
     int src, dst, group, seq;
@@ -53,6 +69,8 @@ struct rankstate {
     int *coll_seq;           /* per group: collectives started */
     int *handle_act;         /* per handle: activity */
     double op_start;
+    struct p2p_count *p2p;   /* SEND/RECV sequence numbers */
+    int n_p2p, cap_p2p;
 };
 
 struct player {
@@ -108,15 +126,36 @@ static int grow(void **arr, int *cap, int need, size_t size)
 
 static int advance(struct player *p, int rank);
 
+/* The global rank of a transfer's peer. */
+static int peer_rank(const struct player *p, const struct activity *a, const struct dt_xfer *x)
+{
+    return a->p2p ? x->peer : p->plan->groups[a->group].ranks[x->peer];
+}
+
+/* The sequence number of rank's next SEND (or RECV) with this peer and tag; -1 when out of
+ * memory. */
+static int p2p_next_seq(struct player *p, int rank, int peer, int tag, bool send)
+{
+    struct rankstate *r = &p->rs[rank];
+    for (int i = 0; i < r->n_p2p; i++) {
+        struct p2p_count *c = &r->p2p[i];
+        if (c->peer == peer && c->tag == tag && c->send == send)
+            return c->n++;
+    }
+    if (grow((void **)&r->p2p, &r->cap_p2p, r->n_p2p + 1, sizeof *r->p2p))
+        return -1;
+    r->p2p[r->n_p2p++] = (struct p2p_count){peer, tag, send, 1};
+    return 0;
+}
+
 /* Matches a delivered message with a posted receive of the activity's current round. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
     if (a->done || !a->posted || a->round >= a->s.n_rounds)
         return false;
-    const struct dt_group *g = &p->plan->groups[a->group];
     for (int i = a->s.round_start[a->round]; i < a->s.round_start[a->round + 1]; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
-        if (!x->send && x->count > 0 && g->ranks[x->peer] == src) {
+        if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
             x->count = -x->count; /* mark as received (restored sign gives the size) */
             a->outstanding--;
             if (t_start > a->latest_sender_start)
@@ -133,7 +172,6 @@ static int finish_round(struct player *p, int ai);
 static int post_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    const struct dt_group *g = &p->plan->groups[a->group];
     int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
     a->outstanding = hi - lo;
     a->sum_floats = 0;
@@ -142,7 +180,7 @@ static int post_round(struct player *p, int ai)
     a->latest_sender_start = a->t_round;
     for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
-        int peer = g->ranks[x->peer];
+        int peer = peer_rank(p, a, x);
         if (x->sum)
             a->sum_floats += x->count;
         if (!x->send)
@@ -201,7 +239,11 @@ static int finish_round(struct player *p, int ai)
 static int start_activity(struct player *p, int rank, int op_index, int *out)
 {
     const struct dt_op *op = &p->plan->ranks[rank].ops[op_index];
-    const struct dt_group *g = &p->plan->groups[op->group];
+    bool p2p = op->kind != DT_OP_COLL;
+    if (p2p ? op->peer < 0 || op->peer >= p->plan->n_ranks || op->peer == rank || op->tag < 0
+            : op->group < 0 || op->group >= p->plan->n_groups)
+        return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad %s", rank,
+                       op_index, p2p ? "peer or tag" : "group");
     if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     int ai = p->n_acts++;
@@ -209,20 +251,33 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     memset(a, 0, sizeof *a);
     a->rank = rank;
     a->op = op_index;
-    a->group = op->group;
-    a->seq = p->rs[rank].coll_seq[op->group]++;
-    a->me = -1;
-    for (int i = 0; i < g->n; i++)
-        if (g->ranks[i] == rank)
-            a->me = i;
-    if (a->me < 0)
-        return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
-                       op->group);
+    a->p2p = p2p;
     dt_schedule_init(&a->s);
-    int rc = dt_coll_schedule(op->coll, op->alg, g->n, a->me, op->root, op->region.count, &a->s,
+    int rc;
+    if (p2p) {
+        a->group = P2P_GROUP(op->tag);
+        a->seq = p2p_next_seq(p, rank, op->peer, op->tag, op->kind == DT_OP_SEND);
+        a->me = 0;
+        if (a->seq < 0)
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, &a->s))
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    } else {
+        const struct dt_group *g = &p->plan->groups[op->group];
+        a->group = op->group;
+        a->seq = p->rs[rank].coll_seq[op->group]++;
+        a->me = -1;
+        for (int i = 0; i < g->n; i++)
+            if (g->ranks[i] == rank)
+                a->me = i;
+        if (a->me < 0)
+            return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
+                           op->group);
+        rc = dt_coll_schedule(op->coll, op->alg, g->n, a->me, op->root, op->region.count, &a->s,
                               p->err);
-    if (rc)
-        return rc;
+        if (rc)
+            return rc;
+    }
     *out = ai;
     if (a->s.n_rounds == 0) {
         a->done = true;
@@ -267,6 +322,8 @@ static int advance(struct player *p, int rank)
             break;
         }
         case DT_OP_COLL:
+        case DT_OP_SEND:
+        case DT_OP_RECV:
             rc = start_activity(p, rank, r->pc, &ai);
             if (rc)
                 return rc;
@@ -297,10 +354,6 @@ static int advance(struct player *p, int rank)
                 r->block_t = now;
             }
             break;
-        case DT_OP_SEND:
-        case DT_OP_RECV:
-            return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0,
-                           "point-to-point plan ops are not simulated yet");
         }
         if (rc)
             return rc;
@@ -358,7 +411,8 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
         if (rc)
             return rc;
     }
-    /* receiver side: the posted receive of the same collective, or the mailbox */
+    /* receiver side: the posted receive of the same collective (or of the same source, tag
+     * and place in their order), or the mailbox */
     for (int ai = p->n_acts - 1; ai >= 0; ai--) {
         struct activity *a = &p->acts[ai];
         if (a->rank == f->dst && a->group == f->group && a->seq == f->seq) {
@@ -370,7 +424,9 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
                 }
                 return rc;
             }
-            break;
+            if (!a->p2p) /* a collective's one activity per rank; a RECV from another
+                          * source may share group and seq: look on */
+                break;
         }
     }
     if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
@@ -498,6 +554,7 @@ done:
         for (int r = 0; r < n; r++) {
             free(p.rs[r].coll_seq);
             free(p.rs[r].handle_act);
+            free(p.rs[r].p2p);
         }
     free(p.rs);
     dt_simnet_free(&p.net);

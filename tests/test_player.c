@@ -299,6 +299,126 @@ static void test_messages_during_summing(void **state)
     dt_topology_destroy(t);
 }
 
+/* A plan with ranks but no ops: the tests push SEND/RECV/WAIT ops themselves. */
+static struct dt_plan *empty_plan(const struct dt_topology *t, int handles)
+{
+    struct dt_plan *plan = calloc(1, sizeof *plan);
+    plan->topo = t;
+    plan->n_ranks = t->n_ranks;
+    plan->ranks = calloc((size_t)t->n_ranks, sizeof *plan->ranks);
+    plan->next_handle = handles;
+    return plan;
+}
+
+static void push_p2p(struct dt_plan *plan, int rank, enum dt_op_kind kind, int peer, int tag,
+                     long floats, int handle)
+{
+    struct dt_op op = {.kind = kind, .peer = peer, .tag = tag,
+                       .region = {DT_BUF_GRADS, 0, floats}, .nonblocking = handle >= 0,
+                       .handle = handle};
+    assert_int_equal(dt_plan_push(plan, rank, &op), DT_OK);
+}
+
+static void push_wait(struct dt_plan *plan, int rank, int handle)
+{
+    struct dt_op op = {.kind = DT_OP_WAIT, .handle = handle};
+    assert_int_equal(dt_plan_push(plan, rank, &op), DT_OK);
+}
+
+/* Plays plan; returns the iteration time and checks that bytes sent equal bytes received. */
+static double play(const struct dt_plan *plan)
+{
+    struct dt_cost_params cp;
+    comm_only(&cp);
+    struct dt_sim_result res;
+    struct dt_error err;
+    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double sent = 0, recv = 0;
+    for (int r = 0; r < res.n_ranks; r++) {
+        sent += res.rank[r].bytes_sent;
+        recv += res.rank[r].bytes_recv;
+    }
+    assert_true(sent == recv);
+    double t_iter = res.iter_s;
+    dt_sim_result_free(&res);
+    return t_iter;
+}
+
+/* Ensure that a plan's SEND/RECV pair of n bytes between two uncontended nodes takes
+ * alpha + n beta, like one step of any collective. */
+static void test_send_recv_closed_form(void **state)
+{
+    (void)state;
+    long floats = 1 << 20;
+    struct dt_topology *t = cluster(2, 1, "100 GB/s", "10 GB/s");
+    struct dt_plan *plan = empty_plan(t, 0);
+    push_p2p(plan, 0, DT_OP_SEND, 1, 3, floats, -1);
+    push_p2p(plan, 1, DT_OP_RECV, 0, 3, floats, -1);
+    assert_close(play(plan), ALPHA + 4.0 * floats / BETA_BPS);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
+/* Ensure that receives match by source and tag whatever the order they are posted in, and
+ * that two messages into one node share its NIC: ranks 0 and 2 send n bytes each to rank 1
+ * with the same tag; rank 1 posts the receive from 2 first. Both flows cross rank 1's NIC
+ * at once, so each gets half of it: alpha + 2 n beta. */
+static void test_send_recv_match_by_source(void **state)
+{
+    (void)state;
+    long floats = 1 << 20;
+    struct dt_topology *t = cluster(3, 1, "100 GB/s", "10 GB/s");
+    struct dt_plan *plan = empty_plan(t, 2);
+    push_p2p(plan, 0, DT_OP_SEND, 1, 7, floats, -1);
+    push_p2p(plan, 2, DT_OP_SEND, 1, 7, floats, -1);
+    push_p2p(plan, 1, DT_OP_RECV, 2, 7, floats, 0);
+    push_p2p(plan, 1, DT_OP_RECV, 0, 7, floats, 1);
+    push_wait(plan, 1, 0);
+    push_wait(plan, 1, 1);
+    assert_close(play(plan), ALPHA + 2 * 4.0 * floats / BETA_BPS);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
+/* Ensure that a message delivered before its RECV is posted waits in the mailbox: rank 0
+ * sends n bytes (tag 1) and rank 2 sends 4n bytes (tag 2) to rank 1, which receives tag 2
+ * first. The two flows share rank 1's NIC: the small one arrives at alpha + 2n beta, while
+ * rank 1 still waits for tag 2, which then gets the whole NIC for its last 3n bytes:
+ * alpha + 5n beta. The RECV of tag 1 then finds its message delivered: no more time. */
+static void test_send_recv_mailbox(void **state)
+{
+    (void)state;
+    long floats = 1 << 18;
+    struct dt_topology *t = cluster(3, 1, "100 GB/s", "10 GB/s");
+    struct dt_plan *plan = empty_plan(t, 0);
+    push_p2p(plan, 0, DT_OP_SEND, 1, 1, floats, -1);
+    push_p2p(plan, 2, DT_OP_SEND, 1, 2, 4 * floats, -1);
+    push_p2p(plan, 1, DT_OP_RECV, 2, 2, 4 * floats, -1);
+    push_p2p(plan, 1, DT_OP_RECV, 0, 1, floats, -1);
+    assert_close(play(plan), ALPHA + 5 * 4.0 * floats / BETA_BPS);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
+/* Ensure that a RECV whose message never comes is reported as a deadlock, not a hang. */
+static void test_send_recv_tag_mismatch_deadlocks(void **state)
+{
+    (void)state;
+    struct dt_topology *t = cluster(2, 1, "100 GB/s", "10 GB/s");
+    struct dt_plan *plan = empty_plan(t, 0);
+    push_p2p(plan, 0, DT_OP_SEND, 1, 3, 100, -1);
+    push_p2p(plan, 1, DT_OP_RECV, 0, 4, 100, -1);
+    struct dt_cost_params cp;
+    comm_only(&cp);
+    struct dt_sim_result res;
+    struct dt_error err;
+    assert_int_equal(dt_sim_run(plan, &cp, NULL, &res, &err), DT_EINTERNAL);
+    assert_non_null(strstr(err.msg, "deadlock: rank 1"));
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +431,10 @@ int main(void)
         cmocka_unit_test(test_linear_reduce_bcast_slowest_on_4n2p),
         cmocka_unit_test(test_buckets_overlap),
         cmocka_unit_test(test_messages_during_summing),
+        cmocka_unit_test(test_send_recv_closed_form),
+        cmocka_unit_test(test_send_recv_match_by_source),
+        cmocka_unit_test(test_send_recv_mailbox),
+        cmocka_unit_test(test_send_recv_tag_mismatch_deadlocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

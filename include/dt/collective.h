@@ -40,6 +40,10 @@ void dt_schedule_free(struct dt_schedule *s);
 int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
                      long count, struct dt_schedule *s, struct dt_error *err);
 
+/* Fills s with one round holding one transfer: a plan's SEND or RECV of `count` floats
+ * to/from peer (a global rank here: the "group" is the whole plan). */
+int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedule *s);
+
 /* The algorithm MPICH 4.0 uses by default for this collective and message size. */
 enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long count);
 
