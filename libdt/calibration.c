@@ -33,6 +33,10 @@ static const struct param_info params[DT_CAL_COUNT] = {
     [DT_CAL_OP_OVERHEAD] = {"op_overhead", DT_CAL_TIME, "fixed time of every compute op"},
     [DT_CAL_REDUCE_BW] = {"reduce_bw", DT_CAL_BANDWIDTH,
                           "bytes/s of summing received gradients"},
+    [DT_CAL_MEM_BW] = {"mem_bw", DT_CAL_BANDWIDTH,
+                       "memory bandwidth compute ops reach (caches included)"},
+    [DT_CAL_LOWER_BW] = {"lower_bw", DT_CAL_BANDWIDTH,
+                         "bytes/s of convolution lowering (im2col, col2im)"},
     [DT_CAL_INTRA_BW] = {"intra_bw", DT_CAL_BANDWIDTH,
                          "each process's link inside a node (per direction)"},
     [DT_CAL_INTRA_LAT] = {"intra_lat", DT_CAL_TIME, "latency inside a node"},
@@ -76,6 +80,8 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_EFF_UPDATE: return cp->eff[DT_CLASS_UPDATE];
     case DT_CAL_OP_OVERHEAD: return cp->overhead_s[DT_CLASS_CONV];
     case DT_CAL_REDUCE_BW: return cp->reduce_Bps;
+    case DT_CAL_MEM_BW: return cp->mem_Bps;
+    case DT_CAL_LOWER_BW: return cp->lower_Bps;
     case DT_CAL_INTRA_BW: return cp->intra_bw_Bps;
     case DT_CAL_INTRA_LAT: return cp->intra_lat_s;
     case DT_CAL_NIC_BW: return cp->nic_bw_Bps;
@@ -103,6 +109,8 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
             cp->overhead_s[c] = v;
         break;
     case DT_CAL_REDUCE_BW: cp->reduce_Bps = v; break;
+    case DT_CAL_MEM_BW: cp->mem_Bps = v; break;
+    case DT_CAL_LOWER_BW: cp->lower_Bps = v; break;
     case DT_CAL_INTRA_BW: cp->intra_bw_Bps = v; break;
     case DT_CAL_INTRA_LAT: cp->intra_lat_s = v; break;
     case DT_CAL_NIC_BW: cp->nic_bw_Bps = v; break;
@@ -121,7 +129,9 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
         return v;
     const struct dt_node_group *g = &topo->groups[0];
     switch (p) {
-    case DT_CAL_REDUCE_BW: return g->device.mem_bw_Bps;
+    case DT_CAL_REDUCE_BW:
+    case DT_CAL_LOWER_BW: return cp->mem_Bps > 0 ? cp->mem_Bps : g->device.mem_bw_Bps;
+    case DT_CAL_MEM_BW: return g->device.mem_bw_Bps;
     case DT_CAL_INTRA_BW: return g->intra.bw_Bps;
     case DT_CAL_INTRA_LAT: return g->intra.lat_s;
     case DT_CAL_NIC_BW: return g->nic.bw_Bps;

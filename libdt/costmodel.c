@@ -72,22 +72,47 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
     }
 }
 
+double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op)
+{
+    if (op->phase == DT_PH_UPDATE)
+        return 0;
+    const struct dt_layer *l = &m->layers[op->layer];
+    double per_sample;
+    if (l->kind == DT_L_CONV2D) /* im2col (C_in kh kw) x (H W)_out, output filters x (H W)_out */
+        per_sample = ((double)l->in_shape.d[0] * l->kh * l->kw + (double)l->units) *
+                     (double)l->out_shape.d[1] * l->out_shape.d[2];
+    else if (l->kind == DT_L_CONV2D_TRANSPOSE) /* the same GEMM, run backwards */
+        per_sample = ((double)l->units * l->kh * l->kw + (double)l->in_shape.d[0]) *
+                     (double)l->in_shape.d[1] * l->in_shape.d[2];
+    else
+        return 0;
+    double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
+    return passes * 4.0 * per_sample * op->samples;
+}
+
+double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)
+{
+    return cp->mem_Bps > 0 ? cp->mem_Bps : dev->mem_bw_Bps;
+}
+
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op)
 {
     enum dt_op_class c =
         op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
-    double flops, bytes;
+    double flops, bytes, mem_bw = dt_cost_mem_bw(cp, dev);
     dt_op_work(m, op, &flops, &bytes);
     double t_flops = flops / (dev->peak_flops[DT_FP32] * cp->eff[c]);
-    double t_mem = dev->mem_bw_Bps > 0 ? bytes / dev->mem_bw_Bps : 0;
-    return fmax(t_flops, t_mem) + cp->overhead_s[c];
+    double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
+    double lower_bw = cp->lower_Bps > 0 ? cp->lower_Bps : mem_bw;
+    double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
+    return fmax(t_flops, t_mem) + t_lower + cp->overhead_s[c];
 }
 
 double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                       long floats)
 {
     /* a[i] += b[i]: two reads and a write per float */
-    double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dev->mem_bw_Bps;
+    double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dt_cost_mem_bw(cp, dev);
     return bw > 0 ? 3.0 * 4.0 * floats / bw : 0;
 }

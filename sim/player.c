@@ -313,7 +313,7 @@ static int advance(struct player *p, int rank)
         case DT_OP_COMPUTE:
         case DT_OP_LOAD: {
             double d = op->kind == DT_OP_LOAD
-                           ? op->bytes / fmax(device_of(p, rank)->mem_bw_Bps, 1)
+                           ? op->bytes / fmax(dt_cost_mem_bw(p->cp, device_of(p, rank)), 1)
                            : dt_cost_compute(p->cp, device_of(p, rank), m, op);
             r->blocked = true;
             r->wait_act = -1;

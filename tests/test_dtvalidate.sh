@@ -69,6 +69,23 @@ else
   bad "records compare failed: $(cat "$tmp/loo")"
 fi
 
+# Repeated runs (1 % apart): the ranking check counts only the pairs of strategies measured
+# further apart than that: ring and ps-central against reduce-bcast on cnn21k (4 % apart),
+# ring against reduce-bcast on mlp-fmnist (6.7 %); ring and ps-central, 0.6 % apart, are
+# not counted: "of 3".
+{ cat "$tmp/good.jsonl"
+  rec mlp-fmnist ring 2 0.01515 0.001515; rec mlp-fmnist reduce-bcast 2 0.01616 0.001616
+  rec cnn21k ring 2 0.2525 0.02525; rec cnn21k reduce-bcast 2 0.2626 0.02626
+  rec cnn21k ps-central 2 0.2515 0.02515; rec cnn21k ps-central 2 0.254 0.0254; } >"$tmp/rep.jsonl"
+if "$dtv" compare --loo --fastest --fit iter_overhead,eff_gemm -q "$tmp/rep.jsonl" >"$tmp/rep" 2>&1
+then
+  grep -q "pairs of strategies measured further apart than the runs repeat (1 %): [0-9] of 3 " \
+    "$tmp/rep" && ok "ranking: only pairs apart by more than the repeat spread" ||
+    bad "ranking pairs: $(grep pairs "$tmp/rep")"
+else
+  bad "records compare with repeats failed: $(cat "$tmp/rep")"
+fi
+
 # Bad records: each names the file and line, exit 2.
 cp "$tmp/good.jsonl" "$tmp/r.jsonl"
 rec mlp-fmnist ring 2 0.015 0.0015 | sed 's/"strategy": "ring", //' >>"$tmp/r.jsonl"

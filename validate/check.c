@@ -156,9 +156,26 @@ static int cmp_ranked(const void *a, const void *b)
     return (x->v > y->v) - (x->v < y->v);
 }
 
+/* Pairs of strategies of one configuration whose measured epoch times differ by more than
+ * `noise` (relative): how many the predictions order the same way. Closer pairs are not
+ * counted: their measured order is itself a matter of chance. */
+static void count_resolved_pairs(const struct ranked *m, const struct dtv_check *c, int k,
+                                 double noise, int *resolved, int *ordered)
+{
+    for (int a = 0; a < k; a++)
+        for (int b = a + 1; b < k; b++) { /* m is sorted: m[a] measured faster than m[b] */
+            if (!(m[b].v > m[a].v * (1 + noise)))
+                continue;
+            (*resolved)++;
+            *ordered += c->items[m[a].item].pred.epoch_s < c->items[m[b].item].pred.epoch_s;
+        }
+}
+
 static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)
 {
-    int groups = 0, matched = 0;
+    int groups = 0, matched = 0, resolved = 0, ordered = 0;
+    /* the runs' own repeatability, when they were repeated; else any difference counts */
+    double noise = set->repeat_spread > 0 ? set->repeat_spread : 0;
     bool *done = calloc((size_t)c->n, sizeof *done);
     struct ranked *m = calloc((size_t)c->n, sizeof *m), *p = calloc((size_t)c->n, sizeof *p);
     if (!done || !m || !p)
@@ -184,6 +201,7 @@ static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dt
             continue;
         qsort(m, (size_t)k, sizeof *m, cmp_ranked);
         qsort(p, (size_t)k, sizeof *p, cmp_ranked);
+        count_resolved_pairs(m, c, k, noise, &resolved, &ordered);
         bool same = true;
         for (int a = 0; a < k; a++)
             same = same && m[a].item == p[a].item;
@@ -203,8 +221,12 @@ static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dt
     if (groups == 0)
         fprintf(f, "  none: no configuration was measured with more than one strategy, so the "
                    "ranking is not checked.\n");
-    else
+    else {
         fprintf(f, "  ranking matches in %d of %d configurations\n", matched, groups);
+        fprintf(f, "  pairs of strategies measured further apart than the runs repeat (%.3g %%): "
+                   "%d of %d ordered right by the predictions\n",
+                100 * noise, ordered, resolved);
+    }
 out:
     free(done);
     free(m);

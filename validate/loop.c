@@ -25,7 +25,7 @@
 /* The loop's default fit: with several models and strategies on one node, the GEMM
  * efficiency of conv and dense layers apart, a fixed cost per compute op, the per-iteration
  * overhead and the intra-node bandwidth. */
-#define LOOP_FIT "iter_overhead,eff_conv,eff_dense,op_overhead,intra_bw"
+#define LOOP_FIT "iter_overhead,eff_conv,eff_dense,lower_bw,mem_bw,op_overhead,intra_bw"
 
 static bool executable(const char *path) { return access(path, X_OK) == 0; }
 

@@ -154,10 +154,13 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
     return rc;
 }
 
-/* Regression of the class's rank-0 op medians on their FLOPs. */
-static void fit_class(const struct dtv_run *run, enum dt_op_class c, const double *med,
-                      struct dtv_ops_class *out)
+/* Regression of the class's rank-0 op medians on their FLOPs (convolutions less their
+ * lowering time under cp, which does not scale with FLOPs). */
+static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp,
+                      enum dt_op_class c, const double *med, struct dtv_ops_class *out)
 {
+    const struct dt_device_spec *dev = &run->topo->groups[0].device;
+    double lower_bw = cp->lower_Bps > 0 ? cp->lower_Bps : dt_cost_mem_bw(cp, dev);
     const struct dt_rank_plan *rp = &run->plan->ranks[0];
     double x[4096], y[4096];
     int n = 0;
@@ -168,7 +171,7 @@ static void fit_class(const struct dtv_run *run, enum dt_op_class c, const doubl
         double flops, bytes;
         dt_op_work(run->model, op, &flops, &bytes);
         x[n] = flops;
-        y[n] = med[i];
+        y[n] = med[i] - (lower_bw > 0 ? dt_op_lowered_bytes(run->model, op) / lower_bw : 0);
         n++;
     }
     bool distinct = false;
@@ -240,7 +243,7 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
                 rep->cls[c].predicted_s += pred;
             }
         } else if (op->kind == DT_OP_LOAD) {
-            pred = op->bytes / fmax(dev->mem_bw_Bps, 1);
+            pred = op->bytes / fmax(dt_cost_mem_bw(&cp, dev), 1);
         }
         const char *name = dt_op_name(plan, op, nbuf, sizeof nbuf);
         if (out) {
@@ -255,7 +258,7 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
         }
     }
     for (int c = 0; c < DT_CLASS_COUNT; c++)
-        fit_class(run, (enum dt_op_class)c, med, &rep->cls[c]);
+        fit_class(run, &cp, (enum dt_op_class)c, med, &rep->cls[c]);
     if (out) {
         double peak = dev->peak_flops[DT_FP32];
         fprintf(out, "\nPer class (rank 0, one iteration; peak %.4g GFLOP/s per rank):\n"

@@ -750,6 +750,8 @@ double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
 
 int dtv_runset_keep_fastest(struct dtv_runset *set)
 {
+    int n_rep;
+    set->repeat_spread = dtv_runset_repeat_spread(set, &n_rep);
     int kept = 0, dropped = 0;
     for (int i = 0; i < set->n; i++) {
         int j;

@@ -54,6 +54,9 @@ struct dtv_runset {
     struct dt_model **models;
     struct dt_topology **topos;
     char (*topo_keys)[600];
+    /* dtv_runset_keep_fastest: the repeat spread of the runs before it kept one of each
+     * configuration (0 until then, NaN when nothing was repeated) */
+    double repeat_spread;
 };
 
 struct dtv_load_options {

@@ -39,6 +39,8 @@ enum dt_cal_param {
     DT_CAL_EFF_UPDATE,
     DT_CAL_OP_OVERHEAD,     /* s: fixed time of every compute op, all classes */
     DT_CAL_REDUCE_BW,       /* B/s: summing received gradients */
+    DT_CAL_MEM_BW,          /* B/s: memory bandwidth of compute ops (caches included) */
+    DT_CAL_LOWER_BW,        /* B/s: convolution lowering (im2col/col2im) */
     DT_CAL_INTRA_BW,        /* B/s: each process's link inside a node */
     DT_CAL_INTRA_LAT,       /* s */
     DT_CAL_NIC_BW,          /* B/s */

@@ -1,5 +1,8 @@
 /* The cost model of DESIGN.md: what an op costs, from datasheet values and calibrated factors.
  *   compute op:  t = max(flops / (peak * eff[class]), bytes / mem_bw) + overhead[class]
+ *                  (+ lowered bytes / lower_bw for a convolution: the im2col matrix and the
+ *                   GEMM's output, which im2col-based convolutions stream besides the GEMM;
+ *                   what makes a convolution with few channels far slower per FLOP)
  *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
  *   iteration:   + framework overhead per iteration; epoch: + data read / read bandwidth
  * The defaults below are assumptions until dtvalidate fits them (a calibration file). */
@@ -25,6 +28,8 @@ struct dt_cost_params {
     double overhead_s[DT_CLASS_COUNT]; /* fixed time per op (kernel launch, framework) */
     double iter_overhead_s;            /* per iteration, per rank */
     double reduce_Bps;                 /* summing received floats: bytes/s of the sum; 0 = mem_bw/3 */
+    double mem_Bps;                    /* memory bandwidth of compute ops; 0 = the device's */
+    double lower_Bps;                  /* convolution lowering (im2col/col2im); 0 = mem_bw */
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
@@ -38,6 +43,15 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind);
 
 /* FLOPs and memory bytes of a compute op (per op, all its samples). */
 void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes);
+
+/* Bytes an im2col-based convolution op streams besides its GEMM's operands (0 for the
+ * other ops): the lowered input matrix and the output, (C_in kh kw + filters) x output
+ * pixels floats per sample forward; backward twice that when it also computes the input
+ * gradient (col2im), once otherwise. */
+double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op);
+
+/* The memory bandwidth compute ops get on dev: cp's calibrated value, else the datasheet's. */
+double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
 
 /* Seconds a compute op takes on dev. */
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,

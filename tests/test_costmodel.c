@@ -1,0 +1,135 @@
+/* Tests of the compute cost model (libdt/costmodel.c): the bytes a convolution's lowering
+ * streams, counted by hand from the layer shapes of seed 002's network, and the cost of an
+ * op under explicit parameters, worked out in each test's comment. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dt/costmodel.h"
+#include "dt/model.h"
+
+static struct dt_model *cnn690k(void)
+{
+    const char *top = getenv("top_srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/cnn690k.yaml", top ? top : ".");
+    struct dt_model *m;
+    struct dt_error err;
+    if (dt_model_load(path, &m, &err) != DT_OK)
+        fail_msg("model %s: %s", path, err.msg);
+    return m;
+}
+
+static struct dt_op compute(int layer, enum dt_phase phase, int samples)
+{
+    return (struct dt_op){.kind = DT_OP_COMPUTE, .phase = phase, .layer = layer,
+                          .samples = samples};
+}
+
+/* A CPU device of 100 GFLOP/s fp32 and 20 GB/s of memory bandwidth. */
+static struct dt_device_spec device(void)
+{
+    struct dt_device_spec d = {.kind = DT_DEV_CPU, .mem_bw_Bps = 20e9};
+    d.peak_flops[DT_FP32] = 100e9;
+    return d;
+}
+
+static void assert_rel(double got, double want)
+{
+    if (!(fabs(got - want) <= 1e-12 * fabs(want)))
+        fail_msg("got %.15g, want %.15g", got, want);
+}
+
+/* Ensure the lowered bytes follow the shapes (seed 002, Figure 1): layer 0 is conv2d, 32
+ * filters 3x3 on (1, 28, 28) -> (32, 26, 26): (1*3*3 + 32) x 676 = 27,716 floats per sample;
+ * its backward computes no input gradient, so one pass. Layer 3 is conv2d_1, 128 filters
+ * 3x3 on (32, 13, 13) -> (128, 11, 11): (32*9 + 128) x 121 = 50,336 floats, backward twice
+ * (im2col for the weight gradient, col2im for the input gradient). A dense layer lowers
+ * nothing. */
+static void test_lowered_bytes(void **state)
+{
+    (void)state;
+    struct dt_model *m = cnn690k();
+    assert_int_equal(m->layers[0].kind, DT_L_CONV2D);
+    assert_int_equal(m->layers[3].kind, DT_L_CONV2D);
+    struct dt_op f0 = compute(0, DT_PH_FORWARD, 64), b0 = compute(0, DT_PH_BACKWARD, 64);
+    struct dt_op f3 = compute(3, DT_PH_FORWARD, 64), b3 = compute(3, DT_PH_BACKWARD, 64);
+    assert_rel(dt_op_lowered_bytes(m, &f0), 4.0 * 27716 * 64);
+    assert_rel(dt_op_lowered_bytes(m, &b0), 4.0 * 27716 * 64);
+    assert_rel(dt_op_lowered_bytes(m, &f3), 4.0 * 50336 * 64);
+    assert_rel(dt_op_lowered_bytes(m, &b3), 2 * 4.0 * 50336 * 64);
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layers[i].kind == DT_L_DENSE) {
+            struct dt_op d = compute(i, DT_PH_FORWARD, 64);
+            assert_true(dt_op_lowered_bytes(m, &d) == 0);
+        }
+    dt_model_destroy(m);
+}
+
+/* Ensure a convolution costs max(flops / (peak eff), bytes / mem_bw) + lowered / lower_bw +
+ * overhead. conv2d_1 forward, 64 samples: 2 x 128 x 121 x 288 multiply-adds + 128 x 121
+ * bias adds = 8,936,576 FLOP per sample, 571,940,864 in all; at 100 GFLOP/s x 0.5 that is
+ * 11.43881728 ms. Its activations (32 x 169 in + 128 x 121 out) x 4 B x 64 + 36,992 weights
+ * x 4 B = 5,497,344 B take 0.27 ms at 20 GB/s: compute-bound. Lowering 12,886,016 B at
+ * 8 GB/s: 1.610752 ms. Overhead 10 us. Total 13.05956928 ms. With lower_bw left at 0 the
+ * lowering streams at mem_bw (20 GB/s: 0.6443008 ms), or at the calibrated mem_bw when one
+ * is set (40 GB/s: 0.3221504 ms). */
+static void test_conv_cost(void **state)
+{
+    (void)state;
+    struct dt_model *m = cnn690k();
+    struct dt_device_spec dev = device();
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    cp.eff[DT_CLASS_CONV] = 0.5;
+    cp.overhead_s[DT_CLASS_CONV] = 10e-6;
+    cp.lower_Bps = 8e9;
+    struct dt_op f3 = compute(3, DT_PH_FORWARD, 64);
+    double flops, bytes;
+    dt_op_work(m, &f3, &flops, &bytes);
+    assert_rel(flops, 571940864.0);
+    assert_rel(bytes, 5497344.0);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f3), 13.05956928e-3);
+    cp.lower_Bps = 0;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f3), (11.43881728 + 0.6443008 + 0.010) * 1e-3);
+    cp.mem_Bps = 40e9;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f3), (11.43881728 + 0.3221504 + 0.010) * 1e-3);
+    dt_model_destroy(m);
+}
+
+/* Ensure a calibrated mem_bw sets the time of a memory-bound op: Adam over the 690,590
+ * parameters moves 7 x 4 B each = 19,336,520 B; 12 FLOP each = 8,287,080 FLOP take 0.83 ms
+ * at 100 GFLOP/s x 0.1, less than the bytes at 20 GB/s (0.966826 ms) but more than at
+ * 40 GB/s (0.483413 ms). Overhead 1 us. */
+static void test_update_cost_follows_mem_bw(void **state)
+{
+    (void)state;
+    struct dt_model *m = cnn690k();
+    struct dt_device_spec dev = device();
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    cp.eff[DT_CLASS_UPDATE] = 0.1;
+    cp.overhead_s[DT_CLASS_UPDATE] = 1e-6;
+    struct dt_op u = {.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE, .layer = -1,
+                      .region = {DT_BUF_PARAMS, 0, 690590}};
+    assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.966826e-3 + 1e-6);
+    cp.mem_Bps = 40e9;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.8287080e-3 + 1e-6);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lowered_bytes),
+        cmocka_unit_test(test_conv_cost),
+        cmocka_unit_test(test_update_cost_follows_mem_bw),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
