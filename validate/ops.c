@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_multifit.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
@@ -154,15 +155,59 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
     return rc;
 }
 
-/* Regression of the class's rank-0 op medians on their FLOPs (convolutions less their
- * lowering time under cp, which does not scale with FLOPs). */
+bool dtv_ops_fit_conv(const double *x, const double *low, const double *y, int n, double peak,
+                      struct dtv_ops_class *out)
+{
+    if (n < 3)
+        return false;
+    gsl_matrix *X = gsl_matrix_alloc((size_t)n, 2), *cov = gsl_matrix_alloc(2, 2);
+    gsl_vector *Y = gsl_vector_alloc((size_t)n), *c = gsl_vector_alloc(2);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc((size_t)n, 2);
+    bool ok = false;
+    if (X && cov && Y && c && w) {
+        for (int i = 0; i < n; i++) {
+            gsl_matrix_set(X, (size_t)i, 0, x[i]);
+            gsl_matrix_set(X, (size_t)i, 1, low[i]);
+            gsl_vector_set(Y, (size_t)i, y[i]);
+        }
+        size_t rank;
+        double chisq;
+        ok = !gsl_multifit_linear_tsvd(X, Y, 1e-9, c, cov, &chisq, &rank, w) && rank == 2;
+        double a = gsl_vector_get(c, 0), b = gsl_vector_get(c, 1);
+        if (ok && a > 0 && b > 0) {
+            double t = dtv_t95(n - 2);
+            out->fitted = out->lower_fitted = true;
+            out->dof = n - 2;
+            out->eff = 1 / (a * peak);
+            out->se_log_eff = sqrt(gsl_matrix_get(cov, 0, 0)) / a;
+            out->eff_lo = out->eff * exp(-t * out->se_log_eff);
+            out->eff_hi = out->eff * exp(t * out->se_log_eff);
+            out->lower_Bps = 1 / b;
+            out->se_log_lower = sqrt(gsl_matrix_get(cov, 1, 1)) / b;
+            out->lower_lo = out->lower_Bps * exp(-t * out->se_log_lower);
+            out->lower_hi = out->lower_Bps * exp(t * out->se_log_lower);
+            out->overhead_s = out->overhead_se = 0;
+        } else {
+            ok = false;
+        }
+    }
+    gsl_multifit_linear_free(w);
+    gsl_vector_free(c);
+    gsl_vector_free(Y);
+    gsl_matrix_free(cov);
+    gsl_matrix_free(X);
+    return ok;
+}
+
+/* Regression of the class's rank-0 op medians on their FLOPs (convolutions: jointly with
+ * their lowered bytes when the ops determine both; else less their lowering time under cp). */
 static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp,
                       enum dt_op_class c, const double *med, struct dtv_ops_class *out)
 {
     const struct dt_device_spec *dev = &run->topo->groups[0].device;
     double lower_bw = cp->lower_Bps > 0 ? cp->lower_Bps : dt_cost_mem_bw(cp, dev);
     const struct dt_rank_plan *rp = &run->plan->ranks[0];
-    double x[4096], y[4096];
+    double x[4096], y[4096], low[4096], t_all[4096];
     int n = 0;
     for (int i = 0; i < rp->n_ops && n < 4096; i++) {
         const struct dt_op *op = &rp->ops[i];
@@ -171,9 +216,14 @@ static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp
         double flops, bytes;
         dt_op_work(run->model, op, &flops, &bytes);
         x[n] = flops;
-        y[n] = med[i] - (lower_bw > 0 ? dt_op_lowered_bytes(run->model, op) / lower_bw : 0);
+        low[n] = dt_op_lowered_bytes(run->model, op);
+        t_all[n] = med[i];
+        y[n] = med[i] - (lower_bw > 0 ? low[n] / lower_bw : 0);
         n++;
     }
+    double peak = run->topo->groups[0].device.peak_flops[DT_FP32];
+    if (c == DT_CLASS_CONV && dtv_ops_fit_conv(x, low, t_all, n, peak, out))
+        return;
     bool distinct = false;
     for (int i = 1; i < n; i++)
         distinct = distinct || x[i] != x[0];
@@ -183,7 +233,6 @@ static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp
     if (gsl_fit_linear(x, 1, y, 1, (size_t)n, &c0, &c1, &cov00, &cov01, &cov11, &sumsq) ||
         !(c1 > 0))
         return;
-    double peak = run->topo->groups[0].device.peak_flops[DT_FP32];
     out->fitted = true;
     out->dof = n - 2;
     out->eff = 1 / (c1 * peak);
@@ -272,7 +321,12 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
             fprintf(out, "%-12s %4d %12.4f %12.4f %+9.1f   ", dt_op_class_name(c), k->n_ops,
                     1e3 * k->measured_s, 1e3 * k->predicted_s,
                     100 * (k->predicted_s - k->measured_s) / k->measured_s);
-            if (k->fitted)
+            if (k->lower_fitted)
+                fprintf(out, "eff %.4g [%.4g, %.4g] (model: %.4g), lower_bw %.3g GB/s [%.3g, "
+                             "%.3g] (t = flops / (peak eff) + lowered / lower_bw)\n",
+                        k->eff, k->eff_lo, k->eff_hi, cp.eff[c], k->lower_Bps / 1e9,
+                        k->lower_lo / 1e9, k->lower_hi / 1e9);
+            else if (k->fitted)
                 fprintf(out, "eff %.4g [%.4g, %.4g] (model: %.4g), overhead %.3g +/- %.2g us\n",
                         k->eff, k->eff_lo, k->eff_hi, cp.eff[c], 1e6 * k->overhead_s,
                         1e6 * k->overhead_se);
@@ -329,6 +383,18 @@ void dtv_ops_calibration(const struct dtv_run *run, const char *path,
         cal->cov[m * DT_CAL_COUNT + m] = k->se_log_eff * k->se_log_eff;
         dof = dof == 0 || k->dof < dof ? k->dof : dof;
         cal->n_obs += k->n_ops;
+        if (k->lower_fitted) {
+            e = dt_calibration_set(cal, DT_CAL_LOWER_BW, k->lower_Bps);
+            e->fitted = true;
+            e->se = k->lower_Bps * k->se_log_lower;
+            e->lo = k->lower_lo;
+            e->hi = k->lower_hi;
+            snprintf(e->source, sizeof e->source, "joint regression of %d conv op durations "
+                     "on their FLOPs and lowered bytes", k->n_ops);
+            m = cal->n_cov++;
+            cal->cov_param[m] = DT_CAL_LOWER_BW;
+            cal->cov[m * DT_CAL_COUNT + m] = k->se_log_lower * k->se_log_lower;
+        }
     }
     cal->dof = dof;
     cal->t95 = dtv_t95(dof);
