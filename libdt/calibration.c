@@ -130,8 +130,8 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     const struct dt_node_group *g = &topo->groups[0];
     switch (p) {
     case DT_CAL_REDUCE_BW:
-    case DT_CAL_LOWER_BW: return cp->mem_Bps > 0 ? cp->mem_Bps : g->device.mem_bw_Bps;
-    case DT_CAL_MEM_BW: return g->device.mem_bw_Bps;
+    case DT_CAL_LOWER_BW:
+    case DT_CAL_MEM_BW: return dt_cost_mem_bw(cp, &g->device);
     case DT_CAL_INTRA_BW: return g->intra.bw_Bps;
     case DT_CAL_INTRA_LAT: return g->intra.lat_s;
     case DT_CAL_NIC_BW: return g->nic.bw_Bps;

@@ -95,6 +95,11 @@ double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_sp
     return cp->mem_Bps > 0 ? cp->mem_Bps : dev->mem_bw_Bps;
 }
 
+double dt_cost_lower_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)
+{
+    return cp->lower_Bps > 0 ? cp->lower_Bps : dt_cost_mem_bw(cp, dev);
+}
+
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op)
 {
@@ -104,7 +109,7 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     dt_op_work(m, op, &flops, &bytes);
     double t_flops = flops / (dev->peak_flops[DT_FP32] * cp->eff[c]);
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
-    double lower_bw = cp->lower_Bps > 0 ? cp->lower_Bps : mem_bw;
+    double lower_bw = dt_cost_lower_bw(cp, dev);
     double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
     return fmax(t_flops, t_mem) + t_lower + cp->overhead_s[c];
 }

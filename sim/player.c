@@ -5,6 +5,7 @@
  * is posted, and a message that arrives before its RECV waits in the mailbox. */
 #include "player.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,8 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 struct activity {
     int rank, op;            /* the COLL, SEND or RECV op */
     int group, seq;          /* identifies the collective across its members; for SEND/RECV,
-                              * P2P_GROUP(tag) and the message's place among those of the
-                              * same source, destination and tag */
+                              * P2P_GROUP(tag, source) and the message's place among those of
+                              * the same source, destination and tag */
     int me;                  /* index in the group */
     bool p2p;                /* SEND/RECV: transfer peers are global ranks */
     struct dt_schedule s;
@@ -45,9 +46,6 @@ struct mail {
     double t_start;
     bool used;
 };
-
-/* Point-to-point "groups" are negative, one per tag, so they never meet a real group. */
-#define P2P_GROUP(tag) (-1 - (tag))
 
 /* Messages a rank has posted to/from one peer with one tag (their order matches them). */
 struct p2p_count {
@@ -125,6 +123,13 @@ static int grow(void **arr, int *cap, int need, size_t size)
 }
 
 static int advance(struct player *p, int rank);
+
+/* Point-to-point "groups" are negative, one per tag and source, so they never meet a real
+ * group and a message matches only the receives of its own source and tag. */
+static int p2p_group(const struct player *p, int tag, int src)
+{
+    return -1 - (tag * p->plan->n_ranks + src);
+}
 
 /* The global rank of a transfer's peer. */
 static int peer_rank(const struct player *p, const struct activity *a, const struct dt_xfer *x)
@@ -240,7 +245,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
 {
     const struct dt_op *op = &p->plan->ranks[rank].ops[op_index];
     bool p2p = op->kind != DT_OP_COLL;
-    if (p2p ? op->peer < 0 || op->peer >= p->plan->n_ranks || op->peer == rank || op->tag < 0
+    int n = p->plan->n_ranks;
+    if (p2p ? op->peer < 0 || op->peer >= n || op->peer == rank || op->tag < 0 ||
+                  op->tag > (INT_MAX - n) / n
             : op->group < 0 || op->group >= p->plan->n_groups)
         return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad %s", rank,
                        op_index, p2p ? "peer or tag" : "group");
@@ -255,7 +262,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     dt_schedule_init(&a->s);
     int rc;
     if (p2p) {
-        a->group = P2P_GROUP(op->tag);
+        a->group = p2p_group(p, op->tag, op->kind == DT_OP_SEND ? rank : op->peer);
         a->seq = p2p_next_seq(p, rank, op->peer, op->tag, op->kind == DT_OP_SEND);
         a->me = 0;
         if (a->seq < 0)
@@ -412,7 +419,7 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
             return rc;
     }
     /* receiver side: the posted receive of the same collective (or of the same source, tag
-     * and place in their order), or the mailbox */
+     * and place in their order: a SEND/RECV group names its source), or the mailbox */
     for (int ai = p->n_acts - 1; ai >= 0; ai--) {
         struct activity *a = &p->acts[ai];
         if (a->rank == f->dst && a->group == f->group && a->seq == f->seq) {
@@ -424,9 +431,7 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
                 }
                 return rc;
             }
-            if (!a->p2p) /* a collective's one activity per rank; a RECV from another
-                          * source may share group and seq: look on */
-                break;
+            break;
         }
     }
     if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))

@@ -14,16 +14,26 @@
 #include "dt/costmodel.h"
 #include "dt/model.h"
 
-static struct dt_model *cnn690k(void)
+/* Group set-up: seed 002's network, loaded once for all tests (*state). */
+static int load_cnn690k(void **state)
 {
     const char *top = getenv("top_srcdir");
     char path[1024];
     snprintf(path, sizeof path, "%s/models/cnn690k.yaml", top ? top : ".");
     struct dt_model *m;
     struct dt_error err;
-    if (dt_model_load(path, &m, &err) != DT_OK)
-        fail_msg("model %s: %s", path, err.msg);
-    return m;
+    if (dt_model_load(path, &m, &err) != DT_OK) {
+        fprintf(stderr, "model %s: %s\n", path, err.msg);
+        return -1;
+    }
+    *state = m;
+    return 0;
+}
+
+static int free_model(void **state)
+{
+    dt_model_destroy(*state);
+    return 0;
 }
 
 static struct dt_op compute(int layer, enum dt_phase phase, int samples)
@@ -32,11 +42,16 @@ static struct dt_op compute(int layer, enum dt_phase phase, int samples)
                           .samples = samples};
 }
 
-/* A CPU device of 100 GFLOP/s fp32 and 20 GB/s of memory bandwidth. */
-static struct dt_device_spec device(void)
+/* A CPU device of 100 GFLOP/s fp32 and 20 GB/s of memory bandwidth, and cost parameters
+ * with class c at efficiency eff and a per-op overhead. */
+static struct dt_device_spec device_and_params(struct dt_cost_params *cp, enum dt_op_class c,
+                                               double eff, double overhead_s)
 {
     struct dt_device_spec d = {.kind = DT_DEV_CPU, .mem_bw_Bps = 20e9};
     d.peak_flops[DT_FP32] = 100e9;
+    dt_cost_defaults(cp, DT_DEV_CPU);
+    cp->eff[c] = eff;
+    cp->overhead_s[c] = overhead_s;
     return d;
 }
 
@@ -54,8 +69,7 @@ static void assert_rel(double got, double want)
  * nothing. */
 static void test_lowered_bytes(void **state)
 {
-    (void)state;
-    struct dt_model *m = cnn690k();
+    const struct dt_model *m = *state;
     assert_int_equal(m->layers[0].kind, DT_L_CONV2D);
     assert_int_equal(m->layers[3].kind, DT_L_CONV2D);
     struct dt_op f0 = compute(0, DT_PH_FORWARD, 64), b0 = compute(0, DT_PH_BACKWARD, 64);
@@ -69,7 +83,6 @@ static void test_lowered_bytes(void **state)
             struct dt_op d = compute(i, DT_PH_FORWARD, 64);
             assert_true(dt_op_lowered_bytes(m, &d) == 0);
         }
-    dt_model_destroy(m);
 }
 
 /* Ensure a convolution costs max(flops / (peak eff), bytes / mem_bw) + lowered / lower_bw +
@@ -82,13 +95,9 @@ static void test_lowered_bytes(void **state)
  * is set (40 GB/s: 0.3221504 ms). */
 static void test_conv_cost(void **state)
 {
-    (void)state;
-    struct dt_model *m = cnn690k();
-    struct dt_device_spec dev = device();
+    const struct dt_model *m = *state;
     struct dt_cost_params cp;
-    dt_cost_defaults(&cp, DT_DEV_CPU);
-    cp.eff[DT_CLASS_CONV] = 0.5;
-    cp.overhead_s[DT_CLASS_CONV] = 10e-6;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_CONV, 0.5, 10e-6);
     cp.lower_Bps = 8e9;
     struct dt_op f3 = compute(3, DT_PH_FORWARD, 64);
     double flops, bytes;
@@ -100,7 +109,6 @@ static void test_conv_cost(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &f3), (11.43881728 + 0.6443008 + 0.010) * 1e-3);
     cp.mem_Bps = 40e9;
     assert_rel(dt_cost_compute(&cp, &dev, m, &f3), (11.43881728 + 0.3221504 + 0.010) * 1e-3);
-    dt_model_destroy(m);
 }
 
 /* Ensure a calibrated mem_bw sets the time of a memory-bound op: Adam over the 690,590
@@ -109,19 +117,14 @@ static void test_conv_cost(void **state)
  * 40 GB/s (0.483413 ms). Overhead 1 us. */
 static void test_update_cost_follows_mem_bw(void **state)
 {
-    (void)state;
-    struct dt_model *m = cnn690k();
-    struct dt_device_spec dev = device();
+    const struct dt_model *m = *state;
     struct dt_cost_params cp;
-    dt_cost_defaults(&cp, DT_DEV_CPU);
-    cp.eff[DT_CLASS_UPDATE] = 0.1;
-    cp.overhead_s[DT_CLASS_UPDATE] = 1e-6;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 0.1, 1e-6);
     struct dt_op u = {.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE, .layer = -1,
                       .region = {DT_BUF_PARAMS, 0, 690590}};
     assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.966826e-3 + 1e-6);
     cp.mem_Bps = 40e9;
     assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.8287080e-3 + 1e-6);
-    dt_model_destroy(m);
 }
 
 int main(void)
@@ -131,5 +134,5 @@ int main(void)
         cmocka_unit_test(test_conv_cost),
         cmocka_unit_test(test_update_cost_follows_mem_bw),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

@@ -73,28 +73,45 @@ static void comm_only(struct dt_cost_params *cp)
     cp->reduce_Bps = INFINITY;
 }
 
-static double simulate_collective(int nodes, enum dt_coll_kind kind, enum dt_coll_alg alg,
-                                  long floats)
+/* Plays plan under comm_only costs: the iteration time in *t_iter, after checking that bytes
+ * sent equal bytes received (conservation: every byte sent is received). */
+static int run_plan(const struct dt_plan *plan, double *t_iter, struct dt_error *err)
 {
-    struct dt_topology *t = cluster(nodes, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = one_collective(t, kind, alg, floats);
     struct dt_cost_params cp;
     comm_only(&cp);
     struct dt_sim_result res;
-    struct dt_error err;
-    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
-        fail_msg("sim: %s", err.msg);
+    int rc = dt_sim_run(plan, &cp, NULL, &res, err);
+    if (rc)
+        return rc;
     double sent = 0, recv = 0;
     for (int r = 0; r < res.n_ranks; r++) {
         sent += res.rank[r].bytes_sent;
         recv += res.rank[r].bytes_recv;
     }
-    assert_true(sent == recv); /* conservation: every byte sent is received */
-    double t_iter = res.iter_s;
+    assert_true(sent == recv);
+    *t_iter = res.iter_s;
     dt_sim_result_free(&res);
+    return DT_OK;
+}
+
+/* Plays plan, then destroys it and its topology; returns the iteration time. */
+static double play(struct dt_plan *plan)
+{
+    double t_iter = 0;
+    struct dt_error err;
+    if (run_plan(plan, &t_iter, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    struct dt_topology *t = (struct dt_topology *)plan->topo;
     dt_plan_destroy(plan);
     dt_topology_destroy(t);
     return t_iter;
+}
+
+static double simulate_collective(int nodes, enum dt_coll_kind kind, enum dt_coll_alg alg,
+                                  long floats)
+{
+    struct dt_topology *t = cluster(nodes, 1, "100 GB/s", "10 GB/s");
+    return play(one_collective(t, kind, alg, floats));
 }
 
 static void assert_close(double got, double want)
@@ -299,9 +316,11 @@ static void test_messages_during_summing(void **state)
     dt_topology_destroy(t);
 }
 
-/* A plan with ranks but no ops: the tests push SEND/RECV/WAIT ops themselves. */
-static struct dt_plan *empty_plan(const struct dt_topology *t, int handles)
+/* A plan on `nodes` nodes of one device each (the cluster of ALPHA and BETA_BPS) with ranks
+ * but no ops: the tests push SEND/RECV/WAIT ops themselves. */
+static struct dt_plan *p2p_plan(int nodes, int handles)
 {
+    struct dt_topology *t = cluster(nodes, 1, "100 GB/s", "10 GB/s");
     struct dt_plan *plan = calloc(1, sizeof *plan);
     plan->topo = t;
     plan->n_ranks = t->n_ranks;
@@ -325,39 +344,16 @@ static void push_wait(struct dt_plan *plan, int rank, int handle)
     assert_int_equal(dt_plan_push(plan, rank, &op), DT_OK);
 }
 
-/* Plays plan; returns the iteration time and checks that bytes sent equal bytes received. */
-static double play(const struct dt_plan *plan)
-{
-    struct dt_cost_params cp;
-    comm_only(&cp);
-    struct dt_sim_result res;
-    struct dt_error err;
-    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
-        fail_msg("sim: %s", err.msg);
-    double sent = 0, recv = 0;
-    for (int r = 0; r < res.n_ranks; r++) {
-        sent += res.rank[r].bytes_sent;
-        recv += res.rank[r].bytes_recv;
-    }
-    assert_true(sent == recv);
-    double t_iter = res.iter_s;
-    dt_sim_result_free(&res);
-    return t_iter;
-}
-
 /* Ensure that a plan's SEND/RECV pair of n bytes between two uncontended nodes takes
  * alpha + n beta, like one step of any collective. */
 static void test_send_recv_closed_form(void **state)
 {
     (void)state;
     long floats = 1 << 20;
-    struct dt_topology *t = cluster(2, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = empty_plan(t, 0);
+    struct dt_plan *plan = p2p_plan(2, 0);
     push_p2p(plan, 0, DT_OP_SEND, 1, 3, floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 0, 3, floats, -1);
     assert_close(play(plan), ALPHA + 4.0 * floats / BETA_BPS);
-    dt_plan_destroy(plan);
-    dt_topology_destroy(t);
 }
 
 /* Ensure that receives match by source and tag whatever the order they are posted in, and
@@ -368,8 +364,7 @@ static void test_send_recv_match_by_source(void **state)
 {
     (void)state;
     long floats = 1 << 20;
-    struct dt_topology *t = cluster(3, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = empty_plan(t, 2);
+    struct dt_plan *plan = p2p_plan(3, 2);
     push_p2p(plan, 0, DT_OP_SEND, 1, 7, floats, -1);
     push_p2p(plan, 2, DT_OP_SEND, 1, 7, floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 2, 7, floats, 0);
@@ -377,8 +372,6 @@ static void test_send_recv_match_by_source(void **state)
     push_wait(plan, 1, 0);
     push_wait(plan, 1, 1);
     assert_close(play(plan), ALPHA + 2 * 4.0 * floats / BETA_BPS);
-    dt_plan_destroy(plan);
-    dt_topology_destroy(t);
 }
 
 /* Ensure that a message delivered before its RECV is posted waits in the mailbox: rank 0
@@ -390,31 +383,26 @@ static void test_send_recv_mailbox(void **state)
 {
     (void)state;
     long floats = 1 << 18;
-    struct dt_topology *t = cluster(3, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = empty_plan(t, 0);
+    struct dt_plan *plan = p2p_plan(3, 0);
     push_p2p(plan, 0, DT_OP_SEND, 1, 1, floats, -1);
     push_p2p(plan, 2, DT_OP_SEND, 1, 2, 4 * floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 2, 2, 4 * floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 0, 1, floats, -1);
     assert_close(play(plan), ALPHA + 5 * 4.0 * floats / BETA_BPS);
-    dt_plan_destroy(plan);
-    dt_topology_destroy(t);
 }
 
 /* Ensure that a RECV whose message never comes is reported as a deadlock, not a hang. */
 static void test_send_recv_tag_mismatch_deadlocks(void **state)
 {
     (void)state;
-    struct dt_topology *t = cluster(2, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = empty_plan(t, 0);
+    struct dt_plan *plan = p2p_plan(2, 0);
     push_p2p(plan, 0, DT_OP_SEND, 1, 3, 100, -1);
     push_p2p(plan, 1, DT_OP_RECV, 0, 4, 100, -1);
-    struct dt_cost_params cp;
-    comm_only(&cp);
-    struct dt_sim_result res;
+    double t_iter;
     struct dt_error err;
-    assert_int_equal(dt_sim_run(plan, &cp, NULL, &res, &err), DT_EINTERNAL);
+    assert_int_equal(run_plan(plan, &t_iter, &err), DT_EINTERNAL);
     assert_non_null(strstr(err.msg, "deadlock: rank 1"));
+    struct dt_topology *t = (struct dt_topology *)plan->topo;
     dt_plan_destroy(plan);
     dt_topology_destroy(t);
 }

@@ -197,8 +197,6 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
         dtv_runset_free(&set);
         return rc;
     }
-    int n_rep = 0;
-    double spread = dtv_runset_repeat_spread(&set, &n_rep);
     int dropped = dtv_runset_keep_fastest(&set);
     if (log && dropped)
         fprintf(log, "dtvalidate: %d repeated runs: kept the fastest of each configuration\n",
@@ -244,11 +242,11 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                 dtv_check_print(f, &set, &split, false);
             }
             fprintf(f, "\nHeld-out MAPE: %.2f %% leave-one-out (target: 5 %%)\n", loo.mape_held);
-            if (n_rep)
+            if (set.repeat_configs)
                 fprintf(f, "Repeatability: the repeats of one configuration differ by a median "
                            "of %.0f %% (slowest / fastest - 1, %d configurations): no model can "
                            "be checked here to better than the measurements repeat.\n",
-                        100 * spread, n_rep);
+                        100 * set.repeat_spread, set.repeat_configs);
             if (isfinite(load_after))
                 fprintf(f, "Machine: %ld CPUs, load average %.2f before and %.2f after the runs "
                            "(above 0.5 means other work shared the CPUs with the runs).\n",

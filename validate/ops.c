@@ -205,9 +205,8 @@ static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp
                       enum dt_op_class c, const double *med, struct dtv_ops_class *out)
 {
     const struct dt_device_spec *dev = &run->topo->groups[0].device;
-    double lower_bw = cp->lower_Bps > 0 ? cp->lower_Bps : dt_cost_mem_bw(cp, dev);
     const struct dt_rank_plan *rp = &run->plan->ranks[0];
-    double x[4096], y[4096], low[4096], t_all[4096];
+    double x[4096], y[4096], low[4096];
     int n = 0;
     for (int i = 0; i < rp->n_ops && n < 4096; i++) {
         const struct dt_op *op = &rp->ops[i];
@@ -217,13 +216,16 @@ static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp
         dt_op_work(run->model, op, &flops, &bytes);
         x[n] = flops;
         low[n] = dt_op_lowered_bytes(run->model, op);
-        t_all[n] = med[i];
-        y[n] = med[i] - (lower_bw > 0 ? low[n] / lower_bw : 0);
+        y[n] = med[i];
         n++;
     }
-    double peak = run->topo->groups[0].device.peak_flops[DT_FP32];
-    if (c == DT_CLASS_CONV && dtv_ops_fit_conv(x, low, t_all, n, peak, out))
+    double peak = dev->peak_flops[DT_FP32];
+    if (c == DT_CLASS_CONV && dtv_ops_fit_conv(x, low, y, n, peak, out))
         return;
+    double lower_bw = dt_cost_lower_bw(cp, dev);
+    for (int i = 0; i < n; i++) /* the lowering does not scale with FLOPs: take it off */
+        if (low[i] > 0 && lower_bw > 0)
+            y[i] -= low[i] / lower_bw;
     bool distinct = false;
     for (int i = 1; i < n; i++)
         distinct = distinct || x[i] != x[0];

@@ -717,7 +717,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
+/* How repeatable the runs are: over the configurations run more than once, the median of
+ * (slowest / fastest median iteration - 1); NaN when none was repeated. */
+static double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
 {
     double *spread = malloc((size_t)(set->n + 1) * sizeof *spread);
     bool *seen = calloc((size_t)set->n + 1, sizeof *seen);
@@ -750,8 +752,7 @@ double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
 
 int dtv_runset_keep_fastest(struct dtv_runset *set)
 {
-    int n_rep;
-    set->repeat_spread = dtv_runset_repeat_spread(set, &n_rep);
+    set->repeat_spread = dtv_runset_repeat_spread(set, &set->repeat_configs);
     int kept = 0, dropped = 0;
     for (int i = 0; i < set->n; i++) {
         int j;

@@ -55,8 +55,9 @@ struct dtv_runset {
     struct dt_topology **topos;
     char (*topo_keys)[600];
     /* dtv_runset_keep_fastest: the repeat spread of the runs before it kept one of each
-     * configuration (0 until then, NaN when nothing was repeated) */
+     * configuration (0 until then, NaN when nothing was repeated), over repeat_configs */
     double repeat_spread;
+    int repeat_configs;
 };
 
 struct dtv_load_options {
@@ -80,9 +81,6 @@ int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
  * least disturbed by other work on the machine; returns how many runs were dropped. */
 int dtv_runset_keep_fastest(struct dtv_runset *set);
 
-/* How repeatable the runs are: over the configurations run more than once, the median of
- * (slowest / fastest median iteration - 1); NaN when none was repeated. */
-double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs);
 
 /* Whether run matches a selection "key=v1,v2 key2=v3" (keys: nodes ppn ranks strategy model
  * topology line label; all words must match; an empty selection matches every run). */

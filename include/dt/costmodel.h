@@ -53,6 +53,9 @@ double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op);
 /* The memory bandwidth compute ops get on dev: cp's calibrated value, else the datasheet's. */
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
 
+/* The bandwidth of convolution lowering on dev: cp's calibrated value, else dt_cost_mem_bw. */
+double dt_cost_lower_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
+
 /* Seconds a compute op takes on dev. */
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op);
