@@ -3,7 +3,7 @@ include exec/cpu.mk
 
 # dtexec: walks the plan with the CPU kernels and MPI (compiled with MPICH's flags).
 bin_PROGRAMS += dtexec
-dtexec_SOURCES = exec/dtexec.c \
+dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/data.c exec/data.h \
 	exec/executor.c exec/executor.h \
 	exec/record.c exec/record.h \
@@ -22,6 +22,15 @@ tests_test_data_SOURCES = tests/test_data.c exec/data.c exec/data.h
 tests_test_data_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_data_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
 tests_test_data_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(ZLIB_LIBS) $(CMOCKA_LIBS)
+
+# Pinning ranks to CPUs (dtexec --bind).
+check_PROGRAMS += tests/test_bind
+TESTS += tests/test_bind
+tests_test_bind_SOURCES = tests/test_bind.c exec/bind.c exec/bind.h
+tests_test_bind_CPPFLAGS = -I$(top_srcdir)/exec
+tests_test_bind_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -pthread
+tests_test_bind_LDADD = $(CMOCKA_LIBS)
+tests_test_bind_LDFLAGS = -pthread
 
 # Progress bar and record formatting (no MPI).
 check_PROGRAMS += tests/test_record

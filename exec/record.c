@@ -141,6 +141,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_str(&w, "mpi_library", r->mpi_library);
     j_str(&w, "git_revision", r->git_revision);
     j_int(&w, "blas_threads", r->blas_threads);
+    j_str(&w, "bound_cpus", r->bound_cpus ? r->bound_cpus : "");
     j_close(&w);
     j_open(&w, "measurements");
     j_num(&w, "read_s", r->read_s);

@@ -44,6 +44,7 @@ struct dtx_record {
     const char *version;
     const char *start_utc;
     int blas_threads;
+    const char *bound_cpus; /* rank 0's CPUs under --bind ("0", "0-3"); "" when not pinned */
     /* measurements */
     double read_s;         /* loading the data (slowest rank) */
     double read_bytes;     /* bytes rank 0 read from the data files (its shard, or all) */

@@ -45,6 +45,21 @@ if [ "$(wc -l <"$tmp/run.jsonl")" -eq 1 ] &&
 else
   bad "record: $(cat "$tmp/run.jsonl")"
 fi
+# --bind: each of 2 ranks pinned to its own block of the CPUs this test may use (one CPU
+# each on a 2-CPU machine; the same CPU for both only when a single one is usable).
+if timeout 60 $MPIEXEC -n 2 "$dtexec" --model "$model" --synthetic 1024 --max-iters 3 --epochs 1 \
+     --bind --record "$tmp/bind.jsonl" >"$tmp/bind.out" 2>&1; then
+  usable=$(nproc)
+  line=$(grep '^dtexec: pinned:' "$tmp/bind.out")
+  c0=$(echo "$line" | sed -n 's/.*rank 0 -> CPU \([0-9-]*\),.*/\1/p')
+  c1=$(echo "$line" | sed -n 's/.*rank 1 -> CPU \([0-9-]*\)$/\1/p')
+  if [ -n "$c0" ] && [ -n "$c1" ] && { [ "$usable" -lt 2 ] || [ "$c0" != "$c1" ]; } &&
+     grep -q "\"bound_cpus\": \"$c0\"" "$tmp/bind.jsonl"
+  then ok "--bind: $line"
+  else bad "--bind: '$line' (usable CPUs $usable), record: $(cat "$tmp/bind.jsonl")"; fi
+else
+  bad "--bind run failed: $(cat "$tmp/bind.out")"
+fi
 # The CSV: a header and, for 3 sampled iterations, every op of both ranks (the plan lists the
 # op count: 3 x (ops of rank 0 + ops of rank 1)).
 nops=$(timeout 60 $MPIEXEC -n 2 "$dtexec" --model "$model" --strategy ring --dump-plan |
