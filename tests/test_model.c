@@ -89,6 +89,14 @@ static void test_params_mlp_fmnist(void **state)
     check_total("mlp-fmnist", 101770);
 }
 
+/* Ensure that the loop's wide MLP has 784*2048+2048 + 2048*2048+2048 + 2048*10+10 =
+ * 1,607,680 + 4,196,352 + 20,490 = 5,824,522 parameters (counted by hand, as Keras would). */
+static void test_params_mlp_wide(void **state)
+{
+    (void)state;
+    check_total("mlp-wide", 5824522);
+}
+
 /* Ensure that the seed 002 CNN has 690,590 parameters (seed 002, Figure 1 "Total params"). */
 static void test_params_cnn690k(void **state)
 {
@@ -496,6 +504,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params_mlp_fmnist),
+        cmocka_unit_test(test_params_mlp_wide),
         cmocka_unit_test(test_params_cnn690k),
         cmocka_unit_test(test_params_cnn21k),
         cmocka_unit_test(test_params_vgg11_imagenet),

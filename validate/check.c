@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ranktest.h"
+
 static void fill_item(const struct dtv_run *r, struct dtv_check_item *it)
 {
     it->err_pct = 100 * (it->pred.epoch_s - r->epoch_s) / r->epoch_s;
@@ -156,32 +158,101 @@ static int cmp_ranked(const void *a, const void *b)
     return (x->v > y->v) - (x->v < y->v);
 }
 
-/* Pairs of strategies of one configuration whose measured epoch times differ by more than
- * `noise` (relative): how many the predictions order the same way. Closer pairs are not
- * counted: their measured order is itself a matter of chance. */
-static void count_resolved_pairs(const struct ranked *m, const struct dtv_check *c, int k,
-                                 double noise, int *resolved, int *ordered)
+/* Whether the measurements tell runs a and b apart, and which is faster (*a_faster). With
+ * repeats of both: an exact two-sided Mann-Whitney U test on their repeats at 5%, the order
+ * the one its ranks give. Without: a difference beyond `noise` (relative), as with a table of
+ * single measurements (noise 0: any difference). */
+static bool told_apart(const struct dtv_run *a, const struct dtv_run *b, double noise,
+                       bool *a_faster)
 {
+    if (a->repeats >= 2 && b->repeats >= 2) {
+        double u = dtv_mwu_u(a->repeat_iter_s, a->repeats, b->repeat_iter_s, b->repeats);
+        *a_faster = u > 0.5 * a->repeats * b->repeats;
+        return dtv_mwu_p_two_sided(u, a->repeats, b->repeats) < 0.05;
+    }
+    *a_faster = a->epoch_s < b->epoch_s;
+    double lo = fmin(a->epoch_s, b->epoch_s), hi = fmax(a->epoch_s, b->epoch_s);
+    return hi > lo * (1 + noise);
+}
+
+struct ranking_tally {
+    int groups, checked, same_order, reproduced, fastest_right, pairs, apart, ordered;
+    int min_repeats;
+};
+
+/* One configuration's k strategies (m: sorted by measured epoch, p: by predicted). */
+static void rank_group(FILE *f, const struct dtv_runset *set, const struct dtv_check *c,
+                       const char *key, const struct ranked *m, const struct ranked *p, int k,
+                       double noise, struct ranking_tally *t)
+{
+    int apart = 0, ordered = 0;
+    bool fastest_tied = true; /* the predicted fastest is not measured slower than the fastest */
     for (int a = 0; a < k; a++)
-        for (int b = a + 1; b < k; b++) { /* m is sorted: m[a] measured faster than m[b] */
-            if (!(m[b].v > m[a].v * (1 + noise)))
+        for (int b = a + 1; b < k; b++) {
+            const struct dtv_check_item *ia = &c->items[m[a].item], *ib = &c->items[m[b].item];
+            bool a_faster;
+            t->pairs++;
+            if (!told_apart(&set->runs[ia->run], &set->runs[ib->run], noise, &a_faster))
                 continue;
-            (*resolved)++;
-            *ordered += c->items[m[a].item].pred.epoch_s < c->items[m[b].item].pred.epoch_s;
+            apart++;
+            ordered += (ia->pred.epoch_s < ib->pred.epoch_s) == a_faster;
         }
+    /* the predicted fastest against the measured fastest */
+    if (p[0].item != m[0].item) {
+        bool a_faster;
+        const struct dtv_run *mf = &set->runs[c->items[m[0].item].run],
+                             *pf = &set->runs[c->items[p[0].item].run];
+        fastest_tied = !told_apart(mf, pf, noise, &a_faster);
+    }
+    bool same = true;
+    for (int a = 0; a < k; a++) {
+        same = same && m[a].item == p[a].item;
+        int r = set->runs[c->items[m[a].item].run].repeats;
+        t->min_repeats = r < t->min_repeats ? r : t->min_repeats;
+    }
+    t->groups++;
+    t->same_order += same;
+    t->checked += apart > 0;
+    t->reproduced += apart > 0 && apart == ordered;
+    t->fastest_right += fastest_tied;
+    t->apart += apart;
+    t->ordered += ordered;
+    fprintf(f, "  %s\n    measured: ", key);
+    for (int a = 0; a < k; a++) {
+        bool a_faster = true;
+        if (a > 0)
+            fprintf(f, " %s ", told_apart(&set->runs[c->items[m[a - 1].item].run],
+                                           &set->runs[c->items[m[a].item].run], noise,
+                                           &a_faster) && a_faster ? "<" : "~");
+        fprintf(f, "%s", dt_strategy_name(set->runs[c->items[m[a].item].run].strategy));
+    }
+    fprintf(f, "\n    predicted:");
+    for (int a = 0; a < k; a++)
+        fprintf(f, " %s", dt_strategy_name(set->runs[c->items[p[a].item].run].strategy));
+    fprintf(f, "\n    -> %s: %d of the %d pairs the measurements tell apart ordered right; "
+               "full order %s; fastest %s\n",
+            apart == ordered ? (apart ? "REPRODUCED" : "nothing to check") : "NOT reproduced",
+            ordered, apart, same ? "the same" : "different",
+            fastest_tied ? "right (or tied with the measured fastest)" : "WRONG");
 }
 
 static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)
 {
-    int groups = 0, matched = 0, resolved = 0, ordered = 0;
-    /* the runs' own repeatability, when they were repeated; else any difference counts */
+    struct ranking_tally t = {0};
+    /* single runs: the repeatability of the others, when known; else any difference counts */
     double noise = set->repeat_spread > 0 ? set->repeat_spread : 0;
+    bool repeats = false;
     bool *done = calloc((size_t)c->n, sizeof *done);
     struct ranked *m = calloc((size_t)c->n, sizeof *m), *p = calloc((size_t)c->n, sizeof *p);
     if (!done || !m || !p)
         goto out;
+    t.min_repeats = DTV_MAX_REPEATS;
+    for (int i = 0; i < c->n; i++)
+        repeats = repeats || set->runs[c->items[i].run].repeats >= 2;
     fprintf(f, "\nRanking of strategies (fastest first), per configuration measured with "
-               "several:\n");
+               "several;\n  a < b: measured apart (%s), a ~ b: not told apart\n",
+            repeats ? "exact two-sided Mann-Whitney U test on the repeats, 5%"
+                    : "single runs: any difference beyond the repeat spread");
     for (int i = 0; i < c->n; i++) {
         if (done[i])
             continue;
@@ -201,31 +272,23 @@ static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dt
             continue;
         qsort(m, (size_t)k, sizeof *m, cmp_ranked);
         qsort(p, (size_t)k, sizeof *p, cmp_ranked);
-        count_resolved_pairs(m, c, k, noise, &resolved, &ordered);
-        bool same = true;
-        for (int a = 0; a < k; a++)
-            same = same && m[a].item == p[a].item;
-        groups++;
-        matched += same;
-        fprintf(f, "  %-32s measured:", ki);
-        for (int a = 0; a < k; a++)
-            fprintf(f, " %s", dt_strategy_name(set->runs[c->items[m[a].item].run].strategy));
-        fprintf(f, "\n  %-32s predicted:", "");
-        for (int a = 0; a < k; a++)
-            fprintf(f, " %s", dt_strategy_name(set->runs[c->items[p[a].item].run].strategy));
-        fprintf(f, "   -> %s\n", same ? "same order" : "DIFFERENT order");
-        /* the fastest is what a user acts on */
-        if (!same && m[0].item == p[0].item)
-            fprintf(f, "  %-32s (the fastest strategy is predicted right)\n", "");
+        rank_group(f, set, c, ki, m, p, k, noise, &t);
     }
-    if (groups == 0)
+    if (t.groups == 0)
         fprintf(f, "  none: no configuration was measured with more than one strategy, so the "
                    "ranking is not checked.\n");
     else {
-        fprintf(f, "  ranking matches in %d of %d configurations\n", matched, groups);
-        fprintf(f, "  pairs of strategies measured further apart than the runs repeat (%.3g %%): "
-                   "%d of %d ordered right by the predictions\n",
-                100 * noise, ordered, resolved);
+        fprintf(f, "  measured ranking reproduced (every pair told apart ordered right) in %d of "
+                   "the %d configurations where the measurements tell pairs apart (%d in all); "
+                   "%d of the %d pairs told apart (of %d) ordered right; fastest right in %d of "
+                   "%d; full order the same in %d of %d\n",
+                t.reproduced, t.checked, t.groups, t.ordered, t.apart, t.pairs, t.fastest_right,
+                t.groups, t.same_order, t.groups);
+        if (repeats && t.min_repeats < 4)
+            fprintf(f, "  note: with %d repeats of a configuration no pair can be told apart at "
+                       "5%% (the smallest two-sided p is %.2g): repeat each run 5 times or "
+                       "more\n", t.min_repeats,
+                    dtv_mwu_p_two_sided(0, t.min_repeats, t.min_repeats));
     }
 out:
     free(done);

@@ -14,6 +14,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/runs.c validate/runs.h \
 	validate/predict.c validate/predict.h \
 	validate/fit.c validate/fit.h \
+	validate/ranktest.c validate/ranktest.h \
 	validate/calibrate.c validate/calibrate.h \
 	validate/check.c validate/check.h \
 	validate/plot.c validate/plot.h \
@@ -33,8 +34,12 @@ dist_validatedata_DATA = validate/data/seed002-cascadelake-mpi.csv \
 	validate/data/seed-results-other.csv
 EXTRA_DIST += validate/README.md
 
-check_PROGRAMS += tests/test_calibration tests/test_fit
-TESTS += tests/test_calibration tests/test_fit
+check_PROGRAMS += tests/test_calibration tests/test_fit tests/test_ranktest
+TESTS += tests/test_calibration tests/test_fit tests/test_ranktest
+tests_test_ranktest_SOURCES = tests/test_ranktest.c validate/ranktest.c validate/ranktest.h
+tests_test_ranktest_CPPFLAGS = -I$(top_srcdir)/validate
+tests_test_ranktest_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ranktest_LDADD = $(CMOCKA_LIBS) -lm
 tests_test_calibration_SOURCES = tests/test_calibration.c
 tests_test_calibration_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_calibration_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)

@@ -79,7 +79,21 @@ struct job {
     char model[1024];
     int ranks;
     enum dt_strategy s;
+    long iters;             /* per epoch */
 };
+
+/* Iterations per epoch for a model: enough that an epoch takes about target_s at the device's
+ * peak (training = forward + backward FLOPs; the real rate is lower, so epochs come out
+ * longer), at least 30 and at most 2000. A fixed count would give mlp-fmnist epochs of 13 ms,
+ * where a scheduler tick is noise, and cnn690k ones of over a second. */
+static long iters_for(const struct dt_model *m, const struct dt_topology *t, int batch,
+                      double target_s)
+{
+    double peak = t->groups[0].device.peak_flops[DT_FP32];
+    double iter_s = (m->fwd_flops + m->bwd_flops) * batch / (peak > 0 ? peak : 1e11);
+    double n = ceil(target_s / (iter_s > 0 ? iter_s : 1e-6));
+    return n < 30 ? 30 : n > 2000 ? 2000 : (long)n;
+}
 
 int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
              struct dt_error *err)
@@ -124,10 +138,8 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     int max_ranks = o->max_ranks > 0 ? o->max_ranks : 2;
     if (max_ranks > topo->n_ranks)
         max_ranks = topo->n_ranks;
-    int max_iters = o->max_iters > 0 ? o->max_iters : 30;
     int epochs = o->epochs > 0 ? o->epochs : 3;
     int batch = o->batch > 0 ? o->batch : 64;
-    long samples = (long)max_iters * batch * max_ranks;
     char records[1200], logpath[1200];
     snprintf(records, sizeof records, "%s/records.jsonl", o->dir);
     snprintf(logpath, sizeof logpath, "%s/dtexec.log", o->dir);
@@ -135,13 +147,20 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     struct job jobs[512];
     int n_jobs = 0;
     char models[512];
-    snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,cnn21k,cnn690k");
+    snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,mlp-wide,cnn21k,cnn690k");
     for (char *save, *m = strtok_r(models, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
         char mpath[1024];
+        struct dt_model *model = NULL;
         if (dt_find_data_file("models", m, mpath, sizeof mpath) || !safe(mpath)) {
             dt_topology_destroy(topo);
             return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--models: unknown model '%s'", m);
         }
+        if ((rc = dt_model_load(mpath, &model, err))) {
+            dt_topology_destroy(topo);
+            return rc;
+        }
+        long iters = o->max_iters > 0 ? o->max_iters : iters_for(model, topo, batch, 0.25);
+        dt_model_destroy(model);
         for (int r = 1; r <= max_ranks; r++)
             for (int s = 0; s < DT_STRAT_COUNT && n_jobs < 512; s++) {
                 char why[256];
@@ -151,6 +170,7 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                 snprintf(jobs[n_jobs].model, sizeof jobs[0].model, "%s", mpath);
                 jobs[n_jobs].ranks = r;
                 jobs[n_jobs].s = (enum dt_strategy)s;
+                jobs[n_jobs].iters = iters;
                 n_jobs++;
             }
     }
@@ -163,23 +183,24 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     if (!o->reuse) {
         remove(records);
         remove(logpath);
-        int repeat = o->repeat > 0 ? o->repeat : 2;
+        int repeat = o->repeat > 0 ? o->repeat : 5;
         for (int k = 0; k < n_jobs * repeat; k++) {
             int j = k % n_jobs; /* rounds: a burst of other work spoils one repeat, not all */
             char cmd[16384];
-            /* one BLAS thread per rank: the topology's device is one core */
+            /* one BLAS thread per rank, pinned to its own core: the topology's device is
+             * one core, and unpinned ranks make whole runs slow at random (dtexec(1)) */
             snprintf(cmd, sizeof cmd,
                      "'%.4000s' -n %d '%.4000s' -m '%.1000s' -t '%.1000s' -s %s -b %d -e %d "
-                     "--max-iters %d --synthetic %ld --threads 1 -q --record '%.1100s' "
+                     "--max-iters %ld --synthetic %ld --threads 1 --bind -q --record '%.1100s' "
                      ">>'%.1100s' 2>&1",
                      mpiexec, jobs[j].ranks, dtexec, jobs[j].model, topo_path,
-                     dt_strategy_name(jobs[j].s), batch, epochs, max_iters, samples, records,
-                     logpath);
+                     dt_strategy_name(jobs[j].s), batch, epochs, jobs[j].iters,
+                     jobs[j].iters * batch * jobs[j].ranks, records, logpath);
             if (log)
-                fprintf(log, "dtvalidate: run %d/%d: %s on %d rank%s, %s\n", k + 1,
-                        n_jobs * repeat,
-                        jobs[j].model, jobs[j].ranks, jobs[j].ranks > 1 ? "s" : "",
-                        dt_strategy_name(jobs[j].s));
+                fprintf(log, "dtvalidate: run %d/%d: %s on %d rank%s, %s, %ld iterations\n",
+                        k + 1, n_jobs * repeat, jobs[j].model, jobs[j].ranks,
+                        jobs[j].ranks > 1 ? "s" : "", dt_strategy_name(jobs[j].s),
+                        jobs[j].iters);
             int st = system(cmd);
             if (st != 0)
                 return dt_fail(err, DT_ESYS, logpath, 0, 0,

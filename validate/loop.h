@@ -1,6 +1,6 @@
 /* `dtvalidate loop`: the calibration loop on this machine. Runs dtexec on 1 and 2 MPI ranks
  * (mpiexec -n 1, -n 2) for every data-parallel strategy and several small models, with short
- * epochs (--max-iters) on synthetic data, collects the records, fits the cost model on one
+ * epochs (--max-iters) on synthetic data, each rank pinned to its core (dtexec --bind), collects the records, fits the cost model on one
  * part of the runs, predicts the others, and draws the plots. */
 #ifndef DTV_LOOP_H
 #define DTV_LOOP_H
@@ -15,14 +15,16 @@ struct dtv_loop_options {
     const char *dtexec;     /* the dtexec program (default: beside dtvalidate, then PATH) */
     const char *mpiexec;    /* default: configure's MPIEXEC, then "mpiexec" */
     const char *topology;   /* default: topologies/localhost.yaml */
-    const char *models;     /* comma-separated (default: mlp-fmnist,cnn21k,cnn690k) */
+    const char *models;     /* comma-separated (default: mlp-fmnist,mlp-wide,cnn21k,cnn690k) */
     const char *fit;        /* parameters to fit (default: dtvalidate's default) */
     const char *train;      /* selection of the runs to fit (default: every other run) */
-    int max_iters;          /* iterations per epoch (default 30) */
+    int max_iters;          /* iterations per epoch (default: per model, epochs of about
+                               0.25 s at the device's peak, 30 to 2000) */
     int epochs;             /* default 3 */
     int batch;              /* per rank (default 64) */
     int max_ranks;          /* 1..max_ranks (default 2) */
-    int repeat;             /* runs of each configuration; the fastest is kept (default 2) */
+    int repeat;             /* runs of each configuration; the fastest is kept, all of them
+                               decide which strategies differ (default 5) */
     bool reuse;             /* keep an existing records file and only analyse it */
 };
 

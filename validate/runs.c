@@ -758,13 +758,24 @@ int dtv_runset_keep_fastest(struct dtv_runset *set)
         int j;
         for (j = 0; j < kept && !same_config(&set->runs[j], &set->runs[i]); j++)
             ;
+        double t = set->runs[i].iter_s;
         if (j == kept) {
-            set->runs[kept++] = set->runs[i];
+            set->runs[kept] = set->runs[i];
+            set->runs[kept].repeats = 1;
+            set->runs[kept++].repeat_iter_s[0] = t;
         } else {
             dropped++;
-            if (set->runs[i].iter_s < set->runs[j].iter_s) {
-                dt_plan_destroy(set->runs[j].plan);
-                set->runs[j] = set->runs[i];
+            struct dtv_run *k = &set->runs[j];
+            if (k->repeats < DTV_MAX_REPEATS)
+                k->repeat_iter_s[k->repeats++] = t;
+            if (t < k->iter_s) { /* the faster run's record, the repeats carried over */
+                int n = k->repeats;
+                double times[DTV_MAX_REPEATS];
+                memcpy(times, k->repeat_iter_s, sizeof times);
+                dt_plan_destroy(k->plan);
+                *k = set->runs[i];
+                k->repeats = n;
+                memcpy(k->repeat_iter_s, times, sizeof times);
             } else {
                 dt_plan_destroy(set->runs[i].plan);
             }

@@ -19,6 +19,8 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 
+#define DTV_MAX_REPEATS 32
+
 struct dtv_run {
     char file[512];
     int line;                   /* where the run was read (1-based) */
@@ -38,6 +40,10 @@ struct dtv_run {
                                    median iteration (robust to stalls of a busy machine) */
     double iter_s;              /* epoch_s / iters_per_epoch: what the fit compares */
     double read_s, update_s, total_s;
+    /* dtv_runset_keep_fastest: the median iteration of every repeat of this configuration
+     * (the first DTV_MAX_REPEATS of them), for telling strategies apart; 0 before it */
+    int repeats;
+    double repeat_iter_s[DTV_MAX_REPEATS];
     /* provenance */
     char host[128], when[64], git[64];
     /* resolved (borrowed from the set's caches) */
@@ -78,7 +84,8 @@ int dtv_runset_load(struct dtv_runset *set, const char *path,
 int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
 
 /* Repeated runs of one configuration: keeps the fastest (smallest median iteration), the one
- * least disturbed by other work on the machine; returns how many runs were dropped. */
+ * least disturbed by other work on the machine, with every repeat's time in repeat_iter_s;
+ * returns how many runs were dropped. */
 int dtv_runset_keep_fastest(struct dtv_runset *set);
 
 
