@@ -21,6 +21,7 @@
 #define FLOPS_MAX 1e17              /* 100 PFLOP/s per device */
 #define MEM_MIN 1e6                 /* 1 MB */
 #define MEM_MAX 70368744177664.0    /* 64 TiB per device */
+#define CACHE_MIN 1024.0            /* 1 KiB */
 #define PRICE_MIN 0.0
 #define PRICE_MAX 1e4               /* USD per node-hour */
 #define CLOCK_MIN 1e6               /* 1 MHz */
@@ -99,7 +100,7 @@ static int parse_device(const struct dt_ydoc *doc, const struct dt_ynode *node,
                         struct dt_device_spec *d, struct dt_error *err)
 {
     static const char *const keys[] = {"kind",   "name",  "peak",  "memory",
-                                       "memory_bw", "cores", "clock", NULL};
+                                       "memory_bw", "cache", "cores", "clock", NULL};
     int rc = dt_ycheck_map(doc, node, "device", keys, err);
     int kind = 0;
     if (!rc)
@@ -117,6 +118,9 @@ static int parse_device(const struct dt_ydoc *doc, const struct dt_ynode *node,
     if (!rc)
         rc = dt_yget_quantity(doc, node, "memory_bw", true, DT_UNIT_BANDWIDTH, BW_MIN, BW_MAX,
                               &d->mem_bw_Bps, err);
+    if (!rc)
+        rc = dt_yget_quantity(doc, node, "cache", false, DT_UNIT_BYTES, CACHE_MIN, MEM_MAX,
+                              &d->cache_bytes, err);
     if (!rc)
         rc = dt_yget_quantity(doc, node, "clock", false, DT_UNIT_FREQUENCY, CLOCK_MIN,
                               CLOCK_MAX, &d->clock_Hz, err);
@@ -579,6 +583,7 @@ int dt_topology_reshape(const struct dt_topology *topo, int nodes, int ppn,
         double share = (double)old->devices / ppn;
         g.device.mem_bytes *= share;
         g.device.mem_bw_Bps *= share;
+        g.device.cache_bytes *= share;
     }
     if (topo->has_network && topo->net.kind == DT_NET_RAIL)
         g.nics = ppn;

@@ -74,6 +74,7 @@ struct rankstate {
 struct player {
     const struct dt_plan *plan;
     const struct dt_cost_params *cp;
+    struct dt_cost_params *cpr; /* per rank: cp as its node's co-located ranks share it */
     const struct dt_sim_options *opt;
     struct dt_sim *sim;
     struct dt_simnet net;
@@ -93,6 +94,26 @@ struct player {
 static const struct dt_device_spec *device_of(struct player *p, int rank)
 {
     return &dt_topology_group_of_node(p->plan->topo, p->net.node_of[rank])->device;
+}
+
+/* Each rank's cost parameters, with the memory bandwidth its node's ranks share. */
+static int colocated_params(struct player *p)
+{
+    int n = p->plan->n_ranks, max_node = 0;
+    for (int r = 0; r < n; r++)
+        max_node = p->net.node_of[r] > max_node ? p->net.node_of[r] : max_node;
+    int *on_node = calloc((size_t)max_node + 1, sizeof *on_node);
+    p->cpr = malloc((size_t)n * sizeof *p->cpr);
+    if (!on_node || !p->cpr) {
+        free(on_node);
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int r = 0; r < n; r++)
+        on_node[p->net.node_of[r]]++;
+    for (int r = 0; r < n; r++)
+        dt_cost_colocated(p->cp, device_of(p, r), on_node[p->net.node_of[r]], &p->cpr[r]);
+    free(on_node);
+    return DT_OK;
 }
 
 static void trace(struct player *p, int tid, const char *name, const char *cat, double t0,
@@ -230,7 +251,7 @@ static int finish_round(struct player *p, int ai)
     a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
-        double d = dt_cost_reduce(p->cp, device_of(p, a->rank), a->sum_floats);
+        double d = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats);
         a->outstanding = -1; /* reduction in progress */
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
     }
@@ -320,8 +341,9 @@ static int advance(struct player *p, int rank)
         case DT_OP_COMPUTE:
         case DT_OP_LOAD: {
             double d = op->kind == DT_OP_LOAD
-                           ? op->bytes / fmax(dt_cost_mem_bw(p->cp, device_of(p, rank)), 1)
-                           : dt_cost_compute(p->cp, device_of(p, rank), m, op);
+                           ? op->bytes /
+                                 fmax(dt_cost_mem_bw(&p->cpr[rank], device_of(p, rank)), 1)
+                           : dt_cost_compute(&p->cpr[rank], device_of(p, rank), m, op);
             r->blocked = true;
             r->wait_act = -1;
             r->block_t = now;
@@ -486,6 +508,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     rc = dt_simnet_build(&p.net, p.sim, plan->topo, n, cp, err);
     if (!rc && !(p.link_seen = calloc((size_t)p.net.n_links + 1, 1)))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    if (!rc)
+        rc = colocated_params(&p);
     for (int r = 0; r < n && !rc; r++) {
         int dev;
         rc = dt_sim_add_device(p.sim, &dev, err);
@@ -506,11 +530,15 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
                                 "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
                     opt->trace_pid, r, r);
     }
-    /* Every rank starts with the per-iteration framework overhead. */
+    /* Every rank starts with the per-iteration framework overhead and clears its gradients. */
     for (int r = 0; r < n && !rc; r++) {
         p.rs[r].blocked = true;
         p.rs[r].pc = -1;
-        rc = dt_sim_timer(p.sim, cp->iter_overhead_s, (uint64_t)r, err);
+        rc = dt_sim_timer(p.sim,
+                          cp->iter_overhead_s +
+                              dt_cost_grad_reset(&p.cpr[r], device_of(&p, r),
+                                                 plan->model ? plan->model->total_params : 0),
+                          (uint64_t)r, err);
     }
     struct dt_sim_completion c;
     while (!rc && (rc = dt_sim_next(p.sim, &c, err)) == DT_OK && c.kind != DT_SIM_END) {
@@ -555,6 +583,7 @@ done:
     free(p.mail);
     free(p.flows);
     free(p.link_seen);
+    free(p.cpr);
     if (p.rs)
         for (int r = 0; r < n; r++) {
             free(p.rs[r].coll_seq);

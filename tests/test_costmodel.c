@@ -127,12 +127,79 @@ static void test_update_cost_follows_mem_bw(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.8287080e-3 + 1e-6);
 }
 
+/* Ensure an op whose bytes fit in the device's cache streams at cache_bw, and one that does
+ * not at mem_bw: Adam over 690,590 parameters moves 19,336,520 B (above), over 10,000 moves
+ * 280,000 B. With a 1 MiB cache, cache_bw 80 GB/s, mem_bw 20 GB/s (eff 1: the FLOPs never
+ * bind) and no overhead: 280,000 / 80e9 = 3.5 us and 19,336,520 / 20e9 = 0.966826 ms. No
+ * cache in the topology, or cache_bw unset: mem_bw for both (14 us for the small one). */
+static void test_cache_bandwidth(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
+    struct dt_op big = {.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE, .layer = -1,
+                        .region = {DT_BUF_PARAMS, 0, 690590}};
+    struct dt_op small = big;
+    small.region.count = 10000;
+    dev.cache_bytes = 1048576;
+    cp.cache_Bps = 80e9;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &small), 3.5e-6);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &big), 0.966826e-3);
+    assert_rel(dt_cost_stream_bw(&cp, &dev, 1048576), 80e9);   /* exactly the cache: fits */
+    assert_rel(dt_cost_stream_bw(&cp, &dev, 1048577), 20e9);
+    cp.cache_Bps = 0;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &small), 14e-6);
+    cp.cache_Bps = 80e9;
+    dev.cache_bytes = 0;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &small), 14e-6);
+}
+
+/* Ensure the gradient reset writes 4 bytes per parameter at the stream bandwidth: 690,590
+ * parameters = 2,762,360 B at 20 GB/s = 138.118 us; inside a 4 MiB cache at 80 GB/s,
+ * 34.5295 us. */
+static void test_grad_reset(void **state)
+{
+    (void)state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
+    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590), 138.118e-6);
+    dev.cache_bytes = 4194304;
+    cp.cache_Bps = 80e9;
+    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590), 34.5295e-6);
+}
+
+/* Ensure co-located ranks share node_mem_bw: mem_bw 20 GB/s, lower_bw 10 GB/s, node 30 GB/s.
+ * Two ranks: share = 30 / (2 x 20) = 0.75, so 15 and 7.5 GB/s; one rank: 30 / 20 > 1, no
+ * change; unset: no change. The Adam step above then takes 19,336,520 / 15e9 = 1.28910 ms. */
+static void test_colocated_share(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp, out;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
+    cp.lower_Bps = 10e9;
+    dt_cost_colocated(&cp, &dev, 2, &out);
+    assert_rel(dt_cost_mem_bw(&out, &dev), 20e9);   /* unset: no contention */
+    cp.node_mem_Bps = 30e9;
+    dt_cost_colocated(&cp, &dev, 2, &out);
+    assert_rel(out.mem_Bps, 15e9);
+    assert_rel(out.lower_Bps, 7.5e9);
+    struct dt_op u = {.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE, .layer = -1,
+                      .region = {DT_BUF_PARAMS, 0, 690590}};
+    assert_rel(dt_cost_compute(&out, &dev, m, &u), 19336520 / 15e9);
+    dt_cost_colocated(&cp, &dev, 1, &out);
+    assert_rel(dt_cost_mem_bw(&out, &dev), 20e9);
+    assert_rel(dt_cost_lower_bw(&out, &dev), 10e9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lowered_bytes),
         cmocka_unit_test(test_conv_cost),
         cmocka_unit_test(test_update_cost_follows_mem_bw),
+        cmocka_unit_test(test_cache_bandwidth),
+        cmocka_unit_test(test_grad_reset),
+        cmocka_unit_test(test_colocated_share),
     };
     return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

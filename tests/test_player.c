@@ -207,6 +207,81 @@ static double iteration(const struct dt_model *m, const struct dt_topology *t,
     return it;
 }
 
+/* The compute time the player should charge rank r of plan under cp: the per-iteration
+ * overhead, the gradient reset, every compute and load op, and sum_floats summed, each by
+ * the cost model's own functions (tested against hand-worked values in test_costmodel). */
+static double expected_compute(const struct dt_plan *plan, int r, const struct dt_cost_params *cp,
+                               long sum_floats)
+{
+    const struct dt_device_spec *dev = &plan->topo->groups[0].device;
+    double t = cp->iter_overhead_s + dt_cost_grad_reset(cp, dev, plan->model->total_params);
+    for (int i = 0; i < plan->ranks[r].n_ops; i++) {
+        const struct dt_op *op = &plan->ranks[r].ops[i];
+        if (op->kind == DT_OP_COMPUTE)
+            t += dt_cost_compute(cp, dev, plan->model, op);
+        else if (op->kind == DT_OP_LOAD)
+            t += op->bytes / dt_cost_mem_bw(cp, dev);
+    }
+    return t + (sum_floats ? dt_cost_reduce(cp, dev, sum_floats) : 0);
+}
+
+static double rank0_compute(const struct dt_model *m, const struct dt_topology *t,
+                            enum dt_strategy s, int ranks, const struct dt_cost_params *cp,
+                            struct dt_plan **plan)
+{
+    struct dt_plan_options po = {.strategy = s, .scaling = DT_SCALING_WEAK, .batch = 64,
+                                 .n_ranks = ranks};
+    struct dt_error err;
+    if (dt_plan_build(m, t, &po, plan, &err) != DT_OK)
+        fail_msg("plan: %s", err.msg);
+    struct dt_sim_result res;
+    if (dt_sim_run(*plan, cp, NULL, &res, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double c = res.rank[0].compute_s;
+    dt_sim_result_free(&res);
+    return c;
+}
+
+/* Ensure the player charges each rank the iteration overhead, the gradient reset (4 bytes
+ * per parameter, here inside the 1 MiB cache at cache_bw) and its ops; and that two ranks of
+ * one node share node_mem_bw: at 20 GB/s for two ranks of mem_bw 20 GB/s each gets half,
+ * every memory-bound cost (ring's sum of its 50,885-float half of mlp-fmnist's 101,770
+ * gradients included) by dt_cost_colocated's parameters. */
+static void test_compute_reset_and_colocation(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_model("mlp-fmnist");
+    struct dt_topology *t;
+    struct dt_error err;
+    const char *text =
+        "name: t\nsource: test\nnodes:\n  - name: n\n    count: 1\n    devices: 2\n"
+        "    device: {kind: cpu, name: c, cores: 1, peak: {fp32: 100 GFLOP/s}, memory: 8 GiB,"
+        " memory_bw: 20 GB/s, cache: 1 MiB}\n"
+        "    intra: {kind: shm, bandwidth: 5 GB/s, latency: 1 us}\n";
+    if (dt_topology_load_string("t.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    struct dt_cost_params cp, shared;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    cp.cache_Bps = 80e9;
+    struct dt_plan *plan;
+    double got = rank0_compute(m, t, DT_STRAT_SEQUENTIAL, 1, &cp, &plan);
+    assert_close(got, expected_compute(plan, 0, &cp, 0));
+    dt_plan_destroy(plan);
+
+    double alone = rank0_compute(m, t, DT_STRAT_ALLREDUCE_RING, 2, &cp, &plan);
+    assert_close(alone, expected_compute(plan, 0, &cp, 50885));
+    dt_plan_destroy(plan);
+    cp.node_mem_Bps = 20e9;
+    dt_cost_colocated(&cp, &t->groups[0].device, 2, &shared);
+    assert_close(dt_cost_mem_bw(&shared, &t->groups[0].device), 10e9);
+    got = rank0_compute(m, t, DT_STRAT_ALLREDUCE_RING, 2, &cp, &plan);
+    assert_close(got, expected_compute(plan, 0, &shared, 50885));
+    assert_true(got > alone);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* Ensure that on 2 nodes x 4 devices with inter-node bandwidth 10x below intra-node,
  * hierarchical allreduce beats the flat ring. Flat ring: 14 steps of n/8 each cross a NIC
  * = 1.75 n/B_nic; hierarchical: 2 intra-node reduce steps + 2 leader-ring steps of n/2 + 2
@@ -423,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_send_recv_match_by_source),
         cmocka_unit_test(test_send_recv_mailbox),
         cmocka_unit_test(test_send_recv_tag_mismatch_deadlocks),
+        cmocka_unit_test(test_compute_reset_and_colocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

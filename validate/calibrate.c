@@ -142,6 +142,9 @@ static int start_point(const struct dtv_runset *set, const int *used, int n,
         double v = dt_cal_param_effective(&cp, r0->topo, spec->p[k]);
         if (spec->p[k] == DT_CAL_ITER_OVERHEAD && gap > v)
             v = gap;
+        /* its default is where contention starts (a kink): start inside, where it acts */
+        if (spec->p[k] == DT_CAL_NODE_MEM_BW)
+            v *= 0.8;
         if (!(v > 0))
             v = dt_cal_param_kind(spec->p[k]) == DT_CAL_BANDWIDTH ? 1e9
                 : dt_cal_param_kind(spec->p[k]) == DT_CAL_TIME    ? 1e-6

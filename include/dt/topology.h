@@ -25,6 +25,7 @@ struct dt_device_spec {
     double peak_flops[DT_PREC_COUNT]; /* FLOP/s; 0 = not supported / not given (fp32 required) */
     double mem_bw_Bps;
     double mem_bytes;
+    double cache_bytes;               /* its share of the last-level cache; 0 if not given */
     int cores;                        /* CPU cores this device (process) may use; 0 for GPUs */
     double clock_Hz;                  /* clock the peaks assume; 0 if not given */
 };
