@@ -85,7 +85,7 @@ reps() { # MODEL STRATEGY ITER...
   reps cnn21k reduce-bcast 0.0261 0.0262 0.0264 0.0265 0.0266
   reps cnn21k ps-central 0.0260 0.02635 0.0267 0.0268 0.0269; } >"$tmp/rep.jsonl"
 if "$dtv" compare --uncalibrated --fastest -q "$tmp/rep.jsonl" >"$tmp/rep" 2>&1; then
-  grep -q "measured: ring < ps-central ~ reduce-bcast$" "$tmp/rep" &&
+  grep -q "measured:  \[ring\] < \[ps-central reduce-bcast\]$" "$tmp/rep" &&
     grep -q -- "-> REPRODUCED: 2 of the 2 pairs the measurements tell apart ordered right; full order different" "$tmp/rep" &&
     grep -q "reproduced (every pair told apart ordered right) in 1 of the 1 configurations" "$tmp/rep" &&
     ok "ranking: pairs told apart by the repeats, a stray repeat tolerated" ||
@@ -99,7 +99,9 @@ fi
   reps cnn21k reduce-bcast 0.0281 0.0282 0.0284 0.0285 0.0286
   reps cnn21k ps-central 0.0260 0.0261 0.0262 0.0263 0.0264; } >"$tmp/rep2.jsonl"
 if "$dtv" compare --uncalibrated --fastest -q "$tmp/rep2.jsonl" >"$tmp/rep2" 2>&1; then
-  grep -q "measured: ring < ps-central < reduce-bcast$" "$tmp/rep2" &&
+  grep -q "measured:  \[ring\] < \[ps-central\] < \[reduce-bcast\]$" "$tmp/rep2" &&
+    grep -q "misordered: ps-central measured faster than reduce-bcast, predicted slower" \
+      "$tmp/rep2" &&
     grep -q -- "-> NOT reproduced: 2 of the 3 pairs" "$tmp/rep2" &&
     ok "ranking: a pair told apart and predicted the other way is reported" ||
     bad "ranking not reproduced: $(sed -n '/^Ranking/,$p' "$tmp/rep2")"

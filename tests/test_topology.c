@@ -355,6 +355,26 @@ static void test_reshape_matches_file(void **state)
     dt_topology_destroy(src);
 }
 
+/* Ensure that localhost's device has its share of the L3 cache (16 MiB = 16,777,216 B), and
+ * that reshaping splits a cache like the memory: the 2 ranks' node run as 1 rank has the
+ * whole 32 MiB. */
+static void test_cache_parsed_and_reshaped(void **state)
+{
+    (void)state;
+    struct dt_topology *src = load_zoo("localhost");
+    assert_close(src->groups[0].device.cache_bytes, 16777216.0);
+    struct dt_topology *t = NULL;
+    struct dt_error err;
+    assert_int_equal(dt_topology_reshape(src, 1, 1, &t, &err), DT_OK);
+    assert_close(t->groups[0].device.cache_bytes, 33554432.0);
+    dt_topology_destroy(t);
+    dt_topology_destroy(src);
+    /* a file without it has none */
+    src = load_zoo("2n4p");
+    assert_true(src->groups[0].device.cache_bytes == 0);
+    dt_topology_destroy(src);
+}
+
 /* Ensure that a CPU node cannot run more processes than it has cores: 40 cores, ppn 41. */
 static void test_reshape_too_many_processes(void **state)
 {
@@ -516,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_gcp_price),
         cmocka_unit_test(test_reshape_matches_file),
+        cmocka_unit_test(test_cache_parsed_and_reshaped),
         cmocka_unit_test(test_reshape_too_many_processes),
         cmocka_unit_test(test_reshape_gpu_box),
         cmocka_unit_test(test_reshape_rail),

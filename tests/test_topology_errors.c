@@ -177,6 +177,12 @@ static const struct bad_case cases[] = {
     {"time_for_bandwidth", NULL, 16, 1, "      bandwidth: 2 us", 16, 18, "is a time"},
     /* Ensure that a bandwidth where a time goes is refused. */
     {"bandwidth_for_time", NULL, 17, 1, "      latency: 10 GB/s", 17, 16, "is a bandwidth"},
+    /* Ensure that a cache size given as a bandwidth is refused at its value, and one below
+     * 1 KiB as out of range. */
+    {"cache_as_bandwidth", NULL, 13, 1, "      memory_bw: 70 GB/s\n      cache: 16 GB/s", 14,
+     14, "is a bandwidth"},
+    {"cache_too_small", NULL, 13, 1, "      memory_bw: 70 GB/s\n      cache: 512 B", 14, 14,
+     "out of range"},
     /* Ensure that bits written as 'Gb/s' are refused as ambiguous. */
     {"ambiguous_gbps", NULL, 20, 1, "      bandwidth: 100 Gb/s", 20, 18, "bit/s"},
     /* Ensure that an unknown unit is refused. */

@@ -217,18 +217,35 @@ static void rank_group(FILE *f, const struct dtv_runset *set, const struct dtv_c
     t->fastest_right += fastest_tied;
     t->apart += apart;
     t->ordered += ordered;
-    fprintf(f, "  %s\n    measured: ", key);
-    for (int a = 0; a < k; a++) {
+    /* groups: each starts at the first strategy told apart from the previous group's first */
+    fprintf(f, "  %s\n    measured:  [", key);
+    for (int a = 0, first = 0; a < k; a++) {
         bool a_faster = true;
-        if (a > 0)
-            fprintf(f, " %s ", told_apart(&set->runs[c->items[m[a - 1].item].run],
-                                           &set->runs[c->items[m[a].item].run], noise,
-                                           &a_faster) && a_faster ? "<" : "~");
+        if (a > 0 && told_apart(&set->runs[c->items[m[first].item].run],
+                                &set->runs[c->items[m[a].item].run], noise, &a_faster) &&
+            a_faster) {
+            fprintf(f, "] < [");
+            first = a;
+        } else if (a > 0) {
+            fprintf(f, " ");
+        }
         fprintf(f, "%s", dt_strategy_name(set->runs[c->items[m[a].item].run].strategy));
     }
-    fprintf(f, "\n    predicted:");
+    fprintf(f, "]\n    predicted:");
     for (int a = 0; a < k; a++)
         fprintf(f, " %s", dt_strategy_name(set->runs[c->items[p[a].item].run].strategy));
+    for (int a = 0; a < k; a++) /* the pairs told apart and predicted the other way */
+        for (int b = a + 1; b < k; b++) {
+            const struct dtv_check_item *ia = &c->items[m[a].item], *ib = &c->items[m[b].item];
+            bool a_faster;
+            if (told_apart(&set->runs[ia->run], &set->runs[ib->run], noise, &a_faster) &&
+                (ia->pred.epoch_s < ib->pred.epoch_s) != a_faster)
+                fprintf(f, "\n    misordered: %s measured %s than %s, predicted %s",
+                        dt_strategy_name(set->runs[ia->run].strategy),
+                        a_faster ? "faster" : "slower",
+                        dt_strategy_name(set->runs[ib->run].strategy),
+                        a_faster ? "slower" : "faster");
+        }
     fprintf(f, "\n    -> %s: %d of the %d pairs the measurements tell apart ordered right; "
                "full order %s; fastest %s\n",
             apart == ordered ? (apart ? "REPRODUCED" : "nothing to check") : "NOT reproduced",
@@ -250,7 +267,7 @@ static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dt
     for (int i = 0; i < c->n; i++)
         repeats = repeats || set->runs[c->items[i].run].repeats >= 2;
     fprintf(f, "\nRanking of strategies (fastest first), per configuration measured with "
-               "several;\n  a < b: measured apart (%s), a ~ b: not told apart\n",
+               "several;\n  told apart: %s; [a b] < [c]: c is told apart from a, b is not\n",
             repeats ? "exact two-sided Mann-Whitney U test on the repeats, 5%"
                     : "single runs: any difference beyond the repeat spread");
     for (int i = 0; i < c->n; i++) {
