@@ -93,6 +93,49 @@ static void test_roundtrip(void **state)
     assert_true(dt_calibration_has_interval(&b));
 }
 
+/* Ensure that every parameter of the table (eff_gemm apart: it stands for eff_conv and
+ * eff_dense together) goes through the file and into the cost parameters with its value:
+ * a distinct value each, of its kind (fractions k/100, times k us, bandwidths k GB/s). */
+static void test_every_parameter_roundtrips(void **state)
+{
+    (void)state;
+    struct dt_calibration a, b;
+    fill(&a); /* the provenance; its parameters and covariance replaced */
+    a.n_entries = 0;
+    a.n_cov = 0;
+    for (int p = 0; p < DT_CAL_COUNT; p++) {
+        if (p == DT_CAL_EFF_GEMM)
+            continue;
+        double k = p + 1;
+        enum dt_cal_kind kind = dt_cal_param_kind(p);
+        dt_calibration_set(&a, p, kind == DT_CAL_FRACTION ? k / 100 : kind == DT_CAL_TIME
+                                                                       ? k * 1e-6
+                                                                       : k * 1e9);
+    }
+    char path[] = "/tmp/test_calibration_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct dt_error err;
+    assert_int_equal(dt_calibration_save(path, &a, &err), DT_OK);
+    int rc = dt_calibration_load(path, &b, &err);
+    if (rc)
+        fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
+    assert_int_equal(rc, DT_OK);
+    remove(path);
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    dt_calibration_apply(&b, &cp);
+    for (int p = 0; p < DT_CAL_COUNT; p++) {
+        if (p == DT_CAL_EFF_GEMM)
+            continue;
+        const struct dt_cal_entry *e = dt_calibration_find(&a, p);
+        double got = dt_cal_param_get(&cp, p);
+        if (!close_to(got, e->value))
+            fail_msg("%s: got %g, want %g", dt_cal_param_name(p), got, e->value);
+    }
+}
+
 /* Ensure that applying a calibration sets exactly its parameters: eff_gemm both GEMM classes
  * (an explicit eff_conv beside it wins), the others untouched. */
 static void test_apply(void **state)
@@ -263,6 +306,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_every_parameter_roundtrips),
         cmocka_unit_test(test_apply),
         cmocka_unit_test(test_interval_closed_form),
         cmocka_unit_test(test_error_unknown_parameter),
