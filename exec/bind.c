@@ -7,8 +7,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 void dtx_bind_block(int local, int local_size, int n_cpus, int *first, int *count)
 {

@@ -372,18 +372,23 @@ static int agree(const struct world *w, int rc, const struct dt_error *err)
     return worst;
 }
 
+/* This rank's place among the ranks of its node (those sharing its memory). */
+static void node_local(const struct world *w, int *local_rank, int *local_size)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, local_rank);
+    MPI_Comm_size(node, local_size);
+    MPI_Comm_free(&node);
+}
+
 /* ---- topology from the MPI layout ---- */
 
 static int derive_topology(const struct world *w, struct dt_topology **out, struct dt_error *err)
 {
     *out = NULL;
-    MPI_Comm node;
-    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
-    int local, ppn_lo, ppn_hi, leader, nodes;
-    MPI_Comm_size(node, &local);
-    int lrank;
-    MPI_Comm_rank(node, &lrank);
-    MPI_Comm_free(&node);
+    int local, lrank, ppn_lo, ppn_hi, leader, nodes;
+    node_local(w, &lrank, &local);
     leader = lrank == 0;
     MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, w->comm);
     MPI_Allreduce(&local, &ppn_lo, 1, MPI_INT, MPI_MIN, w->comm);
@@ -440,11 +445,8 @@ static int blas_threads(const struct world *w, int requested)
     if (requested > 0) {
         openblas_set_num_threads(requested);
     } else if (!getenv("OPENBLAS_NUM_THREADS")) {
-        MPI_Comm node;
-        int local;
-        MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
-        MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
+        int lrank, local;
+        node_local(w, &lrank, &local);
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         int t = cores > 0 ? (int)(cores / local) : 1;
         openblas_set_num_threads(t > 0 ? t : 1);
@@ -456,12 +458,8 @@ static int blas_threads(const struct world *w, int requested)
 
 static int bind_rank(const struct world *w, char *cpus, size_t len, struct dt_error *err)
 {
-    MPI_Comm node;
     int local, local_size;
-    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_size(node, &local_size);
-    MPI_Comm_free(&node);
+    node_local(w, &local, &local_size);
     if (dtx_bind_local_rank(local, local_size, cpus, len) != 0)
         return dt_fail(err, DT_ESYS, NULL, 0, 0, "--bind: cannot pin rank %d to CPUs %s: %s",
                        w->rank, cpus, strerror(errno));

@@ -13,28 +13,23 @@
 
 #include "bind.h"
 
+/* Local rank `local` of `size` on n_cpus CPUs gets CPUs first .. first + count - 1. */
+static void assert_block(int local, int size, int n_cpus, int first, int count)
+{
+    int f, c;
+    dtx_bind_block(local, size, n_cpus, &f, &c);
+    assert_int_equal(f, first);
+    assert_int_equal(c, count);
+}
+
 static void test_blocks(void **state)
 {
     (void)state;
-    int first, count;
-    /* 8 CPUs, 2 ranks: 0-3 and 4-7 */
-    dtx_bind_block(0, 2, 8, &first, &count);
-    assert_int_equal(first, 0);
-    assert_int_equal(count, 4);
-    dtx_bind_block(1, 2, 8, &first, &count);
-    assert_int_equal(first, 4);
-    assert_int_equal(count, 4);
-    /* 7 CPUs, 3 ranks: two each, the last CPU unused */
-    dtx_bind_block(2, 3, 7, &first, &count);
-    assert_int_equal(first, 4);
-    assert_int_equal(count, 2);
-    /* oversubscribed: 2 CPUs, 3 ranks: 0, 1, 0 */
-    dtx_bind_block(2, 3, 2, &first, &count);
-    assert_int_equal(first, 0);
-    assert_int_equal(count, 1);
-    dtx_bind_block(1, 3, 2, &first, &count);
-    assert_int_equal(first, 1);
-    assert_int_equal(count, 1);
+    assert_block(0, 2, 8, 0, 4); /* 8 CPUs, 2 ranks: 0-3 and 4-7 */
+    assert_block(1, 2, 8, 4, 4);
+    assert_block(2, 3, 7, 4, 2); /* 7 CPUs, 3 ranks: two each, the last CPU unused */
+    assert_block(2, 3, 2, 0, 1); /* oversubscribed: 2 CPUs, 3 ranks: 0, 1, 0 */
+    assert_block(1, 3, 2, 1, 1);
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -65,6 +60,10 @@ static void test_pins_running_threads(void **state)
     cpu_set_t before;
     assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
     int n = CPU_COUNT(&before);
+    if (n < 2) { /* pinned or not, a thread on a single usable CPU looks the same */
+        print_message("one usable CPU: pinning cannot be observed, skipped\n");
+        skip();
+    }
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, waiter, NULL), 0);
     /* the last local rank of n gets the last usable CPU */

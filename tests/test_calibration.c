@@ -52,6 +52,23 @@ static void fill(struct dt_calibration *cal)
 
 static bool close_to(double a, double b) { return fabs(a - b) <= TOL_ROUNDTRIP * fabs(b); }
 
+/* Writes a to a temporary file and reads it back into b; both must succeed. */
+static void save_and_load(const struct dt_calibration *a, struct dt_calibration *b)
+{
+    char path[] = "/tmp/test_calibration_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dt_calibration_save(path, a, &err), DT_OK);
+    int rc = dt_calibration_load(path, b, &err);
+    if (rc)
+        fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
+    remove(path);
+    assert_int_equal(rc, DT_OK);
+}
+
 /* Ensure that what the writer writes the loader reads back: values, intervals, covariance,
  * provenance and statistics. */
 static void test_roundtrip(void **state)
@@ -59,18 +76,7 @@ static void test_roundtrip(void **state)
     (void)state;
     struct dt_calibration a, b;
     fill(&a);
-    char path[] = "/tmp/test_calibration_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    struct dt_error err;
-    dt_error_clear(&err);
-    assert_int_equal(dt_calibration_save(path, &a, &err), DT_OK);
-    int rc = dt_calibration_load(path, &b, &err);
-    if (rc)
-        fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
-    assert_int_equal(rc, DT_OK);
-    remove(path);
+    save_and_load(&a, &b);
     assert_int_equal(b.n_entries, 3);
     for (int i = 0; i < a.n_entries; i++) {
         const struct dt_cal_entry *x = &a.entry[i], *y = dt_calibration_find(&b, x->param);
@@ -112,17 +118,7 @@ static void test_every_parameter_roundtrips(void **state)
                                                                        ? k * 1e-6
                                                                        : k * 1e9);
     }
-    char path[] = "/tmp/test_calibration_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    struct dt_error err;
-    assert_int_equal(dt_calibration_save(path, &a, &err), DT_OK);
-    int rc = dt_calibration_load(path, &b, &err);
-    if (rc)
-        fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
-    assert_int_equal(rc, DT_OK);
-    remove(path);
+    save_and_load(&a, &b);
     struct dt_cost_params cp;
     dt_cost_defaults(&cp, DT_DEV_CPU);
     dt_calibration_apply(&b, &cp);

@@ -180,77 +180,73 @@ struct ranking_tally {
     int min_repeats;
 };
 
-/* One configuration's k strategies (m: sorted by measured epoch, p: by predicted). */
+/* One configuration's k strategies (m: sorted by measured epoch, p: by predicted). Each pair
+ * is decided once, into apart/faster[a k + b] (a, b: places in m). */
 static void rank_group(FILE *f, const struct dtv_runset *set, const struct dtv_check *c,
                        const char *key, const struct ranked *m, const struct ranked *p, int k,
                        double noise, struct ranking_tally *t)
 {
-    int apart = 0, ordered = 0;
-    bool fastest_tied = true; /* the predicted fastest is not measured slower than the fastest */
-    for (int a = 0; a < k; a++)
+    bool *apart = calloc((size_t)k * (size_t)k, sizeof *apart);
+    bool *faster = calloc((size_t)k * (size_t)k, sizeof *faster);
+    if (!apart || !faster)
+        goto out;
+#define RUN(i) (&set->runs[c->items[m[i].item].run])
+#define PRED(i) (c->items[m[i].item].pred.epoch_s)
+    int n_apart = 0, ordered = 0, fastest = 0; /* fastest: p[0]'s place in m */
+    for (int a = 0; a < k; a++) {
+        fastest = m[a].item == p[0].item ? a : fastest;
         for (int b = a + 1; b < k; b++) {
-            const struct dtv_check_item *ia = &c->items[m[a].item], *ib = &c->items[m[b].item];
-            bool a_faster;
+            apart[a * k + b] = told_apart(RUN(a), RUN(b), noise, &faster[a * k + b]);
             t->pairs++;
-            if (!told_apart(&set->runs[ia->run], &set->runs[ib->run], noise, &a_faster))
-                continue;
-            apart++;
-            ordered += (ia->pred.epoch_s < ib->pred.epoch_s) == a_faster;
+            if (apart[a * k + b]) {
+                n_apart++;
+                ordered += (PRED(a) < PRED(b)) == faster[a * k + b];
+            }
         }
-    /* the predicted fastest against the measured fastest */
-    if (p[0].item != m[0].item) {
-        bool a_faster;
-        const struct dtv_run *mf = &set->runs[c->items[m[0].item].run],
-                             *pf = &set->runs[c->items[p[0].item].run];
-        fastest_tied = !told_apart(mf, pf, noise, &a_faster);
     }
+    /* the predicted fastest is right, or not told apart from the measured fastest */
+    bool fastest_tied = fastest == 0 || !apart[fastest];
     bool same = true;
     for (int a = 0; a < k; a++) {
         same = same && m[a].item == p[a].item;
-        int r = set->runs[c->items[m[a].item].run].repeats;
-        t->min_repeats = r < t->min_repeats ? r : t->min_repeats;
+        t->min_repeats = RUN(a)->repeats < t->min_repeats ? RUN(a)->repeats : t->min_repeats;
     }
     t->groups++;
     t->same_order += same;
-    t->checked += apart > 0;
-    t->reproduced += apart > 0 && apart == ordered;
+    t->checked += n_apart > 0;
+    t->reproduced += n_apart > 0 && n_apart == ordered;
     t->fastest_right += fastest_tied;
-    t->apart += apart;
+    t->apart += n_apart;
     t->ordered += ordered;
     /* groups: each starts at the first strategy told apart from the previous group's first */
     fprintf(f, "  %s\n    measured:  [", key);
     for (int a = 0, first = 0; a < k; a++) {
-        bool a_faster = true;
-        if (a > 0 && told_apart(&set->runs[c->items[m[first].item].run],
-                                &set->runs[c->items[m[a].item].run], noise, &a_faster) &&
-            a_faster) {
-            fprintf(f, "] < [");
-            first = a;
-        } else if (a > 0) {
-            fprintf(f, " ");
-        }
-        fprintf(f, "%s", dt_strategy_name(set->runs[c->items[m[a].item].run].strategy));
+        bool starts = a > 0 && apart[first * k + a] && faster[first * k + a];
+        fprintf(f, "%s%s", starts ? "] < [" : a > 0 ? " " : "",
+                dt_strategy_name(RUN(a)->strategy));
+        first = starts ? a : first;
     }
     fprintf(f, "]\n    predicted:");
     for (int a = 0; a < k; a++)
         fprintf(f, " %s", dt_strategy_name(set->runs[c->items[p[a].item].run].strategy));
     for (int a = 0; a < k; a++) /* the pairs told apart and predicted the other way */
-        for (int b = a + 1; b < k; b++) {
-            const struct dtv_check_item *ia = &c->items[m[a].item], *ib = &c->items[m[b].item];
-            bool a_faster;
-            if (told_apart(&set->runs[ia->run], &set->runs[ib->run], noise, &a_faster) &&
-                (ia->pred.epoch_s < ib->pred.epoch_s) != a_faster)
+        for (int b = a + 1; b < k; b++)
+            if (apart[a * k + b] && (PRED(a) < PRED(b)) != faster[a * k + b])
                 fprintf(f, "\n    misordered: %s measured %s than %s, predicted %s",
-                        dt_strategy_name(set->runs[ia->run].strategy),
-                        a_faster ? "faster" : "slower",
-                        dt_strategy_name(set->runs[ib->run].strategy),
-                        a_faster ? "slower" : "faster");
-        }
+                        dt_strategy_name(RUN(a)->strategy),
+                        faster[a * k + b] ? "faster" : "slower",
+                        dt_strategy_name(RUN(b)->strategy),
+                        faster[a * k + b] ? "slower" : "faster");
     fprintf(f, "\n    -> %s: %d of the %d pairs the measurements tell apart ordered right; "
                "full order %s; fastest %s\n",
-            apart == ordered ? (apart ? "REPRODUCED" : "nothing to check") : "NOT reproduced",
-            ordered, apart, same ? "the same" : "different",
+            n_apart == ordered ? (n_apart ? "REPRODUCED" : "nothing to check") : "NOT reproduced",
+            ordered, n_apart, same ? "the same" : "different",
             fastest_tied ? "right (or tied with the measured fastest)" : "WRONG");
+#undef RUN
+#undef PRED
+out:
+    free(apart);
+    free(faster);
 }
 
 static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)

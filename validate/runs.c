@@ -717,27 +717,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* How repeatable the runs are: over the configurations run more than once, the median of
- * (slowest / fastest median iteration - 1); NaN when none was repeated. */
-static double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_configs)
+/* How repeatable the kept runs are: over the configurations run more than once, the median
+ * of (slowest / fastest repeat - 1); NaN when none was repeated. */
+static double repeat_spread(const struct dtv_runset *set, int *n_configs)
 {
     double *spread = malloc((size_t)(set->n + 1) * sizeof *spread);
-    bool *seen = calloc((size_t)set->n + 1, sizeof *seen);
     int k = 0;
-    for (int i = 0; spread && seen && i < set->n; i++) {
-        if (seen[i])
-            continue;
-        double lo = set->runs[i].iter_s, hi = lo;
-        int m = 1;
-        for (int j = i + 1; j < set->n; j++)
-            if (!seen[j] && same_config(&set->runs[i], &set->runs[j])) {
-                seen[j] = true;
-                lo = fmin(lo, set->runs[j].iter_s);
-                hi = fmax(hi, set->runs[j].iter_s);
-                m++;
-            }
-        if (m > 1)
-            spread[k++] = hi / lo - 1;
+    for (int i = 0; spread && i < set->n; i++) {
+        const struct dtv_run *r = &set->runs[i];
+        double hi = r->repeat_iter_s[0];
+        for (int j = 1; j < r->repeats; j++)
+            hi = fmax(hi, r->repeat_iter_s[j]);
+        if (r->repeats > 1)
+            spread[k++] = hi / r->iter_s - 1; /* iter_s: the fastest repeat's */
     }
     double med = NAN;
     if (k) {
@@ -745,43 +737,38 @@ static double dtv_runset_repeat_spread(const struct dtv_runset *set, int *n_conf
         med = k % 2 ? spread[k / 2] : (spread[k / 2 - 1] + spread[k / 2]) / 2;
     }
     free(spread);
-    free(seen);
     *n_configs = k;
     return med;
 }
 
 int dtv_runset_keep_fastest(struct dtv_runset *set)
 {
-    set->repeat_spread = dtv_runset_repeat_spread(set, &set->repeat_configs);
     int kept = 0, dropped = 0;
     for (int i = 0; i < set->n; i++) {
         int j;
         for (j = 0; j < kept && !same_config(&set->runs[j], &set->runs[i]); j++)
             ;
-        double t = set->runs[i].iter_s;
+        struct dtv_run *run = &set->runs[i], *k = &set->runs[j];
         if (j == kept) {
-            set->runs[kept] = set->runs[i];
-            set->runs[kept].repeats = 1;
-            set->runs[kept++].repeat_iter_s[0] = t;
-        } else {
-            dropped++;
-            struct dtv_run *k = &set->runs[j];
-            if (k->repeats < DTV_MAX_REPEATS)
-                k->repeat_iter_s[k->repeats++] = t;
-            if (t < k->iter_s) { /* the faster run's record, the repeats carried over */
-                int n = k->repeats;
-                double times[DTV_MAX_REPEATS];
-                memcpy(times, k->repeat_iter_s, sizeof times);
-                dt_plan_destroy(k->plan);
-                *k = set->runs[i];
-                k->repeats = n;
-                memcpy(k->repeat_iter_s, times, sizeof times);
-            } else {
-                dt_plan_destroy(set->runs[i].plan);
-            }
+            *k = *run;
+            k->repeats = 1;
+            k->repeat_iter_s[0] = run->iter_s;
+            kept++;
+            continue;
+        }
+        dropped++;
+        if (k->repeats < DTV_MAX_REPEATS)
+            k->repeat_iter_s[k->repeats++] = run->iter_s;
+        struct dtv_run *slower = run->iter_s < k->iter_s ? k : run;
+        dt_plan_destroy(slower->plan);
+        if (slower == k) { /* the faster run's record, with the repeats gathered so far */
+            memcpy(run->repeat_iter_s, k->repeat_iter_s, sizeof run->repeat_iter_s);
+            run->repeats = k->repeats;
+            *k = *run;
         }
     }
     set->n = kept;
+    set->repeat_spread = repeat_spread(set, &set->repeat_configs);
     return dropped;
 }
 

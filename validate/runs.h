@@ -60,8 +60,8 @@ struct dtv_runset {
     struct dt_model **models;
     struct dt_topology **topos;
     char (*topo_keys)[600];
-    /* dtv_runset_keep_fastest: the repeat spread of the runs before it kept one of each
-     * configuration (0 until then, NaN when nothing was repeated), over repeat_configs */
+    /* dtv_runset_keep_fastest: the median over the repeat_configs repeated configurations of
+     * (slowest / fastest repeat - 1) (0 until then, NaN when nothing was repeated) */
     double repeat_spread;
     int repeat_configs;
 };
