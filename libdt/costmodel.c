@@ -51,11 +51,12 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
     for (int c = 0; c < DT_CLASS_COUNT; c++)
         cp->overhead_s[c] = launch;
     cp->iter_overhead_s = kind == DT_DEV_GPU ? 50e-6 : 20e-6;
+    cp->eager_bytes = 65536;
 }
 
 void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes)
 {
-    if (op->phase == DT_PH_UPDATE) {
+    if (op->kind == DT_OP_UPDATE) {
         /* Adam: about 12 FLOP per parameter; reads params, grads, m, v and writes params, m, v. */
         *flops = 12.0 * op->region.count;
         *bytes = 7.0 * 4.0 * op->region.count;
@@ -77,7 +78,7 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
 
 double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op)
 {
-    if (op->phase == DT_PH_UPDATE)
+    if (op->kind != DT_OP_COMPUTE)
         return 0;
     const struct dt_layer *l = &m->layers[op->layer];
     double per_sample;
@@ -115,7 +116,7 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
                        const struct dt_model *m, const struct dt_op *op)
 {
     enum dt_op_class c =
-        op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
+        op->kind == DT_OP_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
     double flops, bytes;
     dt_op_work(m, op, &flops, &bytes);
     double mem_bw = dt_cost_stream_bw(cp, dev, bytes);
@@ -153,4 +154,20 @@ double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_sp
     /* a[i] += b[i]: two reads and a write per float */
     double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dt_cost_stream_bw(cp, dev, 12.0 * floats);
     return bw > 0 ? 3.0 * 4.0 * floats / bw : 0;
+}
+
+double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                  const struct dt_model *m, const struct dt_op *op)
+{
+    switch (op->kind) {
+    case DT_OP_COMPUTE:
+    case DT_OP_UPDATE: return dt_cost_compute(cp, dev, m, op);
+    case DT_OP_ZERO: return dt_cost_grad_reset(cp, dev, op->region.count);
+    case DT_OP_COPY:
+        if (op->sum)
+            return dt_cost_reduce(cp, dev, op->region.count);
+        return 8.0 * op->region.count / fmax(dt_cost_stream_bw(cp, dev, 8.0 * op->region.count), 1);
+    case DT_OP_LOAD: return op->bytes / fmax(dt_cost_mem_bw(cp, dev), 1);
+    default: return 0; /* LOSS: part of the last layer's forward; communication: the network */
+    }
 }

@@ -14,10 +14,16 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/model_impl.h \
 	libdt/plan.c \
 	libdt/strategy.c \
+	libdt/pipeline.c \
+	libdt/partition.c \
+	libdt/parallel.c \
+	libdt/memory.c \
+	libdt/plan_check.c \
+	libdt/compile.h \
 	libdt/collective.c \
 	libdt/costmodel.c \
 	libdt/calibration.c \
 	libdt/datafile.c
 noinst_HEADERS += include/dt/error.h include/dt/yamldoc.h include/dt/units.h
-noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h
+noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h include/dt/partition.h
 DTCORE_LIBS = libdt/libdtcore.a $(YAML_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(HWLOC_LIBS) -lm

@@ -1,44 +1,27 @@
-/* The plan container, names and listing. The strategies that fill it are in strategy.c. */
+/* The plan container, names and listing. The strategies that fill it are in strategy.c and
+ * pipeline.c, its memory in memory.c, its checker in plan_check.c. */
 #include "dt/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const strategy_names[DT_STRAT_COUNT] = {
-    "sequential",     "reduce-bcast-linear", "reduce-bcast", "ring",
-    "recursive-doubling", "rabenseifner",    "hierarchical", "mpi-allreduce",
-    "ps-central",     "ps-sharded",
-};
-
-static const char *const strategy_descriptions[DT_STRAT_COUNT] = {
-    "one device, no communication",
-    "gradients sent by every rank to rank 0, summed, averaged gradient sent back to each (seed 002)",
-    "gradients reduced to rank 0 and broadcast by binomial trees (MPI_Reduce + MPI_Bcast in MPICH)",
-    "ring allreduce: reduce-scatter + allgather in 2(p-1) steps (Horovod, NCCL)",
-    "recursive-doubling allreduce (MPICH, short messages)",
-    "Rabenseifner allreduce: recursive-halving reduce-scatter + recursive-doubling allgather",
-    "intra-node reduce, ring allreduce among node leaders, intra-node broadcast",
-    "the MPI library's MPI_Allreduce (simulated as MPICH 4.0's default choice)",
-    "central parameter server on rank 0: push gradients, server updates, pull weights",
-    "sharded parameter server: each rank owns 1/p of the weights (reduce-scatter, allgather)",
-};
-
-const char *dt_strategy_name(enum dt_strategy s) { return strategy_names[s]; }
-const char *dt_strategy_description(enum dt_strategy s) { return strategy_descriptions[s]; }
-
-int dt_strategy_parse(const char *name)
+size_t dt_dtype_size(enum dt_dtype t)
 {
-    for (int i = 0; i < DT_STRAT_COUNT; i++)
-        if (strcmp(name, strategy_names[i]) == 0)
-            return i;
-    /* Aliases people write. */
-    if (strcmp(name, "reduce-bcast-binomial") == 0)
-        return DT_STRAT_REDUCE_BCAST_BINOMIAL;
-    if (strcmp(name, "allreduce") == 0 || strcmp(name, "library") == 0)
-        return DT_STRAT_ALLREDUCE_LIBRARY;
-    if (strcmp(name, "ring-allreduce") == 0)
-        return DT_STRAT_ALLREDUCE_RING;
-    return -1;
+    static const size_t s[] = {4, 2, 2, 4};
+    return t < DT_TYPE_COUNT ? s[t] : 4;
+}
+
+const char *dt_dtype_name(enum dt_dtype t)
+{
+    static const char *const n[] = {"f32", "bf16", "f16", "i32"};
+    return t < DT_TYPE_COUNT ? n[t] : "?";
+}
+
+const char *dt_buf_name(enum dt_buf b)
+{
+    static const char *const n[] = {"params", "grads", "opt",   "state", "act",
+                                    "dact",   "keep",  "input", "comm"};
+    return b < DT_BUF_COUNT ? n[b] : "?";
 }
 
 const char *dt_coll_kind_name(enum dt_coll_kind k)
@@ -57,23 +40,32 @@ const char *dt_coll_alg_name(enum dt_coll_alg a)
 
 const char *dt_phase_name(enum dt_phase p)
 {
-    static const char *const n[] = {"forward", "backward", "update"};
-    return n[p];
+    return p == DT_PH_FORWARD ? "forward" : "backward";
+}
+
+int dt_program_push(struct dt_program *p, const struct dt_op *op)
+{
+    if (p->n_ops == p->cap_ops) {
+        int cap = p->cap_ops ? 2 * p->cap_ops : 64;
+        struct dt_op *ops = realloc(p->ops, (size_t)cap * sizeof *ops);
+        if (!ops)
+            return DT_ENOMEM;
+        p->ops = ops;
+        p->cap_ops = cap;
+    }
+    p->ops[p->n_ops++] = *op;
+    return DT_OK;
 }
 
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
     struct dt_rank_plan *r = &plan->ranks[rank];
-    if (r->n_ops == r->cap_ops) {
-        int cap = r->cap_ops ? 2 * r->cap_ops : 64;
-        struct dt_op *ops = realloc(r->ops, (size_t)cap * sizeof *ops);
-        if (!ops)
-            return DT_ENOMEM;
-        r->ops = ops;
-        r->cap_ops = cap;
-    }
-    r->ops[r->n_ops++] = *op;
-    return DT_OK;
+    struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
+    int rc = dt_program_push(&p, op);
+    r->n_ops = p.n_ops;
+    r->cap_ops = p.cap_ops;
+    r->ops = p.ops;
+    return rc;
 }
 
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
@@ -82,7 +74,7 @@ int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
     if (!g)
         return -1;
     plan->groups = g;
-    int *copy = malloc((size_t)n * sizeof *copy);
+    int *copy = malloc((size_t)(n > 0 ? n : 1) * sizeof *copy);
     if (!copy)
         return -1;
     memcpy(copy, ranks, (size_t)n * sizeof *copy);
@@ -90,16 +82,92 @@ int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
     return plan->n_groups++;
 }
 
+int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
+                       int layer, double elems)
+{
+    struct dt_rank_plan *r = &plan->ranks[rank];
+    if (r->n_bufs == r->cap_bufs) {
+        int cap = r->cap_bufs ? 2 * r->cap_bufs : 16;
+        struct dt_buffer *b = realloc(r->bufs, (size_t)cap * sizeof *b);
+        if (!b)
+            return DT_ENOMEM;
+        r->bufs = b;
+        r->cap_bufs = cap;
+    }
+    r->bufs[r->n_bufs++] = (struct dt_buffer){kind, dtype, layer, elems};
+    return DT_OK;
+}
+
+static int add_view(struct dt_plan *plan)
+{
+    int n = plan->model ? plan->model->n_layers : 0;
+    struct dt_layer_view **v = realloc(plan->views, (size_t)(plan->n_views + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    plan->views = v;
+    v[plan->n_views] = calloc((size_t)(n > 0 ? n : 1), sizeof **v);
+    return v[plan->n_views] ? plan->n_views++ : -1;
+}
+
+int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, int n_ranks, struct dt_plan **out)
+{
+    *out = NULL;
+    struct dt_plan *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return DT_ENOMEM;
+    plan->strategy = opt->strategy;
+    plan->opt = *opt;
+    plan->model = model;
+    plan->topo = topo;
+    plan->n_ranks = n_ranks;
+    plan->stages = plan->chunks = plan->micro_batches = 1;
+    plan->dp = n_ranks;
+    plan->lr_scale = 1;
+    plan->ranks = calloc((size_t)(n_ranks > 0 ? n_ranks : 1), sizeof *plan->ranks);
+    if (!plan->ranks || add_view(plan) < 0) {
+        dt_plan_destroy(plan);
+        return DT_ENOMEM;
+    }
+    for (int l = 0; model && l < model->n_layers; l++)
+        plan->views[0][l] = (struct dt_layer_view){.runs = true, .holds = true,
+                                                   .param_offset =
+                                                       model->layers[l].param_offset};
+    for (int r = 0; r < n_ranks; r++) {
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        rp->dp_index = r;
+        rp->dp_count = n_ranks;
+        rp->first = rp->last = true;
+        rp->n_params = rp->n_updated = model ? model->total_params : 0;
+        rp->slots = 1;
+        rp->replicas = -1;
+    }
+    *out = plan;
+    return DT_OK;
+}
+
+int dt_plan_add_view(struct dt_plan *plan)
+{
+    return add_view(plan);
+}
+
 void dt_plan_destroy(struct dt_plan *plan)
 {
     if (!plan)
         return;
-    for (int r = 0; r < plan->n_ranks; r++)
+    for (int r = 0; plan->ranks && r < plan->n_ranks; r++) {
         free(plan->ranks[r].ops);
+        free(plan->ranks[r].eval.ops);
+        free(plan->ranks[r].bufs);
+    }
     free(plan->ranks);
     for (int g = 0; g < plan->n_groups; g++)
         free(plan->groups[g].ranks);
     free(plan->groups);
+    for (int v = 0; v < plan->n_views; v++)
+        free(plan->views[v]);
+    free(plan->views);
+    free(plan->chunk_first);
     free(plan);
 }
 
@@ -110,62 +178,107 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
     case DT_OP_WAIT: return "wait";
     case DT_OP_SEND: return "send";
     case DT_OP_RECV: return "recv";
+    case DT_OP_ZERO: return "zero";
+    case DT_OP_LOSS: return "loss";
+    case DT_OP_UPDATE: return "update";
+    case DT_OP_COPY: return "copy";
     case DT_OP_COLL:
         snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
         return buf;
     case DT_OP_COMPUTE:
-        if (op->phase == DT_PH_UPDATE)
-            return "update";
         snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
         return buf;
     }
     return "?";
 }
 
-static const char *buf_name(enum dt_buf b) { return b == DT_BUF_PARAMS ? "params" : "grads"; }
+static void print_region(FILE *out, const struct dt_region *r)
+{
+    if (r->buf == DT_BUF_ACT || r->buf == DT_BUF_DACT)
+        fprintf(out, "%s(%d)[%ld+%ld]", dt_buf_name(r->buf), r->layer, r->offset, r->count);
+    else
+        fprintf(out, "%s[%ld+%ld]", dt_buf_name(r->buf), r->offset, r->count);
+}
+
+static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *out)
+{
+    switch (op->kind) {
+    case DT_OP_COMPUTE:
+        fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d", dt_phase_name(op->phase),
+                op->layer, plan->model->layers[op->layer].name, op->micro, op->slot,
+                op->samples);
+        break;
+    case DT_OP_SEND:
+    case DT_OP_RECV:
+        fprintf(out, "%s peer %d tag %d ", op->kind == DT_OP_SEND ? "SEND" : "RECV", op->peer,
+                op->tag);
+        print_region(out, &op->region);
+        fprintf(out, "%s", op->sum ? " sum" : "");
+        break;
+    case DT_OP_COLL:
+        fprintf(out, "COLL %s/%s group %d (%d ranks) root %d ", dt_coll_kind_name(op->coll),
+                dt_coll_alg_name(op->alg), op->group, plan->groups[op->group].n, op->root);
+        print_region(out, &op->region);
+        if (op->dst.count > 0) {
+            fprintf(out, " -> ");
+            print_region(out, &op->dst);
+        }
+        break;
+    case DT_OP_WAIT: fprintf(out, "WAIT handle %d", op->handle); break;
+    case DT_OP_LOAD:
+        fprintf(out, "LOAD mb %d rows %d+%d slot %d (%.0f bytes)", op->micro, op->row0,
+                op->samples, op->slot, op->bytes);
+        break;
+    case DT_OP_ZERO:
+        fprintf(out, "ZERO ");
+        print_region(out, &op->region);
+        break;
+    case DT_OP_LOSS:
+        fprintf(out, "LOSS layer %d mb %d slot %d x%d / %g", op->layer, op->micro, op->slot,
+                op->samples, op->scale);
+        break;
+    case DT_OP_UPDATE:
+        fprintf(out, "UPDATE ");
+        print_region(out, &op->region);
+        fprintf(out, " opt[%ld]", op->dst.offset);
+        break;
+    case DT_OP_COPY:
+        fprintf(out, "COPY ");
+        print_region(out, &op->region);
+        fprintf(out, " -> ");
+        print_region(out, &op->dst);
+        fprintf(out, "%s", op->sum ? " sum" : "");
+        break;
+    }
+    if (op->nonblocking)
+        fprintf(out, " nonblocking handle %d", op->handle);
+    fprintf(out, "\n");
+}
 
 void dt_plan_print(const struct dt_plan *plan, FILE *out)
 {
-    fprintf(out, "plan %s: %d ranks, global batch %d, lr x %g\n",
-            dt_strategy_name(plan->strategy), plan->n_ranks, plan->global_batch, plan->lr_scale);
+    char cfg[256];
+    dt_parallel_format(&plan->opt, cfg, sizeof cfg);
+    fprintf(out, "plan %s: %d ranks, global batch %d, lr x %g%s%s\n",
+            dt_strategy_name(plan->strategy), plan->n_ranks, plan->global_batch, plan->lr_scale,
+            cfg[0] ? ", " : "", cfg);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_plan *rp = &plan->ranks[r];
-        fprintf(out, "rank %d: batch %d, %d ops\n", r, rp->batch, rp->n_ops);
+        struct dt_memory mem;
+        dt_plan_rank_memory(plan, r, &mem);
+        fprintf(out, "rank %d: stage %d, replica %d of %d, batch %d, %d slot%s x %d rows, "
+                     "%ld parameters, %.0f bytes, %d ops\n",
+                r, rp->stage, rp->dp_index, rp->dp_count, rp->batch, rp->slots,
+                rp->slots == 1 ? "" : "s", rp->slot_rows, rp->n_params, mem.total, rp->n_ops);
         for (int i = 0; i < rp->n_ops; i++) {
-            const struct dt_op *op = &rp->ops[i];
             fprintf(out, "  %3d ", i);
-            switch (op->kind) {
-            case DT_OP_COMPUTE:
-                if (op->phase == DT_PH_UPDATE)
-                    fprintf(out, "COMPUTE update params[%ld+%ld]\n", op->region.offset,
-                            op->region.count);
-                else
-                    fprintf(out, "COMPUTE %s layer %d (%s) x%d\n", dt_phase_name(op->phase),
-                            op->layer, plan->model->layers[op->layer].name, op->samples);
-                break;
-            case DT_OP_SEND:
-            case DT_OP_RECV:
-                fprintf(out, "%s peer %d tag %d %s[%ld+%ld]%s\n",
-                        op->kind == DT_OP_SEND ? "SEND" : "RECV", op->peer, op->tag,
-                        buf_name(op->region.buf), op->region.offset, op->region.count,
-                        op->sum ? " sum" : "");
-                break;
-            case DT_OP_COLL:
-                fprintf(out, "COLL %s/%s group %d (%d ranks) root %d %s[%ld+%ld]%s\n",
-                        dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg), op->group,
-                        plan->groups[op->group].n, op->root, buf_name(op->region.buf),
-                        op->region.offset, op->region.count,
-                        op->nonblocking ? " nonblocking" : "");
-                if (op->nonblocking)
-                    fprintf(out, "        handle %d\n", op->handle);
-                break;
-            case DT_OP_WAIT:
-                fprintf(out, "WAIT handle %d\n", op->handle);
-                break;
-            case DT_OP_LOAD:
-                fprintf(out, "LOAD %d samples (%.0f bytes)\n", op->samples, op->bytes);
-                break;
-            }
+            print_op(plan, &rp->ops[i], out);
+        }
+        if (rp->eval.n_ops)
+            fprintf(out, "  eval (%d rows):\n", rp->eval_rows);
+        for (int i = 0; i < rp->eval.n_ops; i++) {
+            fprintf(out, "  %3d ", i);
+            print_op(plan, &rp->eval.ops[i], out);
         }
     }
 }

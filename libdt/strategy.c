@@ -1,11 +1,73 @@
-/* The strategies: each compiles (model, topology, batch, options) into a plan, written once
- * for both the simulator and the executor. */
+/* The strategy registry, the shared emitters, and the data-parallel strategies: each compiles
+ * (model, topology, parallel config) into a plan, written once for both the simulator and the
+ * executor. The pipelines are in pipeline.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "dt/collective.h"
-#include "dt/plan.h"
+
+static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
+    {"sequential", "one device, no communication", "", false, false},
+    {"reduce-bcast-linear",
+     "gradients sent by every rank to rank 0, summed, averaged gradient sent back to each "
+     "(seed 002)", "seed 002 (mpi4py send/recv)", false, true},
+    {"reduce-bcast",
+     "gradients reduced to rank 0 and broadcast by binomial trees (MPI_Reduce + MPI_Bcast in "
+     "MPICH)", "Thakur et al. 2005", false, true},
+    {"ring", "ring allreduce: reduce-scatter + allgather in 2(p-1) steps (Horovod, NCCL)",
+     "Patarasuk and Yuan 2009; Sergeev and Del Balso 2018", false, true},
+    {"recursive-doubling", "recursive-doubling allreduce (MPICH, short messages)",
+     "Thakur et al. 2005", false, true},
+    {"rabenseifner",
+     "Rabenseifner allreduce: recursive-halving reduce-scatter + recursive-doubling allgather",
+     "Rabenseifner 2004", false, true},
+    {"hierarchical", "intra-node reduce, ring allreduce among node leaders, intra-node broadcast",
+     "Jia et al. 2018", false, true},
+    {"mpi-allreduce",
+     "the MPI library's MPI_Allreduce (simulated as MPICH 4.0's default choice)",
+     "Thakur et al. 2005", false, true},
+    {"ps-central",
+     "central parameter server on rank 0: push gradients, server updates, pull weights",
+     "Li et al. 2014", false, true},
+    {"ps-sharded",
+     "sharded parameter server: each rank owns 1/p of the weights (reduce-scatter, allgather)",
+     "Li et al. 2014", false, true},
+    {"gpipe",
+     "pipeline: all micro-batches forward, then all backward, one flush per step (--pp, "
+     "--micro-batches, --dp)", "Huang et al. 2019", true, false},
+    {"naive-mp", "model parallelism: layers split over ranks, one micro-batch (--pp, --dp)",
+     "seed 003; Huang et al. 2019 (M = 1)", true, false},
+    {"1f1b",
+     "pipeline, PipeDream-Flush: one forward one backward in the steady state, at most S - s "
+     "micro-batches in flight on stage s", "Narayanan et al. 2021 (PipeDream-2BW/Flush)", true,
+     false},
+    {"interleaved",
+     "interleaved 1F1B: --chunks V model chunks per stage, bubble divided by V",
+     "Narayanan et al. 2021 (Megatron-LM)", true, false},
+};
+
+const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
+const char *dt_strategy_name(enum dt_strategy s) { return registry[s].name; }
+const char *dt_strategy_description(enum dt_strategy s) { return registry[s].description; }
+
+int dt_strategy_parse(const char *name)
+{
+    for (int i = 0; i < DT_STRAT_COUNT; i++)
+        if (strcmp(name, registry[i].name) == 0)
+            return i;
+    /* Aliases people write. */
+    static const struct { const char *alias; enum dt_strategy s; } aliases[] = {
+        {"reduce-bcast-binomial", DT_STRAT_REDUCE_BCAST_BINOMIAL},
+        {"allreduce", DT_STRAT_ALLREDUCE_LIBRARY}, {"library", DT_STRAT_ALLREDUCE_LIBRARY},
+        {"ring-allreduce", DT_STRAT_ALLREDUCE_RING}, {"pipedream-flush", DT_STRAT_1F1B},
+        {"interleaved-1f1b", DT_STRAT_INTERLEAVED}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(name, aliases[i].alias) == 0)
+            return aliases[i].s;
+    return -1;
+}
 
 static bool is_allreduce(enum dt_strategy s)
 {
@@ -33,7 +95,8 @@ bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_
     if (s == DT_STRAT_SEQUENTIAL)
         return true;
     if (n_ranks < 2) {
-        snprintf(why, whylen, "data parallelism needs at least 2 ranks");
+        snprintf(why, whylen, "%s needs at least 2 ranks",
+                 registry[s].pipeline ? "a pipeline" : "data parallelism");
         return false;
     }
     if (s == DT_STRAT_ALLREDUCE_HIERARCHICAL) {
@@ -46,17 +109,158 @@ bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_
     return true;
 }
 
-static int push(struct dt_plan *plan, int rank, struct dt_op op)
+bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_model *m,
+                              const struct dt_topology *topo, int n_ranks, char *why,
+                              size_t whylen)
+{
+    if (!dt_strategy_fits(o->strategy, topo, n_ranks, why, whylen))
+        return false;
+    if (registry[o->strategy].pipeline)
+        return dtc_pipeline_fits(o, m, n_ranks, why, whylen);
+    if (o->pp || o->dp || o->chunks || o->micro_batches || o->n_stage_cuts ||
+        o->grad_alg_given) {
+        snprintf(why, whylen, "--pp, --dp, --chunks, --micro-batches, --stages and --grad-alg "
+                 "apply to the pipelines (gpipe, naive-mp, 1f1b, interleaved), not to %s",
+                 registry[o->strategy].name);
+        return false;
+    }
+    if (o->bucket_bytes > 0 && !is_allreduce(o->strategy) && o->strategy != DT_STRAT_SEQUENTIAL) {
+        snprintf(why, whylen, "gradient buckets apply to the allreduce strategies (ring, "
+                 "recursive-doubling, rabenseifner, mpi-allreduce), not to %s",
+                 registry[o->strategy].name);
+        return false;
+    }
+    return true;
+}
+
+/* ---- emitters ---- */
+
+int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 {
     return dt_plan_push(plan, rank, &op);
 }
 
-static struct dt_op coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
-                         enum dt_buf buf, long offset, long count)
+int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
+{
+    return dt_program_push(&plan->ranks[rank].eval, &op);
+}
+
+struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
+                      enum dt_buf buf, long offset, long count)
 {
     return (struct dt_op){.kind = DT_OP_COLL, .coll = kind, .alg = alg, .group = group,
-                          .root = root, .region = {buf, offset, count}};
+                          .root = root, .layer = -1, .region = {buf, offset, count, -1}};
 }
+
+struct dt_op dtc_zero(enum dt_buf buf, long offset, long count)
+{
+    return (struct dt_op){.kind = DT_OP_ZERO, .layer = -1, .region = {buf, offset, count, -1}};
+}
+
+struct dt_op dtc_update(long offset, long count, long opt_offset)
+{
+    return (struct dt_op){.kind = DT_OP_UPDATE, .layer = -1,
+                          .region = {DT_BUF_PARAMS, offset, count, -1},
+                          .dst = {DT_BUF_OPT, opt_offset, count, -1}};
+}
+
+struct dt_op dtc_load(const struct dt_plan *plan, int rank, int mb, int slot, int row0, int rows)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[rank];
+    double bytes = rp->first ? (double)rows * dt_shape_size(&plan->model->input) * 4.0 : 0;
+    return (struct dt_op){.kind = DT_OP_LOAD, .layer = -1, .micro = mb, .slot = slot,
+                          .row0 = row0, .samples = rows, .bytes = bytes};
+}
+
+struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int rows)
+{
+    return (struct dt_op){.kind = DT_OP_COMPUTE, .phase = ph, .layer = l, .micro = mb,
+                          .slot = slot, .samples = rows};
+}
+
+struct dt_op dtc_loss(const struct dt_plan *plan, int mb, int slot, int rows, double scale)
+{
+    return (struct dt_op){.kind = DT_OP_LOSS, .layer = plan->model->n_layers - 1, .micro = mb,
+                          .slot = slot, .samples = rows, .scale = scale};
+}
+
+long dtc_labels_per_sample(const struct dt_model *m)
+{
+    const struct dt_layer *L = &m->layers[m->n_layers - 1];
+    const struct dt_shape *s = &L->out_shape;
+    if (L->kind == DT_L_SIGMOID)
+        return dt_shape_size(s);
+    return s->rank == 3 ? s->d[1] * s->d[2] : s->rank == 2 ? s->d[0] : 1;
+}
+
+int dtc_group_index(const struct dt_group *g, int rank)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->ranks[i] == rank)
+            return i;
+    return -1;
+}
+
+static long program_scratch(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n)
+{
+    long f = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == DT_OP_COLL) {
+            const struct dt_group *g = &plan->groups[ops[i].group];
+            f += dt_coll_scratch_floats(&ops[i], g->n, dtc_group_index(g, rank));
+        } else {
+            f += dt_coll_scratch_floats(&ops[i], 1, 0);
+        }
+    return f;
+}
+
+int dtc_finish_rank(struct dt_plan *plan, int r)
+{
+    const struct dt_model *m = plan->model;
+    struct dt_rank_plan *rp = &plan->ranks[r];
+    const struct dt_layer_view *v = plan->views[rp->view];
+    double rows = (double)rp->slots * rp->slot_rows, state = 0;
+    int rc = 0;
+    if (!rp->eval_rows)
+        rp->eval_rows = (int)rows;
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_PARAMS, DT_TYPE_F32, -1, (double)rp->n_params);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, DT_TYPE_F32, -1, (double)rp->n_params);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_OPT, DT_TYPE_F32, -1,
+                             (double)dt_optimizer_moments(plan->opt.optimizer) * rp->n_updated);
+    for (int l = 0; l < m->n_layers; l++)
+        if (v[l].runs)
+            state += (double)m->layers[l].state_floats;
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_STATE, DT_TYPE_F32, -1, state);
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        if (!v[l].holds)
+            continue;
+        long act = dt_layer_act_floats(m, l), kf, ki;
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, DT_TYPE_F32, l, act * rows);
+        if (dt_layer_needs_dact(m, l))
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, DT_TYPE_F32, l, act * rows);
+        if (!v[l].runs)
+            continue;
+        dt_layer_keep(m, l, &kf, &ki);
+        if (kf)
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_F32, l, kf * rows);
+        if (ki)
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
+    }
+    long in = dt_shape_size(&m->input);
+    if (rp->first)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_F32, -1, in * rows);
+    if (rp->first && m->input_is_tokens)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_I32, -1, in * rows);
+    if (rp->last)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_I32, -1,
+                                 dtc_labels_per_sample(m) * rows);
+    long comm = program_scratch(plan, r, rp->ops, rp->n_ops) +
+                program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm);
+    return rc ? DT_ENOMEM : DT_OK;
+}
+
+/* ---- data parallelism ---- */
 
 static int first_trainable(const struct dt_model *m)
 {
@@ -66,32 +270,45 @@ static int first_trainable(const struct dt_model *m)
     return m->n_layers;
 }
 
-/* Forward and backward of this rank's batch; with buckets, non-blocking allreduces of the
- * gradients start during backward as soon as a bucket is full (PyTorch DDP's overlap). */
-static int compute_and_buckets(struct dt_plan *plan, int r, int world, int *n_handles)
+/* The eval program of a rank that runs every layer: load, forward, loss. */
+static int eval_whole(struct dt_plan *plan, int r)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    int rows = rp->slots * rp->slot_rows;
+    plan->ranks[r].eval_rows = rows;
+    int rc = dtc_push_eval(plan, r, dtc_load(plan, r, 0, 0, 0, rows));
+    for (int l = 0; l < plan->model->n_layers && !rc; l++)
+        rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+    return rc ? rc : dtc_push_eval(plan, r, dtc_loss(plan, 0, 0, rows, rows));
+}
+
+/* Micro-batch k of rank r's step: forward and backward; with buckets on the last one,
+ * non-blocking allreduces of the gradients start during backward as soon as a bucket is full
+ * (PyTorch DDP's overlap; earlier micro-batches accumulate locally, as under no_sync()). */
+static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, int world,
+                       int *n_handles)
 {
     const struct dt_model *m = plan->model;
-    int b = plan->ranks[r].batch, rc = 0;
-    rc = push(plan, r, (struct dt_op){.kind = DT_OP_LOAD, .samples = b,
-                                      .bytes = (double)b * dt_shape_size(&m->input) * 4.0});
+    int rc = dtc_push(plan, r, dtc_load(plan, r, k, 0, row0, rows));
     for (int l = 0; l < m->n_layers && !rc; l++)
-        rc = push(plan, r, (struct dt_op){.kind = DT_OP_COMPUTE, .phase = DT_PH_FORWARD,
-                                          .layer = l, .samples = b});
-    bool buckets = plan->opt.bucket_bytes > 0 && is_allreduce(plan->strategy);
+        rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+    if (!rc)
+        rc = dtc_push(plan, r, dtc_loss(plan, k, 0, rows, plan->global_batch));
+    bool buckets = plan->opt.bucket_bytes > 0 && is_allreduce(plan->strategy) &&
+                   k == plan->opt.accumulate - 1;
     long hi = m->total_params, lo = hi;
     int stop = first_trainable(m);
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
-        rc = push(plan, r, (struct dt_op){.kind = DT_OP_COMPUTE, .phase = DT_PH_BACKWARD,
-                                          .layer = l, .samples = b});
+        rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
         if (!buckets || m->layers[l].params == 0)
             continue;
         lo = m->layers[l].param_offset;
         if ((double)(hi - lo) * 4.0 >= plan->opt.bucket_bytes || l == stop) {
-            struct dt_op op = coll(DT_COLL_ALLREDUCE, allreduce_alg(plan->strategy), world, 0,
-                                   DT_BUF_GRADS, lo, hi - lo);
+            struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(plan->strategy), world,
+                                       0, DT_BUF_GRADS, lo, hi - lo);
             op.nonblocking = true;
             op.handle = (*n_handles)++;
-            rc = push(plan, r, op);
+            rc = dtc_push(plan, r, op);
             hi = lo;
         }
     }
@@ -103,33 +320,153 @@ static int node_groups(struct dt_plan *plan, int p, int *node_group_of_rank, int
 {
     int n_nodes = dt_topology_node_of(plan->topo, p - 1) + 1;
     int *ranks = malloc((size_t)p * sizeof *ranks), *lead = malloc((size_t)n_nodes * sizeof *lead);
-    if (!ranks || !lead) {
-        free(ranks);
-        free(lead);
-        return -1;
-    }
-    for (int node = 0; node < n_nodes; node++) {
+    int rc = ranks && lead ? 0 : -1;
+    for (int node = 0; node < n_nodes && !rc; node++) {
         int n = 0;
         for (int r = 0; r < p; r++)
             if (dt_topology_node_of(plan->topo, r) == node)
                 ranks[n++] = r;
         lead[node] = ranks[0];
         int g = dt_plan_add_group(plan, n, ranks);
-        for (int i = 0; i < n; i++)
+        rc = g < 0 ? -1 : 0;
+        for (int i = 0; i < n && !rc; i++)
             node_group_of_rank[ranks[i]] = g;
     }
-    *leaders = dt_plan_add_group(plan, n_nodes, lead);
+    if (!rc)
+        *leaders = dt_plan_add_group(plan, n_nodes, lead);
     free(ranks);
     free(lead);
-    return *leaders < 0 ? -1 : 0;
+    return rc || *leaders < 0 ? -1 : 0;
 }
 
-static int group_index(const struct dt_group *g, int rank)
+/* The gradient exchange and update of one rank, after its backward passes. */
+static int synchronise(struct dt_plan *plan, int r, int world, const int *node_group,
+                       int leaders, int n_handles)
 {
-    for (int i = 0; i < g->n; i++)
-        if (g->ranks[i] == rank)
-            return i;
-    return -1;
+    enum dt_strategy s = plan->strategy;
+    const long P = plan->model->total_params;
+    const int p = plan->n_ranks;
+    struct dt_rank_plan *rp = &plan->ranks[r];
+    int rc = 0;
+    switch (s) {
+    case DT_STRAT_SEQUENTIAL:
+        break;
+    case DT_STRAT_REDUCE_BCAST_LINEAR:
+    case DT_STRAT_REDUCE_BCAST_BINOMIAL: {
+        enum dt_coll_alg a = s == DT_STRAT_REDUCE_BCAST_LINEAR ? DT_ALG_LINEAR : DT_ALG_BINOMIAL;
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, a, world, 0, DT_BUF_GRADS, 0, P));
+        break;
+    }
+    case DT_STRAT_ALLREDUCE_RING:
+    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
+    case DT_STRAT_ALLREDUCE_RABENSEIFNER:
+    case DT_STRAT_ALLREDUCE_LIBRARY:
+        if (n_handles == 0)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(s), world, 0,
+                                            DT_BUF_GRADS, 0, P));
+        for (int h = 0; h < n_handles && !rc; h++)
+            rc = dtc_push(plan, r, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
+        break;
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL: {
+        bool leader = dtc_group_index(&plan->groups[node_group[r]], r) == 0;
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_BINOMIAL, node_group[r], 0,
+                                        DT_BUF_GRADS, 0, P));
+        if (!rc && leader)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_RING, leaders, 0,
+                                            DT_BUF_GRADS, 0, P));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_BINOMIAL, node_group[r], 0,
+                                            DT_BUF_GRADS, 0, P));
+        break;
+    }
+    case DT_STRAT_PS_CENTRAL:
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_LINEAR, world, 0, DT_BUF_GRADS,
+                                        0, P));
+        if (!rc && r == 0)
+            rc = dtc_push(plan, r, dtc_update(0, P, 0));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_LINEAR, world, 0,
+                                            DT_BUF_PARAMS, 0, P));
+        rp->updates = r == 0;
+        rp->n_updated = r == 0 ? P : 0;
+        return rc;
+    case DT_STRAT_PS_SHARDED: {
+        long off, len;
+        dt_chunk(P, p, r, &off, &len);
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT, world, 0,
+                                        DT_BUF_GRADS, 0, P));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_update(off, len, 0));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, DT_ALG_DIRECT, world, 0,
+                                            DT_BUF_PARAMS, 0, P));
+        rp->n_updated = len;
+        return rc;
+    }
+    default:
+        break;
+    }
+    return rc ? rc : dtc_push(plan, r, dtc_update(0, P, 0));
+}
+
+int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
+{
+    const int p = plan->n_ranks, K = plan->opt.accumulate;
+    const struct dt_plan_options *opt = &plan->opt;
+    int *node_group = calloc((size_t)p, sizeof *node_group);
+    int *all = malloc((size_t)p * sizeof *all);
+    int rc = node_group && all ? DT_OK : DT_ENOMEM;
+    plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * p * K : opt->batch;
+    plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? p : 1;
+    plan->micro_batches = K;
+    for (int r = 0; r < p && !rc; r++) {
+        long off, len;
+        dt_chunk(plan->global_batch, p, r, &off, &len);
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        rp->batch = (int)len;
+        rp->slot_rows = (int)((len + K - 1) / K);
+        rp->updates = true;
+        rp->view = 0;
+        all[r] = r;
+    }
+    int world = rc ? -1 : dt_plan_add_group(plan, p, all), leaders = -1;
+    if (!rc && (world < 0 || (plan->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
+                              node_groups(plan, p, node_group, &leaders))))
+        rc = DT_ENOMEM;
+    for (int r = 0; r < p && !rc; r++) {
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        int n_handles = 0;
+        rp->replicas = world;
+        rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, plan->model->total_params));
+        for (int k = 0; k < K && !rc; k++) {
+            long off, len;
+            dt_chunk(rp->batch, K, k, &off, &len);
+            rc = micro_batch(plan, r, k, (int)off, (int)len, world, &n_handles);
+        }
+        if (!rc)
+            rc = synchronise(plan, r, world, node_group, leaders, n_handles);
+        if (!rc)
+            rc = eval_whole(plan, r);
+        if (!rc)
+            rc = dtc_finish_rank(plan, r);
+        plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
+    }
+    free(node_group);
+    free(all);
+    return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
+}
+
+int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    if (o->strategy == DT_STRAT_SEQUENTIAL)
+        return 1;
+    if (o->n_ranks)
+        return o->n_ranks;
+    if (registry[o->strategy].pipeline && o->dp)
+        return o->dp * (o->pp ? o->pp : 2);
+    return topo->n_ranks;
 }
 
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
@@ -137,158 +474,32 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
 {
     *out = NULL;
     enum dt_strategy s = opt->strategy;
-    int p = s == DT_STRAT_SEQUENTIAL ? 1 : (opt->n_ranks ? opt->n_ranks : topo->n_ranks);
-    char why[256];
-    if (!dt_strategy_fits(s, topo, p, why, sizeof why))
+    if (s < 0 || s >= DT_STRAT_COUNT)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "unknown strategy %d", (int)s);
+    int p = dt_plan_ranks(opt, topo);
+    char why[512];
+    if (!dt_strategy_fits_options(opt, model, topo, p, why, sizeof why))
         return dt_fail(err, DT_EINPUT, topo->path, 0, 0, "strategy %s does not fit: %s",
                        dt_strategy_name(s), why);
     if (opt->batch < 1)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "batch must be at least 1 (got %d)",
                        opt->batch);
-    if (opt->scaling == DT_SCALING_STRONG && opt->batch < p)
+    int K = opt->accumulate > 0 ? opt->accumulate : 1;
+    if (opt->scaling == DT_SCALING_STRONG && !registry[s].pipeline && opt->batch < p * K)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                       "global batch %d is smaller than the %d ranks that share it", opt->batch, p);
-    if (opt->bucket_bytes > 0 && !is_allreduce(s) && s != DT_STRAT_SEQUENTIAL)
-        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                       "gradient buckets apply to the allreduce strategies (ring, "
-                       "recursive-doubling, rabenseifner, mpi-allreduce), not to %s",
-                       dt_strategy_name(s));
-    struct dt_plan *plan = calloc(1, sizeof *plan);
-    if (!plan)
+                       "global batch %d is smaller than the %d ranks x %d accumulated "
+                       "micro-batches that share it", opt->batch, p, K);
+    struct dt_plan *plan;
+    if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    plan->strategy = s;
-    plan->opt = *opt;
-    plan->model = model;
-    plan->topo = topo;
-    plan->n_ranks = p;
-    plan->ranks = calloc((size_t)p, sizeof *plan->ranks);
-    int *node_group = calloc((size_t)p, sizeof *node_group);
-    int *all = malloc((size_t)p * sizeof *all);
-    int rc = plan->ranks && node_group && all ? DT_OK : DT_ENOMEM;
-    if (rc)
-        goto done;
-
-    plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * p : opt->batch;
-    plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? p : 1;
-    for (int r = 0; r < p; r++) {
-        long off, len;
-        dt_chunk(plan->global_batch, p, r, &off, &len);
-        plan->ranks[r].batch = (int)len;
-        plan->ranks[r].grad_scale = (double)len / plan->global_batch;
-        plan->ranks[r].updates = true;
-        all[r] = r;
-    }
-    int world = dt_plan_add_group(plan, p, all), leaders = -1;
-    if (world < 0 || (s == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
-                      node_groups(plan, p, node_group, &leaders))) {
-        rc = DT_ENOMEM;
-        goto done;
-    }
-
-    const long P = model->total_params;
-    for (int r = 0; r < p && !rc; r++) {
-        struct dt_rank_plan *rp = &plan->ranks[r];
-        int n_handles = 0;
-        rc = compute_and_buckets(plan, r, world, &n_handles);
-        double comm = 0; /* receive buffers the algorithm needs */
-        switch (s) {
-        case DT_STRAT_SEQUENTIAL:
-            break;
-        case DT_STRAT_REDUCE_BCAST_LINEAR:
-        case DT_STRAT_REDUCE_BCAST_BINOMIAL: {
-            enum dt_coll_alg a = s == DT_STRAT_REDUCE_BCAST_LINEAR ? DT_ALG_LINEAR
-                                                                    : DT_ALG_BINOMIAL;
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_BCAST, a, world, 0, DT_BUF_GRADS, 0, P));
-            comm = (a == DT_ALG_LINEAR && r == 0 ? p - 1 : 1) * (double)P * 4;
-            break;
-        }
-        case DT_STRAT_ALLREDUCE_RING:
-        case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
-        case DT_STRAT_ALLREDUCE_RABENSEIFNER:
-        case DT_STRAT_ALLREDUCE_LIBRARY:
-            if (n_handles == 0 && !rc)
-                rc = push(plan, r, coll(DT_COLL_ALLREDUCE, allreduce_alg(s), world, 0,
-                                        DT_BUF_GRADS, 0, P));
-            for (int h = 0; h < n_handles && !rc; h++)
-                rc = push(plan, r, (struct dt_op){.kind = DT_OP_WAIT, .handle = h});
-            comm = (s == DT_STRAT_ALLREDUCE_RING ? 1.0 / p : 1.0) * (double)P * 4;
-            break;
-        case DT_STRAT_ALLREDUCE_HIERARCHICAL: {
-            const struct dt_group *ng = &plan->groups[node_group[r]];
-            bool leader = group_index(ng, r) == 0;
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_REDUCE, DT_ALG_BINOMIAL, node_group[r], 0,
-                                        DT_BUF_GRADS, 0, P));
-            if (!rc && leader)
-                rc = push(plan, r, coll(DT_COLL_ALLREDUCE, DT_ALG_RING, leaders, 0,
-                                        DT_BUF_GRADS, 0, P));
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_BCAST, DT_ALG_BINOMIAL, node_group[r], 0,
-                                        DT_BUF_GRADS, 0, P));
-            comm = (double)P * 4;
-            break;
-        }
-        case DT_STRAT_PS_CENTRAL:
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_REDUCE, DT_ALG_LINEAR, world, 0, DT_BUF_GRADS,
-                                        0, P));
-            if (!rc && r == 0)
-                rc = push(plan, r, (struct dt_op){.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE,
-                                                  .layer = -1,
-                                                  .region = {DT_BUF_PARAMS, 0, P}});
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_BCAST, DT_ALG_LINEAR, world, 0, DT_BUF_PARAMS,
-                                        0, P));
-            rp->updates = r == 0;
-            comm = (r == 0 ? p - 1 : 0) * (double)P * 4;
-            break;
-        case DT_STRAT_PS_SHARDED: {
-            long off, len;
-            dt_chunk(P, p, r, &off, &len);
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT, world, 0,
-                                        DT_BUF_GRADS, 0, P));
-            if (!rc)
-                rc = push(plan, r, (struct dt_op){.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE,
-                                                  .layer = -1,
-                                                  .region = {DT_BUF_PARAMS, off, len}});
-            if (!rc)
-                rc = push(plan, r, coll(DT_COLL_ALLGATHER, DT_ALG_DIRECT, world, 0,
-                                        DT_BUF_PARAMS, 0, P));
-            comm = (double)(p - 1) * len * 4;
-            break;
-        }
-        default:
-            break;
-        }
-        /* Every strategy but the parameter servers updates the whole model on every rank. */
-        if (!rc && s != DT_STRAT_PS_CENTRAL && s != DT_STRAT_PS_SHARDED)
-            rc = push(plan, r, (struct dt_op){.kind = DT_OP_COMPUTE, .phase = DT_PH_UPDATE,
-                                              .layer = -1, .region = {DT_BUF_PARAMS, 0, P}});
-        plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
-        rp->mem_weights = (double)P * 4;
-        rp->mem_grads = (double)P * 4;
-        double opt_floats = 2.0 * P; /* Adam's two moments */
-        if (s == DT_STRAT_PS_CENTRAL)
-            opt_floats = r == 0 ? 2.0 * P : 0;
-        if (s == DT_STRAT_PS_SHARDED) {
-            long off, len;
-            dt_chunk(P, p, r, &off, &len);
-            opt_floats = 2.0 * len;
-        }
-        rp->mem_optimizer = opt_floats * 4;
-        rp->mem_activations = model->act_bytes * rp->batch;
-        rp->mem_comm = comm;
-    }
-done:
-    free(node_group);
-    free(all);
+    plan->opt.accumulate = K;
+    int rc = registry[s].pipeline ? dtc_compile_pipeline(plan, err)
+                                  : dtc_compile_data_parallel(plan, err);
+    if (!rc)
+        rc = dt_plan_check(plan, err);
     if (rc) {
         dt_plan_destroy(plan);
-        return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
+        return rc;
     }
     *out = plan;
     return DT_OK;

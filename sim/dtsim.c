@@ -31,16 +31,20 @@ struct row {
     double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
     double speedup, efficiency;
     long events, flows;
+    /* pipelines: stages, micro-batches, idle share, per-stage compute and activations */
+    int stages, micro_batches, chunks;
+    double bubble;
+    double *stage_compute_s, *stage_act_B;
+    int *stage_first;   /* first layer of each stage's first chunk */
 };
 
 struct options {
     const char *topology, *model, *trace, *output;
     bool strategies[DT_STRAT_COUNT];
     bool strategies_given;
-    int batch, epochs;
+    struct dt_plan_options par;   /* the parallel config (batch, scaling, buckets, pipelines) */
+    int epochs;
     long dataset_size;
-    enum dt_scaling scaling;
-    double bucket_bytes;
     enum format format;
     bool summary, dump_plan, detect;
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
@@ -77,11 +81,8 @@ static void usage(FILE *out)
         "  -m, --model FILE         network description (default: %s)\n"
         "      --summary            print the model's layer table and exit\n"
         "  -s, --strategy LIST      comma-separated strategies (default: all that fit)\n"
-        "  -b, --batch N            batch: per device (weak) or global (strong) (default 128)\n"
-        "      --scaling weak|strong  fixed per-device batch, or fixed global batch (default weak)\n"
         "  -e, --epochs N           epochs (default 1)\n"
         "      --dataset-size N     training samples per epoch (default 60000)\n"
-        "      --bucket SIZE        gradient buckets (e.g. '25 MiB') overlapped with backward\n"
         "      --calibration FILE   cost parameters fitted by dtvalidate; epoch times then get\n"
         "                           a 95%% prediction interval\n"
         "  -f, --format table|csv|json  output format (default table)\n"
@@ -91,7 +92,9 @@ static void usage(FILE *out)
         "      --dump-plan          print each strategy's plan (per-rank ops) and exit\n"
         "  -h, --help               this help\n"
         "  -V, --version            version\n\n"
-        "Strategies:\n", DEFAULT_MODEL);
+        "Parallel config (shared with dtexec):\n", DEFAULT_MODEL);
+    dt_parallel_usage(out);
+    fprintf(out, "\nStrategies:\n");
     for (int s = 0; s < DT_STRAT_COUNT; s++)
         fprintf(out, "  %-20s %s\n", dt_strategy_name(s), dt_strategy_description(s));
 }
@@ -158,19 +161,27 @@ static int parse_sweep(struct options *o, const char *spec)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    static const struct option longopts[] = {
+    static const struct option own[] = {
         {"topology", required_argument, NULL, 't'}, {"model", required_argument, NULL, 'm'},
-        {"strategy", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'},
-        {"scaling", required_argument, NULL, 'S'},  {"epochs", required_argument, NULL, 'e'},
+        {"strategy", required_argument, NULL, 's'}, {"epochs", required_argument, NULL, 'e'},
         {"dataset-size", required_argument, NULL, 'D'},
-        {"bucket", required_argument, NULL, 'B'},   {"format", required_argument, NULL, 'f'},
+        {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},   {"trace", required_argument, NULL, 'T'},
         {"sweep", required_argument, NULL, 'w'},    {"summary", no_argument, NULL, 'y'},
         {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
-        {"calibration", required_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0}};
+        {"calibration", required_argument, NULL, 'C'}};
+    /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
+    struct option longopts[64];
+    const struct option *par = dt_parallel_longopts();
+    int n_opts = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        longopts[n_opts++] = own[i];
+    for (int i = 0; par[i].name; i++)
+        longopts[n_opts++] = par[i];
+    longopts[n_opts] = (struct option){NULL, 0, NULL, 0};
     long v;
+    struct dt_error perr;
     int c;
     bool sweeping = false;
     opterr = 0;
@@ -192,17 +203,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         }
         case 'b':
-            if (parse_count("--batch", optarg, 1 << 24, &v))
+            if (dt_parallel_set(&o->par, "batch", optarg, &perr)) {
+                dt_error_print(prog, &perr);
                 return 2;
-            o->batch = (int)v;
-            break;
-        case 'S':
-            if (strcmp(optarg, "weak") == 0)
-                o->scaling = DT_SCALING_WEAK;
-            else if (strcmp(optarg, "strong") == 0)
-                o->scaling = DT_SCALING_STRONG;
-            else
-                return bad_flag("--scaling", "expected weak or strong, got '%s'", optarg);
+            }
             break;
         case 'e':
             if (parse_count("--epochs", optarg, 1000000, &v))
@@ -214,14 +218,6 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             o->dataset_size = v;
             break;
-        case 'B': {
-            char why[256];
-            if (dt_parse_quantity(optarg, DT_UNIT_BYTES, &o->bucket_bytes, why, sizeof why) ||
-                !(o->bucket_bytes >= 4))
-                return bad_flag("--bucket", "expected a size of at least 4 B such as '25 MiB': %s",
-                                why[0] ? why : optarg);
-            break;
-        }
         case 'f':
             if (strcmp(optarg, "table") == 0)
                 o->format = FMT_TABLE;
@@ -249,6 +245,13 @@ static int parse_args(int argc, char **argv, struct options *o)
             fprintf(stderr, "%s: %s needs a value\n", prog, argv[optind - 1]);
             return 2;
         default:
+            if (c >= 0x400 && c < 0x400 + 64) {
+                if (dt_parallel_set(&o->par, par[c - 0x400].name, optarg, &perr)) {
+                    dt_error_print(prog, &perr);
+                    return 2;
+                }
+                break;
+            }
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, argv[optind - 1]);
             return 2;
         }
@@ -298,13 +301,48 @@ static int load_inputs(const struct options *o, struct dt_model **model,
     return 0;
 }
 
+/* Pipelines: stages, micro-batches, the idle share of the iteration (the bubble), compute and
+ * activation bytes per stage (mean over the stage's replicas, the largest replica). */
+static int pipeline_figures(const struct dt_plan *plan, const struct dt_sim_result *res,
+                            struct row *row)
+{
+    int S = plan->stages;
+    row->stages = S;
+    row->micro_batches = plan->micro_batches;
+    row->bubble = res->iter_s > 0 ? row->idle_s / res->iter_s : 0;
+    row->stage_compute_s = calloc((size_t)S, sizeof *row->stage_compute_s);
+    row->stage_act_B = calloc((size_t)S, sizeof *row->stage_act_B);
+    row->chunks = plan->chunks;
+    row->stage_first = calloc((size_t)(S * plan->chunks), sizeof *row->stage_first);
+    if (!row->stage_compute_s || !row->stage_act_B || !row->stage_first)
+        return DT_ENOMEM;
+    for (int c = 0; c < S * plan->chunks; c++)
+        row->stage_first[c] = plan->chunk_first[c];
+    for (int r = 0; r < plan->n_ranks; r++) {
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        struct dt_memory mem;
+        dt_plan_rank_memory(plan, r, &mem);
+        row->stage_compute_s[rp->stage] += res->rank[r].compute_s / plan->dp;
+        if (mem.activations > row->stage_act_B[rp->stage])
+            row->stage_act_B[rp->stage] = mem.activations;
+    }
+    return DT_OK;
+}
+
+static void row_free(struct row *r)
+{
+    free(r->stage_compute_s);
+    free(r->stage_act_B);
+    free(r->stage_first);
+}
+
 /* Simulates one strategy on one topology shape; fills a row. */
 static int simulate(const struct options *o, const struct dt_model *model,
                     const struct dt_topology *topo, enum dt_strategy s, FILE *trace,
                     int *trace_pid, struct row *row, struct dt_error *err)
 {
-    struct dt_plan_options po = {.strategy = s, .scaling = o->scaling, .batch = o->batch,
-                                 .bucket_bytes = o->bucket_bytes};
+    struct dt_plan_options po = o->par;
+    po.strategy = s;
     struct dt_plan *plan;
     int rc = dt_plan_build(model, topo, &po, &plan, err);
     if (rc)
@@ -347,20 +385,24 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->epoch_hi_s = iters * (calibration_path ? iter_hi : res.iter_s);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
-        const struct dt_rank_plan *rp = &plan->ranks[r];
+        struct dt_memory mem;
+        dt_plan_rank_memory(plan, r, &mem);
         row->compute_s += st->compute_s / plan->n_ranks;
         row->comm_s += st->comm_s / plan->n_ranks;
         row->idle_s += st->idle_s / plan->n_ranks;
-        double total = rp->mem_weights + rp->mem_grads + rp->mem_optimizer +
-                       rp->mem_activations + rp->mem_comm;
-        if (total > row->mem_total) {
-            row->mem_total = total;
-            row->mem_weights = rp->mem_weights;
-            row->mem_grads = rp->mem_grads;
-            row->mem_opt = rp->mem_optimizer;
-            row->mem_act = rp->mem_activations;
-            row->mem_comm = rp->mem_comm;
+        if (mem.total > row->mem_total) {
+            row->mem_total = mem.total;
+            row->mem_weights = mem.weights;
+            row->mem_grads = mem.grads;
+            row->mem_opt = mem.optimizer;
+            row->mem_act = mem.activations + mem.input + mem.state;
+            row->mem_comm = mem.comm;
         }
+    }
+    if (dt_strategy_info(s)->pipeline && (rc = pipeline_figures(plan, &res, row))) {
+        dt_sim_result_free(&res);
+        dt_plan_destroy(plan);
+        return dt_fail(err, rc, NULL, 0, 0, "out of memory");
     }
     row->samples_per_s = plan->global_batch / res.iter_s;
     row->events = res.events;
@@ -382,13 +424,48 @@ static int cmp_rows(const void *a, const void *b)
 
 #define MIB (1024.0 * 1024.0)
 
+/* Under the table: each pipeline's stages, bubble, compute and activations per stage. */
+static void print_pipelines(FILE *out, const struct dt_model *m, const struct row *rows, int n)
+{
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (!r->stages)
+            continue;
+        if (!any)
+            fprintf(out, "\nPipelines (bubble: idle share of the iteration; per stage: its layers, "
+                         "compute (ms), activations (MiB)):\n");
+        any = true;
+        fprintf(out, "%-20s %2d stages x %2d micro-batches, bubble %5.1f %%:", 
+                dt_strategy_name(r->strategy), r->stages, r->micro_batches, 100 * r->bubble);
+        int C = r->stages * r->chunks;
+        for (int s = 0; s < r->stages; s++) {
+            fputs(s ? " |" : "", out);
+            for (int c = s; c < C; c += r->stages)
+                fprintf(out, "%s%d-%d", c == s ? " " : ",", r->stage_first[c],
+                        c + 1 < C ? r->stage_first[c + 1] - 1 : m->n_layers - 1);
+            fprintf(out, " %.3f %.1f", r->stage_compute_s[s] * 1e3, r->stage_act_B[s] / MIB);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* Per-stage figures as "a;b;c" for CSV and JSON arrays. */
+static void stage_list(char *buf, size_t len, const double *v, int n, const char *sep)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int s = 0; s < n && k < len; s++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%.9g", s ? sep : "", v[s]);
+}
+
 static void print_table(FILE *out, const struct options *o, const struct dt_model *m,
                         const struct dt_topology *t, const struct row *rows, int n)
 {
     fprintf(out, "model %s (%ld parameters), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
-            m->name, m->total_params, t->name, o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            o->batch, o->scaling == DT_SCALING_WEAK ? "per device" : "global", o->dataset_size,
+            m->name, m->total_params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device" : "global", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
     int shape_n = -1, shape_p = -1;
     for (int i = 0; i < n; i++) {
@@ -424,6 +501,7 @@ static void print_table(FILE *out, const struct options *o, const struct dt_mode
                 r->mem_grads / MIB, r->mem_opt / MIB, r->mem_act / MIB, r->mem_comm / MIB,
                 r->mem_total / MIB);
     }
+    print_pipelines(out, m, rows, n);
     if (calibration_path)
         fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs; 95%% prediction interval "
                      "from the parameters' covariance and the fit's residual spread)\n",
@@ -440,18 +518,23 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
     fprintf(out, "model,topology,nodes,ppn,ranks,strategy,scaling,batch,global_batch,epochs,"
                  "epoch_s,iter_s,compute_s,comm_s,idle_s,samples_per_s,mem_weights_B,"
                  "mem_grads_B,mem_optimizer_B,mem_activations_B,mem_comm_B,mem_total_B,"
-                 "speedup,efficiency,events,flows%s\n",
+                 "speedup,efficiency,events,flows,stages,micro_batches,bubble,stage_compute_s,"
+                 "stage_activations_B%s\n",
             calibration_path ? ",epoch_low_s,epoch_high_s" : "");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         fprintf(out, "%s,%s,%d,%d,%d,%s,%s,%d,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.0f,%.0f,"
                      "%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%ld,%ld",
                 m->name, t->name, r->nodes, r->ppn, r->ranks, dt_strategy_name(r->strategy),
-                o->scaling == DT_SCALING_WEAK ? "weak" : "strong", o->batch, r->global_batch,
+                o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", o->par.batch, r->global_batch,
                 o->epochs, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s,
                 r->idle_s, r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt,
                 r->mem_act, r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events,
                 r->flows);
+        char sc[4096], sa[4096];
+        stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ";");
+        stage_list(sa, sizeof sa, r->stage_act_B, r->stages, ";");
+        fprintf(out, ",%d,%d,%.6g,%s,%s", r->stages, r->micro_batches, r->bubble, sc, sa);
         if (calibration_path)
             fprintf(out, ",%.9g,%.9g", r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
         fputc('\n', out);
@@ -464,26 +547,34 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
     fprintf(out, "{\n  \"model\": \"%s\", \"parameters\": %ld, \"topology\": \"%s\",\n"
                  "  \"scaling\": \"%s\", \"batch\": %d, \"dataset_size\": %ld, \"epochs\": %d,\n"
                  "  \"results\": [\n",
-            m->name, m->total_params, t->name, o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            o->batch, o->dataset_size, o->epochs);
+            m->name, m->total_params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            o->par.batch, o->dataset_size, o->epochs);
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
-        char iv[128] = "";
+        char iv[128] = "", pj[8400] = "";
         if (calibration_path)
             snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
                      r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
+        if (r->stages) {
+            char sc[4096], sa[4096];
+            stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ", ");
+            stage_list(sa, sizeof sa, r->stage_act_B, r->stages, ", ");
+            snprintf(pj, sizeof pj, ", \"stages\": %d, \"micro_batches\": %d, \"bubble\": %.6g, "
+                     "\"stage_compute_s\": [%s], \"stage_activations_B\": [%s]", r->stages,
+                     r->micro_batches, r->bubble, sc, sa);
+        }
         fprintf(out, "    {\"strategy\": \"%s\", \"nodes\": %d, \"ppn\": %d, \"ranks\": %d, "
                      "\"global_batch\": %d, \"epoch_s\": %.9g, \"iter_s\": %.9g, "
                      "\"compute_s\": %.9g, \"comm_s\": %.9g, \"idle_s\": %.9g, "
                      "\"samples_per_s\": %.9g, \"memory_B\": {\"weights\": %.0f, "
                      "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
                      "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
-                     "\"events\": %ld, \"flows\": %ld%s}%s\n",
+                     "\"events\": %ld, \"flows\": %ld%s%s}%s\n",
                 dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
                 r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
                 r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
                 r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows, iv,
-                i + 1 < n ? "," : "");
+                pj, i + 1 < n ? "," : "");
     }
     fprintf(out, "  ]\n}\n");
 }
@@ -496,17 +587,25 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     struct dt_error err;
     dt_error_clear(&err);
     /* Baseline for speedup: the same per-device work on one device. */
-    struct row base;
+    struct row base = {0};
+    struct options seq = *o; /* one device: the parallel config without pipelines */
+    struct dt_plan_options *q = &seq.par;
+    q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = 0;
+    q->grad_alg_given = false;
+    q->bucket_bytes = 0;
     int rc = o->dump_plan ? DT_OK
-                          : simulate(o, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid, &base,
-                                     &err);
+                          : simulate(&seq, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid,
+                                     &base, &err);
     if (rc) {
         dt_error_print(prog, &err);
         return 2;
     }
     for (int s = 0; s < DT_STRAT_COUNT; s++) {
-        char why[256];
-        bool fits = dt_strategy_fits(s, topo, topo->n_ranks, why, sizeof why);
+        char why[512];
+        struct dt_plan_options po = o->par;
+        po.strategy = s;
+        bool fits = dt_strategy_fits_options(&po, model, topo, dt_plan_ranks(&po, topo), why,
+                                             sizeof why);
         if (!o->strategies_given && (!fits || (s == DT_STRAT_SEQUENTIAL && topo->n_ranks > 1)))
             continue;
         if (o->strategies_given && !o->strategies[s])
@@ -542,7 +641,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
         /* Speedup in throughput against one device with the baseline's batch. */
         r->speedup = r->samples_per_s / base.samples_per_s;
         r->efficiency = r->speedup / r->ranks;
-        if (o->scaling == DT_SCALING_STRONG) {
+        if (o->par.scaling == DT_SCALING_STRONG) {
             r->speedup = base.iter_s > 0 ? (base.epoch_s / r->epoch_s) : 0;
             r->efficiency = r->speedup / r->ranks;
         }
@@ -553,8 +652,8 @@ static int run_shape(const struct options *o, const struct dt_model *model,
 
 int main(int argc, char **argv)
 {
-    struct options o = {.model = DEFAULT_MODEL, .batch = 128, .epochs = 1,
-                        .dataset_size = 60000, .scaling = DT_SCALING_WEAK};
+    struct options o = {.model = DEFAULT_MODEL, .epochs = 1, .dataset_size = 60000};
+    dt_plan_options_init(&o.par);
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
@@ -639,6 +738,8 @@ done:
         fprintf(stderr, "%s: --output %s: %s\n", prog, o.output, strerror(errno));
         rc = 1;
     }
+    for (int i = 0; i < n_rows; i++)
+        row_free(&rows[i]);
     free(rows);
     dt_topology_destroy(topo);
     dt_model_destroy(model);

@@ -1,8 +1,11 @@
 /* Plays a plan: each rank walks its ops; compute ops occupy the rank's device; a collective
  * runs the rounds of its algorithm (dt_coll_schedule) as flows between the ranks' endpoints;
  * a SEND or RECV is a one-round activity of its own (dt_schedule_p2p), matched as MPI does:
- * by source, destination and tag, in order. Sends are eager: the flow starts when the SEND
- * is posted, and a message that arrives before its RECV waits in the mailbox. */
+ * by source, destination and tag, in order. As MPI does, a SEND up to the eager limit
+ * (cost parameter eager_bytes) moves as soon as it is posted, and a message that arrives
+ * before its RECV waits in the mailbox; a larger one (rendezvous) moves only once its RECV is
+ * posted, so a plan whose blocking sends wait for each other deadlocks here as under MPI,
+ * and the error names the rank and op where it stopped. */
 #include "player.h"
 
 #include <limits.h>
@@ -37,6 +40,7 @@ struct activity {
     long sum_floats;         /* floats to add after the round */
     bool posted;             /* the current round's receives are posted (not summing) */
     bool done;
+    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
     double t_round, latest_sender_start;
 };
 
@@ -194,6 +198,53 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
 
 static int finish_round(struct player *p, int ai);
 
+static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
+{
+    struct activity *a = &p->acts[ai];
+    int peer = peer_rank(p, a, x);
+    if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    p->flows[p->n_flows] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
+    int route[DT_SIM_MAX_HOPS];
+    int hops = dt_simnet_route(&p->net, a->rank, peer, route);
+    double bytes = 4.0 * x->count;
+    p->res->rank[a->rank].bytes_sent += bytes;
+    int rc = dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
+                         make_tag(TAG_FLOW, (uint32_t)p->n_flows), p->err);
+    p->n_flows++;
+    return rc;
+}
+
+/* The activity of the message's other side: the receive a SEND matches, or the SEND a
+ * receive matches (same group, which names tag and source, and place in their order). */
+static int other_side(const struct player *p, const struct activity *a, int peer)
+{
+    for (int bi = p->n_acts - 1; bi >= 0; bi--) {
+        const struct activity *b = &p->acts[bi];
+        if (b->p2p && b->rank == peer && b->group == a->group && b->seq == a->seq && b != a)
+            return bi;
+    }
+    return -1;
+}
+
+static bool receive_posted(const struct player *p, const struct activity *a)
+{
+    return other_side(p, a, a->s.xfers[0].peer) >= 0;
+}
+
+/* A receive was posted: a rendezvous SEND waiting for it starts moving. */
+static int release_rendezvous(struct player *p, int ai)
+{
+    struct activity *a = &p->acts[ai];
+    if (!a->p2p || a->s.n_xfers < 1 || a->s.xfers[0].send)
+        return DT_OK;
+    int si = other_side(p, a, a->s.xfers[0].peer);
+    if (si < 0 || !p->acts[si].rdv_wait)
+        return DT_OK;
+    p->acts[si].rdv_wait = false;
+    return start_flow(p, si, &p->acts[si].s.xfers[0]);
+}
+
 /* Posts the current round of activity ai: starts its sends, consumes delivered messages. */
 static int post_round(struct player *p, int ai)
 {
@@ -206,21 +257,15 @@ static int post_round(struct player *p, int ai)
     a->latest_sender_start = a->t_round;
     for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
-        int peer = peer_rank(p, a, x);
         if (x->sum)
             a->sum_floats += x->count;
         if (!x->send)
             continue;
-        if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
-            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        p->flows[p->n_flows] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
-        int route[DT_SIM_MAX_HOPS];
-        int hops = dt_simnet_route(&p->net, a->rank, peer, route);
-        double bytes = 4.0 * x->count;
-        p->res->rank[a->rank].bytes_sent += bytes;
-        int rc = dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
-                             make_tag(TAG_FLOW, (uint32_t)p->n_flows), p->err);
-        p->n_flows++;
+        if (a->p2p && 4.0 * x->count > p->cp->eager_bytes && !receive_posted(p, a)) {
+            a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
+            continue;
+        }
+        int rc = start_flow(p, ai, x);
         if (rc)
             return rc;
     }
@@ -311,7 +356,8 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         a->done = true;
         return DT_OK;
     }
-    return post_round(p, ai);
+    rc = post_round(p, ai);
+    return rc ? rc : release_rendezvous(p, ai);
 }
 
 /* Accounts a blocked interval: idle until the last sender started, communication after. */
@@ -339,11 +385,14 @@ static int advance(struct player *p, int rank)
         r->op_start = now;
         switch (op->kind) {
         case DT_OP_COMPUTE:
-        case DT_OP_LOAD: {
-            double d = op->kind == DT_OP_LOAD
-                           ? op->bytes /
-                                 fmax(dt_cost_mem_bw(&p->cpr[rank], device_of(p, rank)), 1)
-                           : dt_cost_compute(&p->cpr[rank], device_of(p, rank), m, op);
+        case DT_OP_LOAD:
+        case DT_OP_UPDATE:
+        case DT_OP_ZERO:
+        case DT_OP_COPY:
+        case DT_OP_LOSS: {
+            double d = dt_cost_op(&p->cpr[rank], device_of(p, rank), m, op);
+            if (op->kind == DT_OP_LOSS && d <= 0) /* folded into the last forward: no event */
+                break;
             r->blocked = true;
             r->wait_act = -1;
             r->block_t = now;
@@ -530,15 +579,12 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
                                 "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
                     opt->trace_pid, r, r);
     }
-    /* Every rank starts with the per-iteration framework overhead and clears its gradients. */
+    /* Every rank starts with the per-iteration framework overhead (its ZERO op clears the
+     * gradients). */
     for (int r = 0; r < n && !rc; r++) {
         p.rs[r].blocked = true;
         p.rs[r].pc = -1;
-        rc = dt_sim_timer(p.sim,
-                          cp->iter_overhead_s +
-                              dt_cost_grad_reset(&p.cpr[r], device_of(&p, r),
-                                                 plan->model ? plan->model->total_params : 0),
-                          (uint64_t)r, err);
+        rc = dt_sim_timer(p.sim, cp->iter_overhead_s, (uint64_t)r, err);
     }
     struct dt_sim_completion c;
     while (!rc && (rc = dt_sim_next(p.sim, &c, err)) == DT_OK && c.kind != DT_SIM_END) {
@@ -555,10 +601,20 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         }
     }
     for (int r = 0; r < n && !rc; r++) {
-        if (p.rs[r].pc < plan->ranks[r].n_ops)
+        if (p.rs[r].pc < plan->ranks[r].n_ops) {
+            char buf[128];
+            const struct dt_op *op = &plan->ranks[r].ops[p.rs[r].pc];
+            const struct dt_op *at = op->kind == DT_OP_WAIT && p.rs[r].handle_act[op->handle] >= 0
+                                         ? &plan->ranks[r].ops[p.acts[p.rs[r].handle_act[op->handle]].op]
+                                         : op;
             rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
-                         "deadlock: rank %d stopped at op %d of %d (%s)", r, p.rs[r].pc,
-                         plan->ranks[r].n_ops, dt_strategy_name(plan->strategy));
+                         "deadlock: rank %d stopped at op %d of %d (%s%s%s, peer %d) of the %s "
+                         "plan", r, p.rs[r].pc, plan->ranks[r].n_ops,
+                         dt_op_name(plan, op, buf, sizeof buf), at != op ? " of a " : "",
+                         at != op ? (at->kind == DT_OP_SEND ? "send" : at->kind == DT_OP_RECV ? "recv" : "collective") : "",
+                         at->kind == DT_OP_SEND || at->kind == DT_OP_RECV ? at->peer : -1,
+                         dt_strategy_name(plan->strategy));
+        }
         if (res->rank[r].end_s > res->iter_s)
             res->iter_s = res->rank[r].end_s;
     }

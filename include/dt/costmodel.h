@@ -40,6 +40,9 @@ struct dt_cost_params {
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
+    double eager_bytes;                /* point-to-point messages up to this size move at once
+                                          (MPI's eager protocol); larger ones wait for their
+                                          receive (rendezvous). Default 64 KiB */
 };
 
 const char *dt_op_class_name(enum dt_op_class c);
@@ -84,9 +87,15 @@ double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_devic
 void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_spec *dev, int k,
                        struct dt_cost_params *out);
 
-/* Seconds a compute op takes on dev. */
+/* Seconds a COMPUTE or UPDATE op takes on dev. */
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op);
+
+/* Seconds a local op takes on dev: COMPUTE and UPDATE as dt_cost_compute, ZERO as clearing
+ * its region (dt_cost_grad_reset), COPY as a pass over it (a sum: dt_cost_reduce), LOAD as
+ * its bytes at mem_bw; LOSS costs nothing of its own (the last layer's forward includes it). */
+double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                  const struct dt_model *m, const struct dt_op *op);
 
 /* Seconds to sum `floats` received floats into a buffer on dev. */
 double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,

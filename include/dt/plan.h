@@ -1,14 +1,26 @@
-/* The plan: the seam between simulation and execution.
+/* The plan: the seam between simulation and execution (DESIGN.md, "Plan v2").
  *
- * A strategy compiles (model, topology, batch settings, options) into, for every rank, the
- * ordered ops of ONE training iteration. dtsim gives each op a cost and plays all ranks as
- * discrete events; dtexec walks the same ops with real kernels and MPI. Nothing about a
- * strategy lives elsewhere.
+ * A strategy compiles (model, topology, parallel config) into, for every rank:
+ *   - a BUFFER TABLE: every allocation the rank makes (parameters, gradients, optimizer state,
+ *     activations as slots x rows, activation gradients, kept state, input staging, receive
+ *     buffers), each with a dtype; dtexec allocates exactly these and dtsim's memory figure is
+ *     their sum (dt_plan_rank_memory);
+ *   - a LAYER VIEW: which layers the rank runs, where each one's parameters start in the
+ *     rank's own (packed) parameter buffer; shard fields for tensor parallelism come later;
+ *   - a STEP PROGRAM and an EVAL PROGRAM: ordered ops. What used to be implicit (when
+ *     gradients are zeroed, where the loss is seeded, which rows a micro-batch uses) is an op
+ *     both executors see;
+ *   - its data-parallel index and count (which shard of the data it reads: the stages of one
+ *     pipeline read the same samples) and the group of ranks that must end a step with equal
+ *     parameters (its replicas).
+ * dtsim gives each op a cost and plays all ranks as discrete events; dtexec walks the same ops
+ * with real kernels and MPI. Nothing about a strategy lives elsewhere.
  *
- * Ops of one rank run in program order. A non-blocking op (COLL or SEND/RECV with
- * nonblocking=true) starts at its place and completes at the WAIT that names its handle.
- * A region is (buffer, first float, floats): it tells the simulator how many bytes move and
- * the executor which floats to move.
+ * Ops of one rank run in program order. A non-blocking op (COLL, SEND or RECV with
+ * nonblocking) starts at its place and completes at the WAIT that names its handle. A region
+ * is (buffer, first element, elements[, layer]): it tells the simulator how many bytes move
+ * and the executor which elements. Activation regions (ACT, DACT) name their layer; their
+ * offset is in elements of that layer's buffer (row x the layer's output size).
  */
 #ifndef DT_PLAN_H
 #define DT_PLAN_H
@@ -21,20 +33,59 @@
 #include "dt/model.h"
 #include "dt/topology.h"
 
-enum dt_buf { DT_BUF_PARAMS, DT_BUF_GRADS, DT_BUF_COUNT };
+enum dt_dtype { DT_TYPE_F32, DT_TYPE_BF16, DT_TYPE_F16, DT_TYPE_I32, DT_TYPE_COUNT };
+size_t dt_dtype_size(enum dt_dtype t);
+const char *dt_dtype_name(enum dt_dtype t);
+
+enum dt_buf {
+    DT_BUF_PARAMS,  /* the rank's parameters: its layers' in model order, packed */
+    DT_BUF_GRADS,   /* their gradients, same layout */
+    DT_BUF_OPT,     /* optimizer state of the parameters it updates: per moment one block */
+    DT_BUF_STATE,   /* non-trained state of its layers (batchnorm running statistics) */
+    DT_BUF_ACT,     /* one layer's outputs: rows x output size (region names the layer) */
+    DT_BUF_DACT,    /* their gradients */
+    DT_BUF_KEEP,    /* what its layers keep for backward besides outputs (masks, statistics,
+                       caches, argmax): floats and ints per row */
+    DT_BUF_INPUT,   /* loaded samples and labels: rows */
+    DT_BUF_COMM,    /* receive buffers of collectives and of summing receives */
+    DT_BUF_COUNT
+};
+const char *dt_buf_name(enum dt_buf b);
+
+/* One allocation of a rank. */
+struct dt_buffer {
+    enum dt_buf kind;
+    enum dt_dtype dtype;
+    int layer;      /* ACT, DACT, KEEP: the layer; -1 otherwise */
+    double elems;
+};
 
 struct dt_region {
     enum dt_buf buf;
-    long offset; /* first float */
-    long count;  /* floats */
+    long offset;    /* first element */
+    long count;     /* elements */
+    int layer;      /* ACT/DACT: the layer */
 };
 
-enum dt_op_kind { DT_OP_COMPUTE, DT_OP_SEND, DT_OP_RECV, DT_OP_COLL, DT_OP_WAIT, DT_OP_LOAD };
+enum dt_op_kind {
+    DT_OP_COMPUTE,  /* forward or backward of one layer on rows [slot x rows, +samples) */
+    DT_OP_SEND,     /* region to peer, with tag */
+    DT_OP_RECV,     /* region from peer, with tag (sum: add instead of overwrite) */
+    DT_OP_COLL,     /* collective over a group: src region (dst: out of place, or count 0) */
+    DT_OP_WAIT,     /* completes a non-blocking op */
+    DT_OP_LOAD,     /* copies rows [row0, row0 + samples) of this rank's step batch into the
+                       input slot */
+    DT_OP_ZERO,     /* zeroes a region */
+    DT_OP_LOSS,     /* loss of a micro-batch on the last layer; seeds its gradient with
+                       1/scale per sample (scale: the step's samples over all replicas) */
+    DT_OP_UPDATE,   /* optimizer step over a params region (its grads at the same offsets,
+                       its optimizer state at dst.offset of each moment's block) */
+    DT_OP_COPY      /* region to dst (sum: add) */
+};
 
 enum dt_phase {
-    DT_PH_FORWARD,          /* layer forward (the last layer includes the loss) */
-    DT_PH_BACKWARD,         /* layer backward: data (if needed) and weights */
-    DT_PH_UPDATE            /* optimizer step over `region` of the parameters */
+    DT_PH_FORWARD,          /* layer forward */
+    DT_PH_BACKWARD          /* layer backward: data (if needed) and weights */
 };
 
 enum dt_coll_kind { DT_COLL_ALLREDUCE, DT_COLL_REDUCE, DT_COLL_BCAST, DT_COLL_REDUCE_SCATTER,
@@ -54,19 +105,25 @@ enum dt_coll_alg {
 struct dt_op {
     enum dt_op_kind kind;
     enum dt_phase phase;     /* COMPUTE */
-    int layer;               /* COMPUTE: layer index; -1 for UPDATE */
-    int samples;             /* COMPUTE, LOAD: samples of this rank's (micro-)batch */
+    int layer;               /* COMPUTE, LOSS: layer index (global); -1 otherwise */
+    int samples;             /* COMPUTE, LOAD, LOSS: rows of the micro-batch */
+    int micro;               /* micro-batch index within the step (0 without micro-batches) */
+    int slot;                /* activation / input slot: rows [slot x slot_rows, +samples) */
+    int row0;                /* LOAD: first row of the step batch */
     int peer;                /* SEND/RECV: the other rank */
     int tag;                 /* SEND/RECV */
-    bool sum;                /* RECV: add into the region instead of overwriting */
-    struct dt_region region; /* SEND/RECV/COLL/UPDATE */
+    bool sum;                /* RECV, COPY: add into the destination instead of overwriting */
+    struct dt_region region; /* SEND/RECV/COLL/UPDATE/ZERO/COPY: source (or the region) */
+    struct dt_region dst;    /* COLL/COPY: destination (COLL: count 0 = in place);
+                                UPDATE: offset of its optimizer state */
     enum dt_coll_kind coll;  /* COLL */
     enum dt_coll_alg alg;    /* COLL */
     int group;               /* COLL: index into plan->groups */
     int root;                /* COLL reduce/bcast: index of the root within the group */
     bool nonblocking;        /* COLL/SEND/RECV: completes at a WAIT */
-    int handle;              /* non-blocking op: its handle (unique per rank); WAIT: the one awaited */
-    double bytes;            /* LOAD: bytes of input data copied into the batch */
+    int handle;              /* non-blocking op: its handle (unique per rank); WAIT: awaited */
+    double bytes;            /* LOAD: bytes of input data copied */
+    double scale;            /* LOSS: samples the step's gradient is averaged over */
 };
 
 struct dt_group {
@@ -74,16 +131,44 @@ struct dt_group {
     int *ranks; /* global ranks, in group order */
 };
 
-struct dt_rank_plan {
-    int n_ops, cap_ops;
-    struct dt_op *ops;
-    int batch;              /* samples this rank computes per iteration */
-    double grad_scale;      /* local mean gradient x this before the sum: batch / global batch */
-    bool updates;           /* runs the optimizer (not a parameter-server worker) */
-    /* memory this rank holds (bytes) */
-    double mem_weights, mem_grads, mem_optimizer, mem_activations, mem_comm;
+/* Which layers a rank runs and where their parameters live in its buffer. Shared by the ranks
+ * that run the same layers (plan->views). */
+struct dt_layer_view {
+    bool runs;              /* the rank computes this layer */
+    bool holds;             /* it holds the layer's output: it runs it, or a layer it runs
+                               reads it (a received activation) */
+    bool dact_received;     /* the output's gradient arrives from another rank (overwritten
+                               there, not zeroed by this rank's readers) */
+    long param_offset;      /* first parameter in the rank's packed buffer (runs only) */
+    /* reserved for tensor parallelism: shard kind, index and count */
+    int shard_kind, shard_index, shard_count;
 };
 
+struct dt_program {
+    int n_ops, cap_ops;
+    struct dt_op *ops;
+};
+
+struct dt_rank_plan {
+    int n_ops, cap_ops;         /* the step program: one training step */
+    struct dt_op *ops;
+    struct dt_program eval;     /* the eval program: forward of eval_rows test rows (slot 0) */
+    int view;                   /* index into plan->views */
+    int stage;                  /* pipeline stage (0 without pipelines) */
+    int dp_index, dp_count;     /* data shard: which of how many replicas */
+    int replicas;               /* group of ranks that end a step with equal parameters */
+    int batch;                  /* samples this rank's replica processes per step */
+    int slot_rows, slots;       /* rows of one activation slot, and slots */
+    int eval_rows;              /* rows the eval program handles at a time */
+    long n_params;              /* parameters it holds */
+    long n_updated;             /* parameters it runs the optimizer on */
+    bool first, last;           /* runs the first / last layer (loads inputs / labels) */
+    bool updates;               /* runs an UPDATE op */
+    int n_bufs, cap_bufs;
+    struct dt_buffer *bufs;     /* the buffer table */
+};
+
+/* The strategies (registry in strategy.c: names, descriptions, citations, fits, compile). */
 enum dt_strategy {
     DT_STRAT_SEQUENTIAL,
     DT_STRAT_REDUCE_BCAST_LINEAR,
@@ -95,17 +180,39 @@ enum dt_strategy {
     DT_STRAT_ALLREDUCE_LIBRARY,
     DT_STRAT_PS_CENTRAL,
     DT_STRAT_PS_SHARDED,
+    DT_STRAT_GPIPE,
+    DT_STRAT_NAIVE_MP,
+    DT_STRAT_1F1B,
+    DT_STRAT_INTERLEAVED,
     DT_STRAT_COUNT
 };
 
 enum dt_scaling { DT_SCALING_WEAK, DT_SCALING_STRONG };
+enum dt_optimizer { DT_OPTIM_ADAM, DT_OPTIM_SGD, DT_OPTIM_MOMENTUM, DT_OPTIM_COUNT };
 
+#define DT_MAX_STAGES 256
+
+/* The parallel config: everything that shapes a plan, parsed once (dt_parallel_set) for
+ * dtsim, dtexec, run records and dtvalidate. */
 struct dt_plan_options {
     enum dt_strategy strategy;
     enum dt_scaling scaling;
-    int batch;              /* weak: per rank; strong: global */
+    int batch;              /* weak: per replica per micro-batch; strong: global per step */
     double bucket_bytes;    /* > 0: gradient buckets of this size, overlapped with backward */
     int n_ranks;            /* ranks to use; 0 = all ranks of the topology */
+    int accumulate;         /* micro-batches accumulated per step by data parallelism (1) */
+    int dp;                 /* pipelines: data-parallel replicas (0 = ranks / stages) */
+    int pp;                 /* pipelines: stages (0 = 2) */
+    int chunks;             /* interleaved: model chunks per stage (0 = 2) */
+    int micro_batches;      /* pipelines: micro-batches per step (0 = stages; naive-mp: 1) */
+    enum dt_coll_alg grad_alg; /* pipelines: replicas' allreduce (0 = linear means ring) */
+    bool grad_alg_given;
+    int n_stage_cuts;       /* --stages: first layer of each stage after the first */
+    int stage_cuts[DT_MAX_STAGES];
+    enum dt_optimizer optimizer;
+    /* reserved for the next issues: tensor parallelism, ZeRO, precision */
+    int tp, zero;
+    enum dt_dtype precision;
 };
 
 struct dt_plan {
@@ -117,23 +224,63 @@ struct dt_plan {
     struct dt_rank_plan *ranks;
     int n_groups;
     struct dt_group *groups;
-    int global_batch;
+    int n_views;
+    struct dt_layer_view **views;       /* n_views x model->n_layers */
+    int global_batch;                   /* samples per step, all replicas */
+    int stages, chunks, micro_batches, dp;
+    int *chunk_first;                   /* stages x chunks + 1: first layer of each chunk */
     double lr_scale;        /* learning rate factor (seed 002: x processes under weak scaling) */
     int next_handle;
 };
 
+/* ---- the registry ---- */
+struct dt_strategy_info {
+    const char *name;
+    const char *description;
+    const char *citation;
+    bool pipeline;          /* takes --pp/--micro-batches/--dp */
+    bool data_parallel;     /* synchronises replicas of the whole model */
+};
+const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s);
 const char *dt_strategy_name(enum dt_strategy s);
 const char *dt_strategy_description(enum dt_strategy s);
-/* Parses a strategy name ("ring", "reduce-bcast", ...); -1 if unknown. */
+/* Parses a strategy name ("ring", "gpipe", ...); -1 if unknown. */
 int dt_strategy_parse(const char *name);
 const char *dt_coll_kind_name(enum dt_coll_kind k);
 const char *dt_coll_alg_name(enum dt_coll_alg a);
 const char *dt_phase_name(enum dt_phase p);
+const char *dt_optimizer_name(enum dt_optimizer o);
+/* Optimizer state elements per updated parameter: Adam 2, momentum 1, SGD 0. */
+int dt_optimizer_moments(enum dt_optimizer o);
 
-/* Whether the strategy can run on n ranks of topo (e.g. data parallel needs >= 2 ranks,
- * hierarchical needs >= 2 nodes). why says why not. */
+/* Default options (weak scaling, batch 128, ring for pipelines' replicas, Adam). */
+void dt_plan_options_init(struct dt_plan_options *o);
+
+/* Sets one parallel-config option from its flag's text ("--pp", "4"); the flag names are
+ * those of dtsim and dtexec. Returns 1 if `flag` is not a parallel-config flag, 0 when set,
+ * DT_EINPUT with err naming the flag on a bad value. */
+int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *value,
+                    struct dt_error *err);
+/* The getopt long options of the parallel config (terminated by a zero entry); each has
+ * has_arg = required_argument and val = 0x400 + index. */
+struct option;
+const struct option *dt_parallel_longopts(void);
+/* One line per parallel-config flag for --help. */
+void dt_parallel_usage(FILE *out);
+/* Writes "key=value" pairs of the config that differ from the defaults, e.g.
+ * "pp=2 micro-batches=4" (empty for plain data parallelism). */
+void dt_parallel_format(const struct dt_plan_options *o, char *buf, size_t len);
+
+/* Whether the strategy can run on n ranks of topo with these options; why says why not. */
 bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_ranks,
                       char *why, size_t whylen);
+bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_model *m,
+                              const struct dt_topology *topo, int n_ranks, char *why,
+                              size_t whylen);
+
+/* The ranks a plan of these options uses on topo: n_ranks when set, 1 for sequential,
+ * dp x pp for a pipeline given --dp, else all of the topology's. */
+int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *topo);
 
 /* Compiles a plan. The model and topology must outlive it. */
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
@@ -142,10 +289,46 @@ void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). */
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
+int dt_program_push(struct dt_program *p, const struct dt_op *op);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
+int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
+                       int layer, double elems);
+/* A layer view of its own (a pipeline stage's); its index, or -1 when out of memory. */
+int dt_plan_add_view(struct dt_plan *plan);
+/* Allocates a plan of n ranks with every rank running every layer (view 0) and no ops:
+ * the start of every compile function and of hand-made plans in tests. */
+int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, int n_ranks, struct dt_plan **out);
+
+/* Elements of one buffer kind (all layers for ACT/DACT/KEEP: use dt_plan_buffer_layer). */
+double dt_plan_buffer_elems(const struct dt_plan *plan, int rank, enum dt_buf kind);
+double dt_plan_buffer_layer(const struct dt_plan *plan, int rank, enum dt_buf kind, int layer);
+
+/* A rank's memory from its buffer table, by what frameworks report. */
+struct dt_memory {
+    double weights, grads, optimizer, activations, comm, input, state;
+    double total;
+};
+void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory *m);
+
+/* Rows of one activation slot and elements per row that layer i keeps (dt_plan_rank_memory's
+ * and exec/cpu/net.c's one size function). keep_ints: int elements per row. */
+void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *keep_ints);
+/* Whether layer i's output gradient is needed (this or an earlier layer trains). */
+bool dt_layer_needs_dact(const struct dt_model *m, int i);
+/* Floats per row of layer i's output storage (0 for a flatten view). */
+long dt_layer_act_floats(const struct dt_model *m, int i);
+/* Receive-buffer floats a collective member needs in the executor (widest round summed over
+ * receives; the library's reduce-scatter: its chunk). */
+long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me);
+
+/* Checks a plan: regions inside the buffer table, every handle started once and waited once
+ * after, the same collectives in the same order on every member of a group, every SEND
+ * matched by a RECV of the same size (source, tag and order). */
+int dt_plan_check(const struct dt_plan *plan, struct dt_error *err);
 
 /* Name of an op in traces, the same in dtsim and dtexec: "load", "forward conv2d",
- * "backward dense", "update", "allreduce/ring", "wait", "send", "recv". */
+ * "backward dense", "update", "allreduce/ring", "wait", "send", "recv", "zero", "loss". */
 const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len);
 
 /* Human-readable listing of every rank's ops (for --dump-plan and tests). */

@@ -1,0 +1,41 @@
+/* The emitters every strategy's compile function is built from (libdt only). */
+#ifndef DT_COMPILE_H
+#define DT_COMPILE_H
+
+#include "dt/plan.h"
+
+/* Appends an op to rank's step program (DT_ENOMEM when out of memory). */
+int dtc_push(struct dt_plan *plan, int rank, struct dt_op op);
+/* Appends an op to rank's eval program. */
+int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op);
+
+struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
+                      enum dt_buf buf, long offset, long count);
+struct dt_op dtc_zero(enum dt_buf buf, long offset, long count);
+struct dt_op dtc_update(long offset, long count, long opt_offset);
+
+/* LOAD of micro-batch mb: rows [row0, row0 + rows) of the step batch into slot. */
+struct dt_op dtc_load(const struct dt_plan *plan, int rank, int mb, int slot, int row0, int rows);
+/* Forward or backward of layer l for micro-batch mb in slot. */
+struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int rows);
+/* LOSS of micro-batch mb: its gradient averaged over `scale` samples. */
+struct dt_op dtc_loss(const struct dt_plan *plan, int mb, int slot, int rows, double scale);
+
+/* Labels per sample of the model's loss (1 for a class, T per token, H*W per pixel, the
+ * output size for a sigmoid). */
+long dtc_labels_per_sample(const struct dt_model *m);
+
+/* Fills rank's buffer table from its view, slots, the parameters it updates and the receive
+ * buffers its ops need; sets eval_rows. Call after its programs are complete. */
+int dtc_finish_rank(struct dt_plan *plan, int rank);
+
+/* The data-parallel strategies and the pipelines (pipeline.c). */
+int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err);
+int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err);
+bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                       char *why, size_t whylen);
+
+/* Index of rank in group g, or -1. */
+int dtc_group_index(const struct dt_group *g, int rank);
+
+#endif

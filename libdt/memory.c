@@ -1,0 +1,123 @@
+/* Memory from one source: the sizes of what a rank allocates (the buffer table's entries) and
+ * their sum. exec/cpu/net.c carves its buffers with the same functions, so dtexec allocates
+ * what dtsim counts. */
+#include <string.h>
+
+#include "dt/collective.h"
+#include "dt/plan.h"
+
+bool dt_layer_needs_dact(const struct dt_model *m, int i)
+{
+    /* the layer trains, or an earlier layer that feeds it does (layers only read earlier
+     * ones, so a forward pass over the inputs decides) */
+    const struct dt_layer *L = &m->layers[i];
+    if (L->params > 0)
+        return true;
+    for (int k = 0; k < L->n_in; k++)
+        if (L->in[k] >= 0 && dt_layer_needs_dact(m, L->in[k]))
+            return true;
+    return false;
+}
+
+static bool is_view(const struct dt_layer *L)
+{
+    return L->kind == DT_L_FLATTEN && L->in[0] >= 0;
+}
+
+long dt_layer_act_floats(const struct dt_model *m, int i)
+{
+    const struct dt_layer *L = &m->layers[i];
+    return is_view(L) ? 0 : dt_shape_size(&L->out_shape);
+}
+
+void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *keep_ints)
+{
+    const struct dt_layer *L = &m->layers[i];
+    const struct dt_shape *in = &L->in_shape;
+    long out = dt_shape_size(&L->out_shape), last = in->d[in->rank - 1];
+    long rows = in->rank == 2 ? in->d[0] : 1;
+    *keep_floats = *keep_ints = 0;
+    switch (L->kind) {
+    case DT_L_MAXPOOL: *keep_ints = out; break;                 /* argmax */
+    case DT_L_DROPOUT: *keep_floats = out; break;               /* mask */
+    case DT_L_BATCHNORM: *keep_floats = 2 * (in->rank == 3 ? in->d[0] : last); break;
+    case DT_L_LAYERNORM: *keep_floats = 2 * rows; break;        /* mean, 1/std per row */
+    case DT_L_LSTM: *keep_floats = 6 * rows * L->units; break;  /* gates, cell, hidden */
+    case DT_L_ATTENTION: *keep_floats = 4 * rows * last + (long)L->heads * rows * rows; break;
+    default: break;
+    }
+    /* the last layer's probabilities when it gives logits (not fused with its loss) */
+    if (i == m->n_layers - 1 && L->kind != DT_L_SOFTMAX && L->kind != DT_L_SIGMOID)
+        *keep_floats += out;
+}
+
+long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
+{
+    if (op->kind == DT_OP_SEND)
+        return 0;
+    if (op->kind == DT_OP_RECV)
+        return op->sum ? op->region.count : 0;
+    if (op->kind != DT_OP_COLL)
+        return 0;
+    if (op->alg == DT_ALG_LIBRARY) {
+        long off, len;
+        dt_chunk(op->region.count, group_size, me, &off, &len);
+        return op->coll == DT_COLL_REDUCE_SCATTER ? len : 0;
+    }
+    struct dt_schedule s;
+    dt_schedule_init(&s);
+    long widest = 0;
+    if (dt_coll_schedule(op->coll, op->alg, group_size, me, op->root, op->region.count, &s,
+                         NULL) == DT_OK)
+        for (int r = 0; r < s.n_rounds; r++) {
+            long f = 0;
+            for (int i = s.round_start[r]; i < s.round_start[r + 1]; i++)
+                if (!s.xfers[i].send)
+                    f += s.xfers[i].count;
+            widest = f > widest ? f : widest;
+        }
+    dt_schedule_free(&s);
+    return widest;
+}
+
+double dt_plan_buffer_elems(const struct dt_plan *plan, int rank, enum dt_buf kind)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[rank];
+    double n = 0;
+    for (int b = 0; b < rp->n_bufs; b++)
+        if (rp->bufs[b].kind == kind)
+            n += rp->bufs[b].elems;
+    return n;
+}
+
+double dt_plan_buffer_layer(const struct dt_plan *plan, int rank, enum dt_buf kind, int layer)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[rank];
+    for (int b = 0; b < rp->n_bufs; b++)
+        if (rp->bufs[b].kind == kind && rp->bufs[b].layer == layer)
+            return rp->bufs[b].elems;
+    return 0;
+}
+
+void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    const struct dt_rank_plan *rp = &plan->ranks[rank];
+    for (int b = 0; b < rp->n_bufs; b++) {
+        const struct dt_buffer *B = &rp->bufs[b];
+        double bytes = B->elems * (double)dt_dtype_size(B->dtype);
+        switch (B->kind) {
+        case DT_BUF_PARAMS: m->weights += bytes; break;
+        case DT_BUF_GRADS: m->grads += bytes; break;
+        case DT_BUF_OPT: m->optimizer += bytes; break;
+        case DT_BUF_STATE: m->state += bytes; break;
+        case DT_BUF_ACT:
+        case DT_BUF_DACT:
+        case DT_BUF_KEEP: m->activations += bytes; break;
+        case DT_BUF_INPUT: m->input += bytes; break;
+        case DT_BUF_COMM: m->comm += bytes; break;
+        case DT_BUF_COUNT: break;
+        }
+        m->total += bytes;
+    }
+}

@@ -1,0 +1,238 @@
+/* The parallel config, parsed once: dtsim and dtexec hand every flag of it here, run records
+ * write it with dt_parallel_format and dtvalidate reads it back with dt_parallel_set. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/plan.h"
+#include "dt/units.h"
+
+enum flag { F_BATCH, F_SCALING, F_BUCKET, F_ACCUMULATE, F_PP, F_DP, F_CHUNKS, F_MICRO, F_STAGES,
+            F_GRAD_ALG, F_OPTIMIZER, F_COUNT };
+
+static const struct option longopts[F_COUNT + 1] = {
+    {"batch", required_argument, NULL, 0x400 + F_BATCH},
+    {"scaling", required_argument, NULL, 0x400 + F_SCALING},
+    {"bucket", required_argument, NULL, 0x400 + F_BUCKET},
+    {"accumulate", required_argument, NULL, 0x400 + F_ACCUMULATE},
+    {"pp", required_argument, NULL, 0x400 + F_PP},
+    {"dp", required_argument, NULL, 0x400 + F_DP},
+    {"chunks", required_argument, NULL, 0x400 + F_CHUNKS},
+    {"micro-batches", required_argument, NULL, 0x400 + F_MICRO},
+    {"stages", required_argument, NULL, 0x400 + F_STAGES},
+    {"grad-alg", required_argument, NULL, 0x400 + F_GRAD_ALG},
+    {"optimizer", required_argument, NULL, 0x400 + F_OPTIMIZER},
+    {NULL, 0, NULL, 0}};
+
+const struct option *dt_parallel_longopts(void) { return longopts; }
+
+void dt_parallel_usage(FILE *out)
+{
+    fprintf(out,
+        "  -b, --batch N            batch: per replica and micro-batch (weak) or global (strong)\n"
+        "                           (default 128)\n"
+        "      --scaling weak|strong  fixed per-device batch, or fixed global batch (default weak)\n"
+        "      --bucket SIZE        gradient buckets (e.g. '25 MiB') overlapped with backward\n"
+        "      --accumulate K       data parallelism: K micro-batches accumulated per step (1)\n"
+        "      --pp S               pipelines: stages (default 2)\n"
+        "      --dp D               pipelines: data-parallel replicas of the pipeline\n"
+        "                           (default: ranks / stages)\n"
+        "      --micro-batches M    pipelines: micro-batches per step (default: stages;\n"
+        "                           naive-mp: 1)\n"
+        "      --chunks V           interleaved: model chunks per stage (default 2)\n"
+        "      --stages CUTS        pipelines: layers of each stage, e.g. '0-4,5-11' (default:\n"
+        "                           balanced by predicted cost)\n"
+        "      --grad-alg ALG       pipelines: the replicas' allreduce: ring, recursive-doubling,\n"
+        "                           rabenseifner or mpi-allreduce (default ring)\n"
+        "      --optimizer NAME     adam, adam-torch, sgd or momentum (default adam): its state\n"
+        "                           is part of the memory\n");
+}
+
+void dt_plan_options_init(struct dt_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->scaling = DT_SCALING_WEAK;
+    o->batch = 128;
+    o->accumulate = 1;
+    o->grad_alg = DT_ALG_RING;
+    o->optimizer = DT_OPTIM_ADAM;
+    o->precision = DT_TYPE_F32;
+}
+
+const char *dt_optimizer_name(enum dt_optimizer o)
+{
+    static const char *const n[] = {"adam", "sgd", "momentum"};
+    return o < DT_OPTIM_COUNT ? n[o] : "?";
+}
+
+int dt_optimizer_moments(enum dt_optimizer o)
+{
+    return o == DT_OPTIM_ADAM ? 2 : o == DT_OPTIM_MOMENTUM ? 1 : 0;
+}
+
+static int bad(struct dt_error *err, const char *flag, const char *fmt, const char *value)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, value);
+    return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--%s: %s", flag, msg);
+}
+
+/* A whole number in [lo, hi]. */
+static int count(const char *flag, const char *s, long lo, long hi, int *out,
+                 struct dt_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) {
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "expected a whole number from %ld to %ld, got '%%s'", lo, hi);
+        return bad(err, flag, fmt, s);
+    }
+    *out = (int)v;
+    return DT_OK;
+}
+
+/* "0-4,5-11,12-20": contiguous ranges from layer 0; keeps the first layer of each stage after
+ * the first (the last range's end is checked against the model when the plan is built). */
+static int parse_stages(struct dt_plan_options *o, const char *s, struct dt_error *err)
+{
+    const char *p = s;
+    long expect = 0;
+    o->n_stage_cuts = 0;
+    for (int k = 0;; k++) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || *end != '-' || errno)
+            return bad(err, "stages", "expected ranges of layers such as '0-4,5-11', got '%s'", s);
+        p = end + 1;
+        b = strtol(p, &end, 10);
+        if (end == p || errno || b < a)
+            return bad(err, "stages", "expected ranges of layers such as '0-4,5-11', got '%s'", s);
+        if (a != expect)
+            return bad(err, "stages", "ranges must start at layer 0 and follow each other "
+                       "without gaps or overlaps: '%s'", s);
+        if (k > 0) {
+            if (o->n_stage_cuts == DT_MAX_STAGES - 1)
+                return bad(err, "stages", "more than 256 stages in '%s'", s);
+            o->stage_cuts[o->n_stage_cuts++] = (int)a;
+        }
+        expect = b + 1;
+        if (b > DT_MODEL_MAX_LAYERS)
+            return bad(err, "stages", "layer index too large in '%s'", s);
+        o->stage_cuts[DT_MAX_STAGES - 1] = (int)b; /* the last layer named, checked later */
+        if (*end == 0)
+            break;
+        if (*end != ',')
+            return bad(err, "stages", "expected ranges of layers such as '0-4,5-11', got '%s'", s);
+        p = end + 1;
+    }
+    return DT_OK;
+}
+
+static int parse_grad_alg(struct dt_plan_options *o, const char *s, struct dt_error *err)
+{
+    static const struct { const char *name; enum dt_coll_alg alg; } algs[] = {
+        {"ring", DT_ALG_RING}, {"recursive-doubling", DT_ALG_RECURSIVE_DOUBLING},
+        {"rabenseifner", DT_ALG_RABENSEIFNER}, {"mpi-allreduce", DT_ALG_LIBRARY},
+        {"library", DT_ALG_LIBRARY}};
+    for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++)
+        if (strcmp(s, algs[i].name) == 0) {
+            o->grad_alg = algs[i].alg;
+            o->grad_alg_given = true;
+            return DT_OK;
+        }
+    return bad(err, "grad-alg", "expected ring, recursive-doubling, rabenseifner or "
+               "mpi-allreduce, got '%s'", s);
+}
+
+static int parse_optimizer(struct dt_plan_options *o, const char *s, struct dt_error *err)
+{
+    if (strcmp(s, "adam") == 0 || strcmp(s, "adam-torch") == 0)
+        o->optimizer = DT_OPTIM_ADAM;
+    else if (strcmp(s, "sgd") == 0)
+        o->optimizer = DT_OPTIM_SGD;
+    else if (strcmp(s, "momentum") == 0)
+        o->optimizer = DT_OPTIM_MOMENTUM;
+    else
+        return bad(err, "optimizer", "expected adam, adam-torch, sgd or momentum, got '%s'", s);
+    return DT_OK;
+}
+
+int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *value,
+                    struct dt_error *err)
+{
+    while (*flag == '-')
+        flag++;
+    int f = 0;
+    while (f < F_COUNT && strcmp(longopts[f].name, flag) != 0)
+        f++;
+    switch (f) {
+    case F_BATCH: return count("batch", value, 1, 1 << 24, &o->batch, err);
+    case F_SCALING:
+        if (strcmp(value, "weak") == 0)
+            o->scaling = DT_SCALING_WEAK;
+        else if (strcmp(value, "strong") == 0)
+            o->scaling = DT_SCALING_STRONG;
+        else
+            return bad(err, "scaling", "expected weak or strong, got '%s'", value);
+        return DT_OK;
+    case F_BUCKET: {
+        char why[256] = "";
+        if (dt_parse_quantity(value, DT_UNIT_BYTES, &o->bucket_bytes, why, sizeof why) ||
+            !(o->bucket_bytes >= 4)) {
+            char fmt[384];
+            snprintf(fmt, sizeof fmt, "expected a size of at least 4 B such as '25 MiB': %s",
+                     why[0] ? why : "%s");
+            return bad(err, "bucket", fmt, value);
+        }
+        return DT_OK;
+    }
+    case F_ACCUMULATE: return count("accumulate", value, 1, 1 << 16, &o->accumulate, err);
+    case F_PP: return count("pp", value, 1, DT_MAX_STAGES, &o->pp, err);
+    case F_DP: return count("dp", value, 1, 1 << 20, &o->dp, err);
+    case F_CHUNKS: return count("chunks", value, 1, 64, &o->chunks, err);
+    case F_MICRO: return count("micro-batches", value, 1, 1 << 16, &o->micro_batches, err);
+    case F_STAGES: return parse_stages(o, value, err);
+    case F_GRAD_ALG: return parse_grad_alg(o, value, err);
+    case F_OPTIMIZER: return parse_optimizer(o, value, err);
+    default: return 1;
+    }
+}
+
+void dt_parallel_format(const struct dt_plan_options *o, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+#define PUT(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__))
+    if (o->accumulate > 1)
+        PUT("%saccumulate=%d", n ? " " : "", o->accumulate);
+    if (o->pp)
+        PUT("%spp=%d", n ? " " : "", o->pp);
+    if (o->dp)
+        PUT("%sdp=%d", n ? " " : "", o->dp);
+    if (o->micro_batches)
+        PUT("%smicro-batches=%d", n ? " " : "", o->micro_batches);
+    if (o->chunks)
+        PUT("%schunks=%d", n ? " " : "", o->chunks);
+    if (o->grad_alg_given)
+        PUT("%sgrad-alg=%s", n ? " " : "",
+            o->grad_alg == DT_ALG_LIBRARY ? "mpi-allreduce" : dt_coll_alg_name(o->grad_alg));
+    if (o->n_stage_cuts) {
+        PUT("%sstages=", n ? " " : "");
+        int first = 0;
+        for (int k = 0; k <= o->n_stage_cuts; k++) {
+            int last = k < o->n_stage_cuts ? o->stage_cuts[k] - 1
+                                           : o->stage_cuts[DT_MAX_STAGES - 1];
+            PUT("%s%d-%d", k ? "," : "", first, last);
+            first = last + 1;
+        }
+    }
+    if (o->optimizer != DT_OPTIM_ADAM)
+        PUT("%soptimizer=%s", n ? " " : "", dt_optimizer_name(o->optimizer));
+#undef PUT
+    if (n >= len && len > 0)
+        buf[len - 1] = 0;
+}

@@ -1,0 +1,543 @@
+/* The pipeline family: GPipe, naive model parallelism, 1F1B (PipeDream-Flush) and interleaved
+ * 1F1B, each composed with data parallelism (--dp replicas of the pipeline).
+ *
+ * The model's layers are cut into C = S x V contiguous chunks (S stages, V chunks per stage
+ * for interleaved, else 1); chunk c runs on stage c mod S. Rank (stage s, replica d) is
+ * s x D + d: the replicas of a stage are neighbours. Every rank of replica d reads data shard
+ * d; the first stage loads inputs, the last loads labels and seeds the loss.
+ *
+ * An activation crosses ranks where a layer reads another chunk's layer on another rank
+ * (skip connections included): the producer SENDs it (non-blocking) after its chunk's forward,
+ * the consumer RECVs it before its first chunk that reads it; in backward the consumer SENDs
+ * the accumulated gradient back and the producer RECVs it summing (it zeroed those rows after
+ * its forward: a ZERO op), before its chunk's backward. A micro-batch keeps one activation
+ * slot on a rank from its first forward to its last backward there; slots are assigned in
+ * program order, so a rank holds as many as the schedule keeps in flight (liveness), and a
+ * slot is reused only after the sends that read it have completed (WAIT). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "dt/collective.h"
+#include "dt/costmodel.h"
+#include "dt/partition.h"
+
+struct pipe {
+    struct dt_plan *plan;
+    const struct dt_model *m;
+    int S, V, D, M, C;
+    int *chunk_of;        /* per layer */
+    int *owner;           /* per layer: the layer whose storage it is (through flatten views) */
+    int first_train;
+};
+
+/* One unit of a stage's schedule. */
+struct work {
+    bool fwd;
+    int micro, chunk;
+};
+
+/* Per-rank emission state. */
+struct emit {
+    int rank, stage, d;
+    int *slot_of;         /* per micro-batch (M + 1: the eval micro-batch), -1 when none */
+    bool *slot_busy;
+    int n_slots;
+    int *pending;         /* handles of sends not yet waited: (handle, slot) pairs */
+    int n_pending;
+    int next_handle;
+    bool *loaded;         /* per micro-batch */
+    bool eval;
+};
+
+static int stage_of_chunk(const struct pipe *p, int c) { return c % p->S; }
+static int rank_of(const struct pipe *p, int s, int d) { return s * p->D + d; }
+
+static int tag_of(const struct pipe *p, int layer, int grad, int micro)
+{
+    return (layer * 2 + grad) * (p->M + 1) + micro;
+}
+
+static void micro_rows(const struct pipe *p, int r, int i, int *row0, int *rows)
+{
+    long off, len;
+    dt_chunk(p->plan->ranks[r].batch, p->M, i, &off, &len);
+    *row0 = (int)off;
+    *rows = (int)len;
+}
+
+/* ---- schedules ---- */
+
+/* The units of stage s in program order; returns how many (2 x M x V). */
+static int schedule(const struct pipe *p, int s, struct work *w)
+{
+    int n = 0, M = p->M, S = p->S, V = p->V, T = M * V;
+    enum dt_strategy k = p->plan->strategy;
+    if (k == DT_STRAT_GPIPE || k == DT_STRAT_NAIVE_MP) {
+        for (int i = 0; i < M; i++)
+            w[n++] = (struct work){true, i, s};
+        for (int i = 0; i < M; i++)
+            w[n++] = (struct work){false, i, s};
+        return n;
+    }
+    /* 1F1B (V = 1) and Megatron's interleaved order: the k-th forward unit runs chunk
+     * (k mod SV) / S of micro-batch (k / SV) S + k mod S; backward units run the chunks in
+     * reverse. Warm-up: forwards before the first backward. */
+    int warm = V == 1 ? S - s - 1 : (M == S ? T : (S - s - 1) * 2 + (V - 1) * S);
+    warm = warm < T ? warm : T;
+#define UNIT(fwd, k)                                                                         \
+    ((struct work){(fwd), ((k) / (S * V)) * S + (k) % S,                                     \
+                   ((fwd) ? ((k) % (S * V)) / S : V - 1 - ((k) % (S * V)) / S) * S + s})
+    int f = 0, b = 0;
+    for (; f < warm; f++)
+        w[n++] = UNIT(true, f);
+    while (f < T) {
+        w[n++] = UNIT(true, f);
+        f++;
+        w[n++] = UNIT(false, b);
+        b++;
+    }
+    for (; b < T; b++)
+        w[n++] = UNIT(false, b);
+#undef UNIT
+    return n;
+}
+
+/* ---- layer geometry ---- */
+
+static bool chunk_reads(const struct pipe *p, int c, int o)
+{
+    /* a layer of chunk c reads storage owner o (directly or through a view) */
+    const struct dt_model *m = p->m;
+    for (int j = p->plan->chunk_first[c]; j < p->plan->chunk_first[c + 1]; j++)
+        for (int k = 0; k < m->layers[j].n_in; k++)
+            if (m->layers[j].in[k] >= 0 && p->owner[m->layers[j].in[k]] == o)
+                return true;
+    return false;
+}
+
+/* The lowest chunk of stage s that reads o while o runs on another stage; -1 if none. */
+static int first_reader(const struct pipe *p, int s, int o)
+{
+    if (stage_of_chunk(p, p->chunk_of[o]) == s)
+        return -1;
+    for (int c = s; c < p->C; c += p->S)
+        if (chunk_reads(p, c, o))
+            return c;
+    return -1;
+}
+
+/* Stages other than o's that read o, as a bit per stage in `readers` (S <= 256 entries). */
+static int reader_stages(const struct pipe *p, int o, int *stages)
+{
+    int n = 0;
+    for (int s = 0; s < p->S; s++)
+        if (first_reader(p, s, o) >= 0)
+            stages[n++] = s;
+    return n;
+}
+
+static struct dt_region act_region(const struct pipe *p, enum dt_buf b, int o, int slot,
+                                   int rows, int slot_rows)
+{
+    long f = dt_layer_act_floats(p->m, o);
+    return (struct dt_region){b, (long)slot * slot_rows * f, (long)rows * f, o};
+}
+
+/* ---- emission ---- */
+
+static int push(struct dt_plan *plan, const struct emit *e, struct dt_op op)
+{
+    return e->eval ? dtc_push_eval(plan, e->rank, op) : dtc_push(plan, e->rank, op);
+}
+
+static int wait_slot(struct dt_plan *plan, struct emit *e, int slot)
+{
+    int kept = 0, rc = 0;
+    for (int k = 0; k < e->n_pending; k++) {
+        int h = e->pending[2 * k], s = e->pending[2 * k + 1];
+        if ((s == slot || slot < 0) && !rc) {
+            rc = push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
+            continue;
+        }
+        e->pending[2 * kept] = h;
+        e->pending[2 * kept + 1] = s;
+        kept++;
+    }
+    e->n_pending = rc ? e->n_pending : kept;
+    return rc;
+}
+
+static int take_slot(struct dt_plan *plan, struct emit *e, int micro)
+{
+    if (e->slot_of[micro] >= 0)
+        return DT_OK;
+    int s = 0;
+    while (s < e->n_slots && e->slot_busy[s])
+        s++;
+    if (s == e->n_slots)
+        e->n_slots++;
+    e->slot_busy[s] = true;
+    e->slot_of[micro] = s;
+    return wait_slot(plan, e, s);
+}
+
+static int send(struct dt_plan *plan, struct emit *e, int peer, int tag, struct dt_region r,
+                int slot)
+{
+    struct dt_op op = {.kind = DT_OP_SEND, .layer = -1, .peer = peer, .tag = tag, .region = r,
+                       .nonblocking = true, .handle = e->next_handle++};
+    e->pending[2 * e->n_pending] = op.handle;
+    e->pending[2 * e->n_pending + 1] = slot;
+    e->n_pending++;
+    return push(plan, e, op);
+}
+
+static int recv(struct dt_plan *plan, const struct emit *e, int peer, int tag,
+                struct dt_region r, bool sum)
+{
+    return push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
+                                        .tag = tag, .region = r, .sum = sum});
+}
+
+static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows, int row0)
+{
+    struct dt_plan *plan = p->plan;
+    const struct dt_model *m = p->m;
+    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
+    int rc = take_slot(plan, e, i), slot = e->slot_of[i];
+    if (!rc && (c == 0 || c == p->C - 1) && !e->loaded[i]) {
+        e->loaded[i] = true;
+        rc = push(plan, e, dtc_load(plan, e->rank, i, slot, row0, rows));
+    }
+    for (int o = 0; o < m->n_layers && !rc; o++)
+        if (p->owner[o] == o && first_reader(p, e->stage, o) == c)
+            rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
+                      tag_of(p, o, 0, i), act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows),
+                      false);
+    for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++)
+        rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, rows));
+    if (!rc && c == p->C - 1)
+        rc = push(plan, e, dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch));
+    for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
+        int st[DT_MAX_STAGES], n = p->owner[o] == o ? reader_stages(p, o, st) : 0;
+        if (n && !e->eval && dt_layer_needs_dact(m, o))
+            rc = push(plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
+                                              .region = act_region(p, DT_BUF_DACT, o, slot, rows,
+                                                                   rp->slot_rows)});
+        for (int k = 0; k < n && !rc; k++)
+            rc = send(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 0, i),
+                      act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows), slot);
+    }
+    return rc;
+}
+
+static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows)
+{
+    struct dt_plan *plan = p->plan;
+    const struct dt_model *m = p->m;
+    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
+    int slot = e->slot_of[i], rc = 0;
+    for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
+        int st[DT_MAX_STAGES], n = p->owner[o] == o ? reader_stages(p, o, st) : 0;
+        for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
+            rc = recv(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i),
+                      act_region(p, DT_BUF_DACT, o, slot, rows, rp->slot_rows), true);
+    }
+    for (int l = plan->chunk_first[c + 1] - 1; l >= plan->chunk_first[c] && !rc; l--)
+        if (l >= p->first_train)
+            rc = push(plan, e, dtc_compute(DT_PH_BACKWARD, l, i, slot, rows));
+    for (int o = 0; o < m->n_layers && !rc; o++)
+        if (p->owner[o] == o && first_reader(p, e->stage, o) == c && dt_layer_needs_dact(m, o))
+            rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
+                      tag_of(p, o, 1, i), act_region(p, DT_BUF_DACT, o, slot, rows,
+                                                     rp->slot_rows), slot);
+    if (c == e->stage) { /* the micro-batch's last unit on this rank: its slot is free */
+        e->slot_busy[slot] = false;
+        e->slot_of[i] = -1;
+    }
+    return rc;
+}
+
+/* ---- views, partition, groups ---- */
+
+static double layer_cost(const struct pipe *p, int l, int rows)
+{
+    struct dt_cost_params cp;
+    const struct dt_device_spec *dev = &p->plan->topo->groups[0].device;
+    dt_cost_defaults(&cp, dev->kind);
+    struct dt_op f = dtc_compute(DT_PH_FORWARD, l, 0, 0, rows);
+    struct dt_op b = dtc_compute(DT_PH_BACKWARD, l, 0, 0, rows);
+    return dt_cost_compute(&cp, dev, p->m, &f) +
+           (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
+}
+
+static int partition(struct pipe *p, int rows, struct dt_error *err)
+{
+    const struct dt_plan_options *o = &p->plan->opt;
+    int n = p->m->n_layers, *first = p->plan->chunk_first;
+    if (o->n_stage_cuts) {
+        first[0] = 0;
+        for (int k = 0; k < o->n_stage_cuts; k++)
+            first[k + 1] = o->stage_cuts[k];
+        first[p->C] = n;
+        if (o->stage_cuts[DT_MAX_STAGES - 1] != n - 1)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--stages: the ranges must end at the "
+                           "model's last layer, %d (model %s has %d layers)", n - 1, p->m->name, n);
+        return DT_OK;
+    }
+    double *cost = malloc((size_t)n * sizeof *cost);
+    if (!cost)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int l = 0; l < n; l++)
+        cost[l] = layer_cost(p, l, rows);
+    int rc = dt_partition_balanced(cost, n, p->C, first);
+    free(cost);
+    return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
+}
+
+/* Stage s's view: the layers it runs (packed parameters), and those it holds. */
+static int stage_view(struct pipe *p, int s, long *n_params)
+{
+    struct dt_plan *plan = p->plan;
+    const struct dt_model *m = p->m;
+    int v = s == 0 ? 0 : dt_plan_add_view(plan);
+    if (v < 0)
+        return -1;
+    struct dt_layer_view *lv = plan->views[v];
+    long off = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        lv[l] = (struct dt_layer_view){0};
+        lv[l].runs = stage_of_chunk(p, p->chunk_of[l]) == s;
+        lv[l].param_offset = lv[l].runs ? off : 0;
+        off += lv[l].runs ? m->layers[l].params : 0;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        if (!lv[l].runs)
+            continue;
+        lv[l].holds = true;
+        for (int k = 0; k < m->layers[l].n_in; k++) /* inputs, and the views they go through */
+            for (int j = m->layers[l].in[k]; j >= 0; j = p->owner[j] == j ? -1 : m->layers[j].in[0])
+                lv[j].holds = true;
+        int st[DT_MAX_STAGES];
+        lv[l].dact_received = p->owner[l] == l && reader_stages(p, l, st) > 0;
+    }
+    *n_params = off;
+    return v;
+}
+
+static int replica_groups(struct pipe *p, int *group_of_stage)
+{
+    int *ranks = malloc((size_t)p->D * sizeof *ranks);
+    if (!ranks)
+        return -1;
+    for (int s = 0; s < p->S; s++)
+        group_of_stage[s] = -1;
+    for (int s = 0; s < p->S; s++) {
+        for (int d = 0; d < p->D; d++)
+            ranks[d] = rank_of(p, s, d);
+        if ((group_of_stage[s] = dt_plan_add_group(p->plan, p->D, ranks)) < 0)
+            break;
+    }
+    free(ranks);
+    return group_of_stage[p->S - 1] < 0 ? -1 : 0;
+}
+
+/* ---- per rank ---- */
+
+static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_params,
+                     int replicas, struct work *w, struct emit *e)
+{
+    struct dt_plan *plan = p->plan;
+    struct dt_rank_plan *rp = &plan->ranks[r];
+    memset(e->slot_busy, 0, (size_t)(p->M + 1) * sizeof *e->slot_busy);
+    memset(e->loaded, 0, (size_t)(p->M + 1) * sizeof *e->loaded);
+    for (int i = 0; i <= p->M; i++)
+        e->slot_of[i] = -1;
+    e->rank = r;
+    e->stage = stage;
+    e->d = d;
+    e->n_slots = e->n_pending = e->next_handle = 0;
+    e->eval = false;
+    rp->view = view;
+    rp->stage = stage;
+    rp->dp_index = d;
+    rp->dp_count = p->D;
+    rp->replicas = replicas;
+    rp->n_params = rp->n_updated = n_params;
+    rp->first = plan->views[view][0].runs;
+    rp->last = plan->views[view][p->m->n_layers - 1].runs;
+    rp->updates = true;
+    int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
+    int n = schedule(p, stage, w);
+    for (int k = 0; k < n && !rc; k++) {
+        int row0, rows;
+        micro_rows(p, r, w[k].micro, &row0, &rows);
+        rc = w[k].fwd ? forward(p, e, w[k].micro, w[k].chunk, rows, row0)
+                      : backward(p, e, w[k].micro, w[k].chunk, rows);
+    }
+    if (!rc)
+        rc = wait_slot(plan, e, -1);
+    if (!rc && p->D > 1)
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, plan->opt.grad_alg, replicas, 0,
+                                        DT_BUF_GRADS, 0, n_params));
+    if (!rc)
+        rc = dtc_push(plan, r, dtc_update(0, n_params, 0));
+    rp->slots = e->n_slots;
+    return rc;
+}
+
+/* The eval program: one micro-batch of eval_rows rows (as many as every rank of the pipeline
+ * holds) through the chunks in order; then the rank's buffer table. Handles go on from the
+ * step program's. */
+static int emit_eval(struct pipe *p, int r, int eval_rows, int first_handle, struct emit *e)
+{
+    struct dt_plan *plan = p->plan;
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    memset(e->slot_busy, 0, (size_t)(p->M + 1) * sizeof *e->slot_busy);
+    memset(e->loaded, 0, (size_t)(p->M + 1) * sizeof *e->loaded);
+    for (int i = 0; i <= p->M; i++)
+        e->slot_of[i] = -1;
+    e->rank = r;
+    e->stage = rp->stage;
+    e->d = rp->dp_index;
+    e->n_slots = e->n_pending = 0;
+    e->next_handle = first_handle;
+    e->eval = true;
+    int rc = 0;
+    for (int v = 0; v < p->V && !rc; v++)
+        rc = forward(p, e, p->M, v * p->S + rp->stage, eval_rows, 0);
+    if (!rc)
+        rc = wait_slot(plan, e, -1);
+    plan->next_handle = e->next_handle > plan->next_handle ? e->next_handle : plan->next_handle;
+    return rc ? rc : dtc_finish_rank(plan, r);
+}
+
+/* ---- fits and compile ---- */
+
+static void shape(const struct dt_plan_options *o, int n_ranks, int *S, int *V, int *D, int *M)
+{
+    *S = o->pp ? o->pp : 2;
+    *V = o->strategy == DT_STRAT_INTERLEAVED ? (o->chunks ? o->chunks : 2) : 1;
+    *D = o->dp ? o->dp : n_ranks / *S;
+    *M = o->strategy == DT_STRAT_NAIVE_MP ? 1 : (o->micro_batches ? o->micro_batches : *S);
+}
+
+bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                       char *why, size_t whylen)
+{
+    int S, V, D, M;
+    shape(o, n_ranks, &S, &V, &D, &M);
+    const char *name = dt_strategy_name(o->strategy);
+    if (S < 2)
+        return snprintf(why, whylen, "a pipeline needs --pp 2 or more"), false;
+    if (D < 1 || D * S != n_ranks)
+        return snprintf(why, whylen, "%d stages x %d replicas (--pp x --dp) must equal the %d "
+                        "ranks", S, D, n_ranks), false;
+    if (o->strategy == DT_STRAT_NAIVE_MP && o->micro_batches > 1)
+        return snprintf(why, whylen, "naive-mp runs one micro-batch (use gpipe or 1f1b for "
+                        "--micro-batches %d)", o->micro_batches), false;
+    if (o->chunks && o->strategy != DT_STRAT_INTERLEAVED)
+        return snprintf(why, whylen, "--chunks applies to interleaved, not to %s", name), false;
+    if (o->strategy == DT_STRAT_INTERLEAVED && M % S)
+        return snprintf(why, whylen, "interleaved needs micro-batches (%d) divisible by the "
+                        "stages (%d), as Megatron-LM does", M, S), false;
+    if (o->accumulate > 1)
+        return snprintf(why, whylen, "--accumulate is for data parallelism: a pipeline "
+                        "accumulates its --micro-batches"), false;
+    if (o->bucket_bytes > 0)
+        return snprintf(why, whylen, "gradient buckets apply to the allreduce strategies, not "
+                        "to %s", name), false;
+    if (m && m->n_layers < S * V)
+        return snprintf(why, whylen, "model %s has %d layers, fewer than the %d x %d chunks",
+                        m->name, m->n_layers, S, V), false;
+    if (o->n_stage_cuts && o->n_stage_cuts + 1 != S * V)
+        return snprintf(why, whylen, "--stages gives %d ranges for %d x %d chunks",
+                        o->n_stage_cuts + 1, S, V), false;
+    long replica = o->scaling == DT_SCALING_WEAK ? o->batch : o->batch / D;
+    if (replica < M)
+        return snprintf(why, whylen, "a replica's batch of %ld samples cannot make %d "
+                        "micro-batches", replica, M), false;
+    return true;
+}
+
+int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
+{
+    const struct dt_model *m = plan->model;
+    struct pipe p = {.plan = plan, .m = m};
+    shape(&plan->opt, plan->n_ranks, &p.S, &p.V, &p.D, &p.M);
+    p.C = p.S * p.V;
+    plan->stages = p.S;
+    plan->chunks = p.V;
+    plan->dp = p.D;
+    plan->micro_batches = p.M;
+    plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * p.D
+                                                              : plan->opt.batch;
+    plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? p.D : 1;
+    p.chunk_of = malloc((size_t)m->n_layers * sizeof *p.chunk_of);
+    p.owner = malloc((size_t)m->n_layers * sizeof *p.owner);
+    plan->chunk_first = malloc((size_t)(p.C + 1) * sizeof *plan->chunk_first);
+    int *group_of_stage = calloc((size_t)p.S, sizeof *group_of_stage);
+    int *handles = calloc((size_t)plan->n_ranks, sizeof *handles);
+    struct work *w = malloc((size_t)(2 * p.M * p.V) * sizeof *w);
+    struct emit e = {0};
+    e.slot_of = malloc((size_t)(p.M + 1) * sizeof *e.slot_of);
+    e.slot_busy = malloc((size_t)(p.M + 1) * sizeof *e.slot_busy);
+    e.loaded = malloc((size_t)(p.M + 1) * sizeof *e.loaded);
+    e.pending = malloc((size_t)(4 * p.M * p.V * m->n_layers + 2) * 2 * sizeof *e.pending);
+    int rc = p.chunk_of && p.owner && plan->chunk_first && group_of_stage && handles && w && e.slot_of &&
+                     e.slot_busy && e.loaded && e.pending
+                 ? DT_OK
+                 : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int r = 0; r < plan->n_ranks && !rc; r++) {
+        long off, len;
+        dt_chunk(plan->global_batch, p.D, r % p.D, &off, &len);
+        plan->ranks[r].batch = (int)len;
+        plan->ranks[r].slot_rows = (int)((len + p.M - 1) / p.M);
+    }
+    if (!rc)
+        rc = partition(&p, plan->ranks[0].slot_rows, err);
+    p.first_train = m->n_layers;
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        for (int c = 0; c < p.C; c++)
+            if (l >= plan->chunk_first[c] && l < plan->chunk_first[c + 1])
+                p.chunk_of[l] = c;
+        const struct dt_layer *L = &m->layers[l];
+        p.owner[l] = L->kind == DT_L_FLATTEN && L->in[0] >= 0 ? p.owner[L->in[0]] : l;
+        if (L->params > 0 && l < p.first_train)
+            p.first_train = l;
+    }
+    if (!rc && replica_groups(&p, group_of_stage))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int s = 0; s < p.S && !rc; s++) {
+        long n_params = 0;
+        int view = stage_view(&p, s, &n_params);
+        if (view < 0)
+            rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        for (int d = 0; d < p.D && !rc; d++) {
+            rc = emit_rank(&p, rank_of(&p, s, d), s, d, view, n_params, group_of_stage[s], w, &e);
+            handles[rank_of(&p, s, d)] = e.next_handle;
+        }
+    }
+    int eval_rows = 1 << 30;
+    for (int r = 0; r < plan->n_ranks && !rc; r++) {
+        int cap = plan->ranks[r].slots * plan->ranks[r].slot_rows;
+        eval_rows = cap < eval_rows ? cap : eval_rows;
+    }
+    for (int r = 0; r < plan->n_ranks && !rc; r++) {
+        rc = emit_eval(&p, r, eval_rows, handles[r], &e);
+        plan->ranks[r].eval_rows = eval_rows;
+    }
+    if (rc == DT_ENOMEM)
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    free(p.chunk_of);
+    free(p.owner);
+    free(group_of_stage);
+    free(handles);
+    free(w);
+    free(e.slot_of);
+    free(e.slot_busy);
+    free(e.loaded);
+    free(e.pending);
+    return rc;
+}
