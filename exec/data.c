@@ -764,12 +764,20 @@ long dtx_sampler_index(const struct dtx_sampler *s, long it, int k)
 
 void dtx_sampler_gather(const struct dtx_sampler *s, long it, float *x, int *y)
 {
+    dtx_sampler_gather_rows(s, it, 0, s->local_batch, x, y);
+}
+
+void dtx_sampler_gather_rows(const struct dtx_sampler *s, long it, int row0, int rows, float *x,
+                             int *y)
+{
     const struct dtx_data *d = s->data;
-    for (int k = 0; k < s->local_batch; k++) {
-        long i = dtx_sampler_index(s, it, k);
-        memcpy(x + (long)k * d->sample_floats, d->x + i * d->sample_floats,
-               (size_t)d->sample_floats * sizeof *x);
-        memcpy(y + (long)k * d->label_rows, d->y + i * d->label_rows,
-               (size_t)d->label_rows * sizeof *y);
+    for (int k = 0; k < rows; k++) {
+        long i = dtx_sampler_index(s, it, row0 + k);
+        if (x)
+            memcpy(x + (long)k * d->sample_floats, d->x + i * d->sample_floats,
+                   (size_t)d->sample_floats * sizeof *x);
+        if (y)
+            memcpy(y + (long)k * d->label_rows, d->y + i * d->label_rows,
+                   (size_t)d->label_rows * sizeof *y);
     }
 }

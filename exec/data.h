@@ -106,5 +106,8 @@ long dtx_sampler_index(const struct dtx_sampler *s, long it, int k);
 
 /* Copies this rank's batch of iteration it into x (local_batch x sample_floats) and y. */
 void dtx_sampler_gather(const struct dtx_sampler *s, long it, float *x, int *y);
+/* Rows [row0, row0 + rows) of that batch into x and y (either may be NULL: not loaded). */
+void dtx_sampler_gather_rows(const struct dtx_sampler *s, long it, int row0, int rows, float *x,
+                             int *y);
 
 #endif

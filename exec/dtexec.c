@@ -53,8 +53,7 @@ static const char *prog = "dtexec";
 struct options {
     const char *model, *topology, *strategy, *data;
     const char *record, *trace, *ops_csv, *dump_params;
-    int batch;
-    enum dt_scaling scaling;
+    struct dt_plan_options par;   /* the parallel config, parsed by the core */
     double lr;
     bool lr_given, lr_scale;
     enum dtx_optimizer_kind optimizer;
@@ -62,7 +61,6 @@ struct options {
     bool momentum_given;
     enum dtk_init init;
     int epochs;
-    double bucket_bytes;
     long synthetic;
     bool read_whole;
     unsigned long long seed;
@@ -88,19 +86,19 @@ static void usage(FILE *f)
             "  -t, --topology FILE      topology YAML (default: derived from the MPI layout)\n"
             "  -s, --strategy NAME      sequential, reduce-bcast-linear, reduce-bcast, ring,\n"
             "                           recursive-doubling, rabenseifner, hierarchical,\n"
-            "                           mpi-allreduce, ps-central, ps-sharded\n"
+            "                           mpi-allreduce, ps-central, ps-sharded, gpipe, naive-mp,\n"
+            "                           1f1b, interleaved\n"
             "                           (default: sequential on 1 rank, mpi-allreduce on more)\n"
-            "  -b, --batch N            batch: per rank (weak scaling) or global (strong);\n"
-            "                           default 128\n"
-            "      --scaling weak|strong  (default weak)\n"
-            "      --bucket SIZE        gradient buckets of SIZE (e.g. '1 MiB') overlapped with\n"
-            "                           backward (allreduce strategies)\n"
+            "\n"
+            "Parallel config (shared with dtsim; --optimizer also takes adam-torch):\n",
+            prog);
+    dt_parallel_usage(f);
+    fprintf(f,
             "\n"
             "Training:\n"
             "      --lr X               learning rate (default 0.001 for Adam, 0.01 for SGD),\n"
             "                           x the number of ranks under weak scaling\n"
             "      --no-lr-scale        do not multiply the learning rate by the ranks\n"
-            "      --optimizer NAME     adam (Keras), adam-torch (PyTorch) or sgd (default adam)\n"
             "      --momentum X         SGD momentum (default 0)\n"
             "      --init glorot|kaiming  parameter initialisation (default glorot, Keras)\n"
             "  -e, --epochs N           epochs (default 1)\n"
@@ -122,7 +120,8 @@ static void usage(FILE *f)
             "      --ops-csv FILE       per-op timings of the sampled iterations\n"
             "      --trace-iters N      iterations sampled for --trace/--ops-csv: the N after\n"
             "                           the first of epoch 1 (default 10; 0 = all)\n"
-            "      --dump-params FILE   write the final parameters as raw float32\n"
+            "      --dump-params FILE   write the final parameters (all of them, in the model's\n"
+            "                           flat order, gathered from the stages) as raw float32\n"
             "      --dump-plan          print the plan and exit\n"
             "      --check-sync         check after every iteration that all ranks hold the\n"
             "                           same parameters (always checked after each epoch)\n"
@@ -132,8 +131,7 @@ static void usage(FILE *f)
             "                           (steadier timings; see man dtexec)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
-            "  -V, --version            version\n",
-            prog);
+            "  -V, --version            version\n");
 }
 
 /* Formats a flag error into msg; returns DT_EINPUT. */
@@ -194,19 +192,15 @@ enum {
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
 {
-    static const struct option longs[] = {
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"topology", required_argument, NULL, 't'},
         {"strategy", required_argument, NULL, 's'},
-        {"batch", required_argument, NULL, 'b'},
-        {"scaling", required_argument, NULL, OPT_SCALING},
         {"lr", required_argument, NULL, OPT_LR},
         {"no-lr-scale", no_argument, NULL, OPT_NO_LR_SCALE},
-        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
         {"momentum", required_argument, NULL, OPT_MOMENTUM},
         {"init", required_argument, NULL, OPT_INIT},
         {"epochs", required_argument, NULL, 'e'},
-        {"bucket", required_argument, NULL, OPT_BUCKET},
         {"data", required_argument, NULL, 'd'},
         {"synthetic", required_argument, NULL, OPT_SYNTHETIC},
         {"read-whole", no_argument, NULL, OPT_READ_WHOLE},
@@ -225,12 +219,20 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
     };
+    /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
+    struct option longs[64];
+    const struct option *par = dt_parallel_longopts();
+    int n_longs = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        longs[n_longs++] = own[i];
+    for (int i = 0; par[i].name; i++)
+        longs[n_longs++] = par[i];
+    longs[n_longs] = (struct option){NULL, 0, NULL, 0};
+    struct dt_error perr;
     memset(o, 0, sizeof *o);
+    dt_plan_options_init(&o->par);
     o->model = DEFAULT_MODEL;
-    o->batch = 128;
-    o->scaling = DT_SCALING_WEAK;
     o->lr_scale = true;
     o->optimizer = DTX_OPT_ADAM;
     o->init = DTK_INIT_GLOROT;
@@ -246,31 +248,16 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         case 'm': o->model = optarg; break;
         case 't': o->topology = optarg; break;
         case 's': o->strategy = optarg; break;
-        case 'b': rc = parse_int("--batch", optarg, 1, 1 << 24, &o->batch, msg, len); break;
-        case OPT_SCALING:
-            if (strcmp(optarg, "weak") == 0)
-                o->scaling = DT_SCALING_WEAK;
-            else if (strcmp(optarg, "strong") == 0)
-                o->scaling = DT_SCALING_STRONG;
-            else
-                rc = bad(msg, len, "--scaling", "expected weak or strong, got '%s'", optarg);
+        case 'b':
+            if ((rc = dt_parallel_set(&o->par, "batch", optarg, &perr)))
+                snprintf(msg, len, "%s", perr.msg);
             break;
         case OPT_LR:
             rc = parse_double("--lr", optarg, 0, 1e6, true, &o->lr, msg, len);
             o->lr_given = true;
             break;
         case OPT_NO_LR_SCALE: o->lr_scale = false; break;
-        case OPT_OPTIMIZER:
-            if (strcmp(optarg, "adam") == 0)
-                o->optimizer = DTX_OPT_ADAM;
-            else if (strcmp(optarg, "adam-torch") == 0)
-                o->optimizer = DTX_OPT_ADAM_TORCH;
-            else if (strcmp(optarg, "sgd") == 0)
-                o->optimizer = DTX_OPT_SGD;
-            else
-                rc = bad(msg, len, "--optimizer", "expected adam, adam-torch or sgd, got '%s'",
-                         optarg);
-            break;
+
         case OPT_MOMENTUM:
             rc = parse_double("--momentum", optarg, 0, 0.999999, false, &o->momentum, msg, len);
             o->momentum_given = true;
@@ -284,15 +271,6 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 rc = bad(msg, len, "--init", "expected glorot or kaiming, got '%s'", optarg);
             break;
         case 'e': rc = parse_int("--epochs", optarg, 1, 100000, &o->epochs, msg, len); break;
-        case OPT_BUCKET: {
-            char why[256];
-            if (dt_parse_quantity(optarg, DT_UNIT_BYTES, &o->bucket_bytes, why, sizeof why))
-                rc = bad(msg, len, "--bucket", "%s", why);
-            else if (!(o->bucket_bytes >= 4))
-                rc = bad(msg, len, "--bucket", "a bucket holds at least one float (4 B), got '%s'",
-                         optarg);
-            break;
-        }
         case 'd': o->data = optarg; break;
         case OPT_SYNTHETIC:
             rc = parse_long("--synthetic", optarg, 1, 1L << 30, &o->synthetic, msg, len);
@@ -326,6 +304,16 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
             rc = bad(msg, len, argv[optind - 1], "this option needs a value");
             break;
         default:
+            if (c >= 0x400 && c < 0x400 + 64) {
+                const char *name = par[c - 0x400].name;
+                if ((rc = dt_parallel_set(&o->par, name, optarg, &perr)))
+                    snprintf(msg, len, "%s", perr.msg);
+                else if (strcmp(name, "optimizer") == 0)
+                    o->optimizer = strcmp(optarg, "adam-torch") == 0 ? DTX_OPT_ADAM_TORCH
+                                   : o->par.optimizer == DT_OPTIM_ADAM ? DTX_OPT_ADAM
+                                                                        : DTX_OPT_SGD;
+                break;
+            }
             if (optopt)
                 snprintf(msg, len, "unknown option '-%c'", optopt);
             else
@@ -338,6 +326,10 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         rc = bad(msg, len, argv[optind], "unexpected argument (options start with --)");
     if (!rc && o->momentum_given && o->optimizer != DTX_OPT_SGD)
         rc = bad(msg, len, "--momentum", "applies to --optimizer sgd only");
+    if (!rc && o->par.optimizer == DT_OPTIM_MOMENTUM && !o->momentum_given)
+        rc = bad(msg, len, "--optimizer", "momentum needs --momentum X (dtexec's SGD momentum)");
+    if (!rc && o->optimizer == DTX_OPT_SGD)
+        o->par.optimizer = o->momentum > 0 ? DT_OPTIM_MOMENTUM : DT_OPTIM_SGD;
     if (!rc && !o->lr_given)
         o->lr = o->optimizer == DTX_OPT_SGD ? 0.01 : 0.001;
     if (!rc && o->synthetic && o->data)
@@ -485,54 +477,36 @@ static void print_binding(const struct world *w, const char *mine, bool quiet)
 
 /* ---- evaluation ---- */
 
-struct eval_sums {
-    double loss; /* summed over labelled rows */
-    double correct;
-    double rows;
+/* Rows of the test set a chunk of the eval program reads. */
+struct eval_loader {
+    const struct dtx_data *d;
+    long b0;
 };
 
-/* Forward (inference mode) of samples [lo, hi) of d in chunks of the net's batch; adds the
- * cross-entropy and correct predictions of every labelled row. */
-static int evaluate(struct dtk_net *net, const struct dtx_data *d, long lo, long hi,
-                    struct eval_sums *s, struct dt_error *err)
+static void load_eval(void *ctx, int row0, int rows, float *x, int *y)
 {
-    const struct dt_model *m = dtk_net_model(net);
-    const int mb = dtk_net_max_batch(net);
-    const long R = d->label_rows;
-    for (long b0 = lo; b0 < hi; b0 += mb) {
-        int nb = (int)(hi - b0 < mb ? hi - b0 : mb);
-        int rc = dtk_net_begin_forward(net, d->x + b0 * d->sample_floats, 0, nb, false, err);
-        if (rc)
-            return rc;
-        for (int l = 0; l < m->n_layers; l++)
-            dtk_net_forward_layer(net, l, 0, nb);
-        /* the training loss of these rows (whatever the last layer: softmax, per-pixel
-         * softmax, sigmoid); it seeds activation gradients, which the next step zeroes */
-        const int *y = d->y + b0 * R;
-        double mean;
-        if ((rc = dtk_net_begin_backward(net, y, 0, nb, nb, &mean, err)))
-            return rc;
-        s->loss += mean * nb * R;
-        s->correct += (double)dtk_net_correct(net, y, nb);
-        s->rows += (double)nb * R;
-    }
-    return DT_OK;
+    const struct eval_loader *l = ctx;
+    const struct dtx_data *d = l->d;
+    long first = l->b0 + row0;
+    if (x)
+        memcpy(x, d->x + first * d->sample_floats, (size_t)rows * d->sample_floats * sizeof *x);
+    if (y)
+        memcpy(y, d->y + first * d->label_rows, (size_t)rows * d->label_rows * sizeof *y);
 }
 
-/* Average the batchnorm running statistics over the ranks, so that every rank evaluates (and
- * goes on with) the same model. */
-static void sync_state(const struct world *w, struct dtk_net *net)
+/* The eval program (inference mode) over samples [lo, hi) of d in chunks of its rows; adds
+ * the loss and correct predictions of every labelled row (on the ranks with the last layer). */
+static int evaluate(struct dtx_exec *ex, const struct dt_rank_plan *rp, const struct dtx_data *d,
+                    long lo, long hi, struct dtx_loss *s, struct dt_error *err)
 {
-    long n = dtk_net_model(net)->total_state_floats;
-    if (n <= 0 || w->size == 1)
-        return;
-    float *s = dtk_net_state(net);
-    for (long off = 0; off < n; off += 1L << 28) {
-        int k = (int)(n - off < (1L << 28) ? n - off : (1L << 28));
-        MPI_Allreduce(MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, w->comm);
+    for (long b0 = lo; b0 < hi; b0 += rp->eval_rows) {
+        int nb = (int)(hi - b0 < rp->eval_rows ? hi - b0 : rp->eval_rows);
+        struct eval_loader l = {d, b0};
+        int rc = dtx_exec_eval(ex, load_eval, &l, nb, s, err);
+        if (rc)
+            return rc;
     }
-    for (long i = 0; i < n; i++)
-        s[i] /= (float)w->size;
+    return DT_OK;
 }
 
 /* ---- the batch loader called at the LOAD op ---- */
@@ -542,10 +516,10 @@ struct loader {
     long it;
 };
 
-static void load_batch(void *ctx, float *x, int *y)
+static void load_batch(void *ctx, int row0, int rows, float *x, int *y)
 {
     const struct loader *l = ctx;
-    dtx_sampler_gather(l->sampler, l->it, x, y);
+    dtx_sampler_gather_rows(l->sampler, l->it, row0, rows, x, y);
 }
 
 /* ---- helpers ---- */
@@ -750,8 +724,9 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
                      "the topology has %d ranks but %d MPI processes were started",
                      R->topo->n_ranks, w->size);
     } else {
-        struct dt_plan_options po = {.strategy = s, .scaling = o->scaling, .batch = o->batch,
-                                     .bucket_bytes = o->bucket_bytes, .n_ranks = w->size};
+        struct dt_plan_options po = o->par;
+        po.strategy = s;
+        po.n_ranks = w->size;
         rc = dt_plan_build(R->model, R->topo, &po, &R->plan, err);
     }
     if ((rc = agree(w, rc, err)))
@@ -759,26 +734,35 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if (o->dump_plan)
         return DT_OK;
 
-    /* network: the same seed on every rank gives the same initial parameters */
+    /* executor and network: the same seed on every rank gives every stage the one-rank
+     * run's initial parameters */
     const struct dt_rank_plan *rp = &R->plan->ranks[w->rank];
-    rc = dtk_net_create(R->model, rp->batch, o->init, o->seed, &R->net, err);
+    struct dtx_optimizer opt = {.kind = o->optimizer};
+    double lr = o->lr * (o->lr_scale ? R->plan->lr_scale : 1.0);
+    opt.adam = dtk_adam_defaults(o->optimizer == DTX_OPT_ADAM_TORCH ? DTK_ADAM_PYTORCH
+                                                                   : DTK_ADAM_KERAS);
+    opt.adam.lr = (float)lr;
+    opt.sgd = (struct dtk_sgd){.lr = (float)lr, .momentum = (float)o->momentum};
+    rc = dtx_exec_create(R->plan, w->comm, &opt, o->init, o->seed, &R->ex, err);
     if ((rc = agree(w, rc, err)))
         return rc;
+    R->net = dtx_exec_net(R->ex);
     dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)w->rank);
 
-    /* data */
+    /* data: the stages of one pipeline read the same shard, that of their replica */
     const struct dt_model *m = R->model;
     struct dtx_data_shape want = {.input = m->input, .classes = m->classes,
                                   .vocab = m->input_is_tokens ? m->vocab : 0};
     want.label_rows = (int)dtk_net_labels_per_sample(R->net);
-    bool whole = o->read_whole || w->size == 1;
+    const int shard = rp->dp_index, shards_n = rp->dp_count;
+    bool whole = o->read_whole || shards_n == 1;
     double t0 = MPI_Wtime();
     if (o->synthetic) {
         long n_test = o->synthetic / 5 > 0 ? o->synthetic / 5 : 1;
         struct dtx_range rtrain = {0, -1}, rtest = {0, -1};
         if (!whole) {
-            dt_chunk(o->synthetic, w->size, w->rank, &rtrain.first, &rtrain.count);
-            dt_chunk(n_test, w->size, w->rank, &rtest.first, &rtest.count);
+            dt_chunk(o->synthetic, shards_n, shard, &rtrain.first, &rtrain.count);
+            dt_chunk(n_test, shards_n, shard, &rtest.first, &rtest.count);
         }
         uint64_t teacher = o->seed * 0x2545F4914F6CDD1Dull + 99;
         rc = dtx_synthetic(&want, o->synthetic, o->seed * 2 + 1, teacher, rtrain, &R->train, err);
@@ -793,9 +777,9 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
                          "no dataset here (install Debian's dataset-fashion-mnist, give --data "
                          "DIR, or train on --synthetic N samples)");
         if (!rc)
-            rc = dtx_data_load_dir(dir, true, &want, whole, w->rank, w->size, &R->train, err);
+            rc = dtx_data_load_dir(dir, true, &want, whole, shard, shards_n, &R->train, err);
         if (!rc)
-            rc = dtx_data_load_dir(dir, false, &want, whole, w->rank, w->size, &R->test, err);
+            rc = dtx_data_load_dir(dir, false, &want, whole, shard, shards_n, &R->test, err);
         if (!rc)
             snprintf(R->data_what, sizeof R->data_what, "%s: %ld train, %ld test samples", dir,
                      R->train->total, R->test->total);
@@ -805,34 +789,23 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if ((rc = agree(w, rc, err)))
         return rc;
 
-    /* sampler: the same number of iterations on every rank */
-    int *batches = malloc((size_t)w->size * sizeof *batches);
-    long *shards = malloc((size_t)w->size * sizeof *shards);
-    if (!batches || !shards) {
+    /* sampler: the same number of iterations on every rank; replica d's batch */
+    int *batches = malloc((size_t)shards_n * sizeof *batches);
+    long *sizes = malloc((size_t)shards_n * sizeof *sizes);
+    if (!batches || !sizes) {
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     } else {
-        for (int r = 0; r < w->size; r++) {
+        for (int r = 0; r < w->size; r++)
+            batches[R->plan->ranks[r].dp_index] = R->plan->ranks[r].batch;
+        for (int d = 0; d < shards_n; d++) {
             long off, len;
-            batches[r] = R->plan->ranks[r].batch;
-            dt_chunk(R->train->total, w->size, r, &off, &len);
-            shards[r] = len;
+            dt_chunk(R->train->total, shards_n, d, &off, &len);
+            sizes[d] = len;
         }
-        rc = dtx_sampler_init(&R->sampler, R->train, whole, w->rank, w->size, batches, shards,
-                              err);
+        rc = dtx_sampler_init(&R->sampler, R->train, whole, shard, shards_n, batches, sizes, err);
     }
     free(batches);
-    free(shards);
-    if ((rc = agree(w, rc, err)))
-        return rc;
-
-    /* executor */
-    struct dtx_optimizer opt = {.kind = o->optimizer};
-    double lr = o->lr * (o->lr_scale ? R->plan->lr_scale : 1.0);
-    opt.adam = dtk_adam_defaults(o->optimizer == DTX_OPT_ADAM_TORCH ? DTK_ADAM_PYTORCH
-                                                                   : DTK_ADAM_KERAS);
-    opt.adam.lr = (float)lr;
-    opt.sgd = (struct dtk_sgd){.lr = (float)lr, .momentum = (float)o->momentum};
-    rc = dtx_exec_create(R->plan, R->net, w->comm, &opt, &R->ex, err);
+    free(sizes);
     return agree(w, rc, err);
 }
 
@@ -842,7 +815,6 @@ static void teardown(struct run *R)
     dtx_sampler_free(&R->sampler);
     dtx_data_destroy(R->train);
     dtx_data_destroy(R->test);
-    dtk_net_destroy(R->net);
     dt_plan_destroy(R->plan);
     dt_topology_destroy(R->topo);
     dt_model_destroy(R->model);
@@ -915,7 +887,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                "(%d on rank 0), %s lr %g%s\n",
                prog, R->model->name, R->model->total_params, w->size, w->size > 1 ? "s" : "",
                dt_strategy_name(plan->strategy),
-               o->scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
+               o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
                optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
                o->lr_scale && plan->lr_scale != 1 ? " (x ranks)" : "");
         printf("%s: data %s (read in %.2f s), %ld iterations per epoch%s\n", prog, R->data_what,
@@ -934,14 +906,13 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         MPI_Barrier(w->comm);
         double t_ep = MPI_Wtime();
         dtx_progress_epoch(&pg, e + 1, E, iters, t_ep);
-        double wloss = 0, wcorrect = 0, run_loss = 0, run_correct = 0;
+        double wloss = 0, wcorrect = 0, wrows = 0, run_loss = 0, run_correct = 0;
         for (long it = 0; it < iters && !rc; it++, global_iter++) {
             struct loader ld = {&R->sampler, it};
             bool sample = sampling && global_iter >= s_first && n_sampled < s_count;
-            double loss;
-            long correct;
+            struct dtx_loss L;
             double t_it = MPI_Wtime();
-            rc = dtx_exec_iteration(R->ex, load_batch, &ld, &loss, &correct,
+            rc = dtx_exec_iteration(R->ex, load_batch, &ld, &L,
                                     sample ? times + n_sampled * rp->n_ops : NULL, t_start, err);
             double t_end = MPI_Wtime();
             if (rc) {
@@ -956,10 +927,12 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                 epoch_of[n_sampled] = e + 1;
                 n_sampled++;
             }
-            wloss += loss * rp->batch;
-            wcorrect += (double)correct;
-            run_loss += loss;
-            run_correct += (double)correct / ((double)rp->batch * label_rows);
+            /* only ranks with the last layer see the loss (rank 0 does but for pipelines) */
+            wloss += L.loss_sum;
+            wcorrect += (double)L.correct;
+            wrows += (double)L.rows;
+            run_loss += L.rows ? L.loss_sum / L.rows : NAN;
+            run_correct += L.rows ? (double)L.correct / ((double)L.rows * label_rows) : NAN;
             dtx_progress_step(&pg, it + 1, run_loss / (it + 1), run_correct / (it + 1), t_end);
             if (o->check_sync && !dtx_exec_params_agree(R->ex)) {
                 rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
@@ -972,10 +945,10 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             break;
         MPI_Barrier(w->comm);
         epoch_s[e] = MPI_Wtime() - t_ep;
-        double sums[2] = {wloss, wcorrect}, tot[2];
-        MPI_Allreduce(sums, tot, 2, MPI_DOUBLE, MPI_SUM, w->comm);
-        tr_loss[e] = tot[0] / ((double)iters * global);
-        tr_acc[e] = tot[1] / ((double)iters * global * label_rows);
+        double sums[3] = {wloss, wcorrect, wrows}, tot[3];
+        MPI_Allreduce(sums, tot, 3, MPI_DOUBLE, MPI_SUM, w->comm);
+        tr_loss[e] = tot[2] > 0 ? tot[0] / tot[2] : NAN;
+        tr_acc[e] = tot[2] > 0 ? tot[1] / (tot[2] * label_rows) : NAN;
 
         /* every rank must hold the same parameters */
         if (!dtx_exec_params_agree(R->ex)) {
@@ -987,21 +960,22 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
 
         /* test set: each rank its part, then a sum */
         double t_ev = MPI_Wtime();
-        sync_state(w, R->net);
+        dtx_exec_sync_state(R->ex);
         long lo = 0, hi = R->test->n;
-        if (R->test->n == R->test->total && w->size > 1) {
+        if (R->test->n == R->test->total && rp->dp_count > 1) { /* the replica's part */
             long off, len;
-            dt_chunk(R->test->total, w->size, w->rank, &off, &len);
+            dt_chunk(R->test->total, rp->dp_count, rp->dp_index, &off, &len);
             lo = off;
             hi = off + len;
         }
-        struct eval_sums es = {0, 0, 0}, et;
-        rc = evaluate(R->net, R->test, lo, hi, &es, err);
+        struct dtx_loss es = {0, 0, 0};
+        rc = evaluate(R->ex, rp, R->test, lo, hi, &es, err);
         if ((rc = agree(w, rc, err)))
             break;
-        MPI_Allreduce(&es, &et, 3, MPI_DOUBLE, MPI_SUM, w->comm);
-        te_loss[e] = et.rows > 0 ? et.loss / et.rows : NAN;
-        te_acc[e] = et.rows > 0 ? et.correct / et.rows : NAN;
+        double ev[3] = {es.loss_sum, (double)es.correct, (double)es.rows}, et[3];
+        MPI_Allreduce(ev, et, 3, MPI_DOUBLE, MPI_SUM, w->comm);
+        te_loss[e] = et[2] > 0 ? et[0] / et[2] : NAN;
+        te_acc[e] = et[2] > 0 ? et[1] / (et[2] * label_rows) : NAN;
         eval_total += MPI_Wtime() - t_ev;
         dtx_progress_end(&pg, iters, epoch_s[e], tr_loss[e], tr_acc[e], te_loss[e], te_acc[e]);
     }
@@ -1033,10 +1007,23 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     }
 
     /* outputs */
-    if (o->dump_params && root)
-        rc = dump_params(o->dump_params, dtk_net_params(R->net), dtk_net_n_params(R->net), err);
+    float *full = root ? malloc((size_t)(R->model->total_params + 1) * sizeof *full) : NULL;
+    double params_l2 = 0, params_sum = 0;
+    rc = root && !full ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
     if ((rc = agree(w, rc, err)))
         goto done;
+    rc = dtx_exec_gather_params(R->ex, full, &params_l2, &params_sum, err);
+    if (!rc && o->dump_params && root)
+        rc = dump_params(o->dump_params, full, R->model->total_params, err);
+    free(full);
+    if ((rc = agree(w, rc, err)))
+        goto done;
+    /* the plan-buffer bytes each rank allocated */
+    double mine = dtx_exec_alloc_bytes(R->ex);
+    double *alloc = root ? malloc((size_t)w->size * sizeof *alloc) : NULL;
+    MPI_Gather(&mine, 1, MPI_DOUBLE, alloc, 1, MPI_DOUBLE, 0, w->comm);
+    char parallel[512];
+    dt_parallel_format(&plan->opt, parallel, sizeof parallel);
     if (sampling) {
         struct dtx_timings tm;
         rc = gather_timings(w, plan, times, (int)n_sampled, iter_index, epoch_of, &tm, err);
@@ -1071,8 +1058,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .topology_path = o->topology ? topo_abs : NULL,
             .strategy = dt_strategy_name(plan->strategy),
             .ranks = w->size,
-            .scaling = o->scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            .batch = o->batch,
+            .scaling = o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            .batch = o->par.batch,
             .global_batch = global,
             .lr = o->lr,
             .lr_scale = o->lr_scale ? plan->lr_scale : 1.0,
@@ -1081,7 +1068,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .momentum = o->momentum,
             .init = o->init == DTK_INIT_KAIMING ? "kaiming" : "glorot",
             .epochs = E,
-            .bucket_bytes = o->bucket_bytes,
+            .bucket_bytes = o->par.bucket_bytes,
             .data = R->data_what,
             .train_samples = R->train->total,
             .test_samples = R->test->total,
@@ -1111,12 +1098,17 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .peak_rss_bytes = rss_max,
             .net_bytes = dtk_net_bytes(R->net),
             .params_agree = agree_all,
+            .parallel = parallel,
+            .alloc_bytes = alloc,
+            .params_l2 = params_l2,
+            .params_sum = params_sum,
         };
         if (root)
             rc = dtx_record_append(o->record, &r, err);
         free(cmd);
         rc = agree(w, rc, err);
     }
+    free(alloc);
 done:
     free(times);
     free(iter_index);

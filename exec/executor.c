@@ -2,6 +2,7 @@
 #include "executor.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,19 +10,14 @@
 
 /* MPI counts are ints: longer transfers go in pieces of this many floats. */
 #define PIECE_FLOATS (1L << 28)
-#define TAG_BLOCKING 1
-#define TAG_HANDLE0 2
-#define TAG_P2P0 20000
-#define MAX_HANDLES 16000
 
 /* One communication op of this rank (COLL, SEND or RECV) and its progress. */
 struct comm_state {
-    int op;                 /* index in the rank's ops */
     const struct dt_op *o;
+    struct dt_region where;  /* the region it works on: dst when out of place, else region */
     struct dt_schedule sched;
     bool library;
-    MPI_Comm gcomm;         /* library: the group's communicator */
-    const int *granks;      /* group members' ranks in the executor's comm */
+    MPI_Comm comm;          /* the group's communicator (COLL), the world's (SEND/RECV) */
     int gsize, me;
     int tag;
     float *scratch;
@@ -37,6 +33,13 @@ struct comm_state {
     double end_s;
 };
 
+/* A program (step or eval) and the state of its communication ops. */
+struct program {
+    const struct dt_op *ops;
+    int n_ops;
+    struct comm_state **state;    /* per op, NULL for local ops */
+};
+
 struct dtx_exec {
     const struct dt_plan *plan;
     const struct dt_rank_plan *rp;
@@ -44,140 +47,123 @@ struct dtx_exec {
     MPI_Comm comm;
     int rank, size;
     struct dtx_optimizer opt;
-    float *x;
+    float *x, *opt_state;
     int *y;
-    long in_floats;
+    long in_floats, opt_block;   /* opt_block: floats of one optimizer moment */
     int label_rows;
-    struct comm_state **state;    /* per op, NULL for compute/load/wait */
+    struct program step, eval;
     struct comm_state **handle;   /* per handle */
     int n_handles;
-    MPI_Comm *gcomm;              /* per plan group: MPI_COMM_NULL when unused or not a member */
+    MPI_Comm *gcomm;              /* per plan group: MPI_COMM_NULL when not a member */
     bool *gcomm_owned;
     long steps;
     double t0;
-    double scratch_bytes;
+    double scratch_bytes, alloc_bytes;
 };
 
-static float *buffer_of(struct dtx_exec *ex, enum dt_buf b)
+static float *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
 {
-    return b == DT_BUF_PARAMS ? dtk_net_params(ex->net) : dtk_net_grads(ex->net);
+    switch (g->buf) {
+    case DT_BUF_PARAMS: return dtk_net_params(ex->net);
+    case DT_BUF_GRADS: return dtk_net_grads(ex->net);
+    case DT_BUF_OPT: return ex->opt_state;
+    case DT_BUF_ACT: return dtk_net_act(ex->net, g->layer);
+    case DT_BUF_DACT: return dtk_net_dact(ex->net, g->layer);
+    default: return NULL;
+    }
 }
 
-static float *region_base(struct dtx_exec *ex, const struct dt_op *o)
+static float *at(struct dtx_exec *ex, const struct dt_region *g)
 {
-    return buffer_of(ex, o->region.buf) + o->region.offset;
+    return buffer_of(ex, g) + g->offset;
 }
 
 /* ---- setup ---- */
-
-static int group_index(const struct dt_group *g, int rank)
-{
-    for (int i = 0; i < g->n; i++)
-        if (g->ranks[i] == rank)
-            return i;
-    return -1;
-}
 
 static int pieces(long count)
 {
     return (int)((count + PIECE_FLOATS - 1) / PIECE_FLOATS);
 }
 
-/* Scratch floats and requests the widest round of a schedule needs. */
-static void schedule_needs(const struct dt_schedule *s, long *floats, int *reqs)
+/* Requests the widest round of a schedule needs. */
+static int schedule_requests(const struct dt_schedule *s)
 {
-    *floats = 0;
-    *reqs = 1;
+    int reqs = 1;
     for (int r = 0; r < s->n_rounds; r++) {
-        long f = 0;
         int q = 0;
-        for (int i = s->round_start[r]; i < s->round_start[r + 1]; i++) {
+        for (int i = s->round_start[r]; i < s->round_start[r + 1]; i++)
             q += pieces(s->xfers[i].count);
-            if (!s->xfers[i].send)
-                f += s->xfers[i].count;
-        }
-        if (f > *floats)
-            *floats = f;
-        if (q > *reqs)
-            *reqs = q;
+        reqs = q > reqs ? q : reqs;
     }
+    return reqs;
 }
 
-static int setup_comm_op(struct dtx_exec *ex, int i, struct dt_error *err)
+static int setup_coll(struct dtx_exec *ex, struct comm_state *c, int seq, struct dt_error *err)
 {
-    const struct dt_op *o = &ex->rp->ops[i];
-    long total = dtk_net_n_params(ex->net);
-    if (o->region.offset < 0 || o->region.count < 0 || o->region.offset + o->region.count > total)
-        return dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
-                       "rank %d op %d: region [%ld+%ld] outside the %ld parameters", ex->rank, i,
-                       o->region.offset, o->region.count, total);
+    const struct dt_op *o = c->o;
+    const struct dt_group *g = &ex->plan->groups[o->group];
+    c->comm = ex->gcomm[o->group];
+    c->gsize = g->n;
+    MPI_Comm_rank(c->comm, &c->me);
+    c->tag = seq; /* its place among the group's collectives: the same on every member */
+    c->library = o->alg == DT_ALG_LIBRARY;
+    c->scratch_floats = dt_coll_scratch_floats(o, g->n, c->me);
+    if (!c->library) {
+        int rc = dt_coll_schedule(o->coll, o->alg, g->n, c->me, o->root, c->where.count,
+                                  &c->sched, err);
+        c->max_req = rc ? 1 : schedule_requests(&c->sched);
+        return rc;
+    }
+    if (c->where.count > INT_MAX)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "a library collective of %ld floats exceeds MPI's int count",
+                       c->where.count);
+    c->max_req = 1;
+    if (o->coll == DT_COLL_REDUCE_SCATTER || o->coll == DT_COLL_ALLGATHER) {
+        c->counts = malloc((size_t)g->n * sizeof *c->counts);
+        c->displs = malloc((size_t)g->n * sizeof *c->displs);
+        if (!c->counts || !c->displs)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        for (int k = 0; k < g->n; k++) {
+            long off, len;
+            dt_chunk(c->where.count, g->n, k, &off, &len);
+            c->counts[k] = (int)len;
+            c->displs[k] = (int)off;
+        }
+        dt_chunk(c->where.count, g->n, c->me, &c->my_off, &c->my_len);
+    }
+    return DT_OK;
+}
+
+static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *group_seq,
+                         struct dt_error *err)
+{
+    const struct dt_op *o = &pg->ops[i];
     struct comm_state *c = calloc(1, sizeof *c);
     if (!c)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    ex->state[i] = c;
-    c->op = i;
+    pg->state[i] = c;
     c->o = o;
+    c->where = o->kind == DT_OP_COLL && o->dst.count > 0 ? o->dst : o->region;
     dt_schedule_init(&c->sched);
-    c->tag = o->nonblocking ? TAG_HANDLE0 + o->handle : TAG_BLOCKING;
-    if (o->nonblocking) {
-        if (o->handle < 0 || o->handle >= ex->n_handles || ex->handle[o->handle])
-            return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad or reused handle %d",
-                           ex->rank, i, o->handle);
+    if (o->nonblocking)
         ex->handle[o->handle] = c;
-    }
-    if (o->kind == DT_OP_SEND || o->kind == DT_OP_RECV) {
-        if (o->peer < 0 || o->peer >= ex->size || o->peer == ex->rank)
-            return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad peer %d", ex->rank,
-                           i, o->peer);
-        c->tag = TAG_P2P0 + (o->tag % 10000 + 10000) % 10000;
-        c->max_req = pieces(o->region.count) + 1;
-        c->scratch_floats = o->kind == DT_OP_RECV ? o->region.count : 0;
+    int rc = DT_OK;
+    if (o->kind == DT_OP_COLL) {
+        rc = setup_coll(ex, c, group_seq[o->group]++, err);
     } else {
-        if (o->group < 0 || o->group >= ex->plan->n_groups)
-            return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: no group %d", ex->rank,
-                           i, o->group);
-        const struct dt_group *g = &ex->plan->groups[o->group];
-        c->granks = g->ranks;
-        c->gsize = g->n;
-        c->me = group_index(g, ex->rank);
-        if (c->me < 0)
-            return dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
-                           "rank %d op %d: a collective of group %d, which does not hold it",
-                           ex->rank, i, o->group);
-        c->library = o->alg == DT_ALG_LIBRARY;
-        if (c->library) {
-            if (o->region.count > INT_MAX)
-                return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                               "a library collective of %ld floats exceeds MPI's int count",
-                               o->region.count);
-            c->gcomm = ex->gcomm[o->group];
-            c->max_req = 1;
-            if (o->coll == DT_COLL_REDUCE_SCATTER || o->coll == DT_COLL_ALLGATHER) {
-                c->counts = malloc((size_t)g->n * sizeof *c->counts);
-                c->displs = malloc((size_t)g->n * sizeof *c->displs);
-                if (!c->counts || !c->displs)
-                    return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-                for (int k = 0; k < g->n; k++) {
-                    long off, len;
-                    dt_chunk(o->region.count, g->n, k, &off, &len);
-                    c->counts[k] = (int)len;
-                    c->displs[k] = (int)off;
-                }
-                dt_chunk(o->region.count, g->n, c->me, &c->my_off, &c->my_len);
-                if (o->coll == DT_COLL_REDUCE_SCATTER)
-                    c->scratch_floats = c->my_len;
-            } else if (o->coll != DT_COLL_ALLREDUCE && o->coll != DT_COLL_REDUCE &&
-                       o->coll != DT_COLL_BCAST) {
-                return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "unknown collective %d", o->coll);
-            }
-        } else {
-            int rc = dt_coll_schedule(o->coll, o->alg, g->n, c->me, o->root, o->region.count,
-                                      &c->sched, err);
-            if (rc)
-                return rc;
-            schedule_needs(&c->sched, &c->scratch_floats, &c->max_req);
-        }
+        int *ub, flag = 0;
+        MPI_Comm_get_attr(ex->comm, MPI_TAG_UB, &ub, &flag);
+        if (flag && o->tag > *ub)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "rank %d op %d: tag %d above the MPI "
+                           "library's largest, %d", ex->rank, i, o->tag, *ub);
+        c->comm = ex->comm;
+        c->tag = o->tag;
+        c->max_req = pieces(o->region.count) + 1;
+        c->scratch_floats = dt_coll_scratch_floats(o, 1, 0);
     }
+    if (rc)
+        return rc;
     c->req = malloc((size_t)c->max_req * sizeof *c->req);
     c->status = malloc((size_t)c->max_req * sizeof *c->status);
     c->scratch = malloc((size_t)(c->scratch_floats > 0 ? c->scratch_floats : 1) * sizeof(float));
@@ -188,8 +174,8 @@ static int setup_comm_op(struct dtx_exec *ex, int i, struct dt_error *err)
     return DT_OK;
 }
 
-/* One communicator per group that some rank's library collective uses (collective over
- * comm: the plan is the same on every rank, so every rank makes the same calls). */
+/* One communicator per plan group (collective over comm: the plan is the same on every rank,
+ * so every rank makes the same calls in the same order). */
 static int make_group_comms(struct dtx_exec *ex, struct dt_error *err)
 {
     const struct dt_plan *p = ex->plan;
@@ -198,32 +184,61 @@ static int make_group_comms(struct dtx_exec *ex, struct dt_error *err)
     if (!ex->gcomm || !ex->gcomm_owned)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int g = 0; g < p->n_groups; g++) {
-        ex->gcomm[g] = MPI_COMM_NULL;
-        bool used = false;
-        for (int r = 0; r < p->n_ranks && !used; r++)
-            for (int i = 0; i < p->ranks[r].n_ops && !used; i++) {
-                const struct dt_op *o = &p->ranks[r].ops[i];
-                used = o->kind == DT_OP_COLL && o->alg == DT_ALG_LIBRARY && o->group == g;
-            }
-        if (!used)
-            continue;
         const struct dt_group *G = &p->groups[g];
-        bool identity = G->n == ex->size;
-        for (int i = 0; i < G->n && identity; i++)
-            identity = G->ranks[i] == i;
-        if (identity) {
-            ex->gcomm[g] = ex->comm;
-            continue;
-        }
-        int idx = group_index(G, ex->rank);
+        int idx = -1;
+        for (int i = 0; i < G->n; i++)
+            idx = G->ranks[i] == ex->rank ? i : idx;
         MPI_Comm_split(ex->comm, idx >= 0 ? 0 : MPI_UNDEFINED, idx, &ex->gcomm[g]);
         ex->gcomm_owned[g] = ex->gcomm[g] != MPI_COMM_NULL;
     }
     return DT_OK;
 }
 
-int dtx_exec_create(const struct dt_plan *plan, struct dtk_net *net, MPI_Comm comm,
-                    const struct dtx_optimizer *opt, struct dtx_exec **out, struct dt_error *err)
+static int setup_program(struct dtx_exec *ex, struct program *pg, const struct dt_op *ops,
+                         int n, struct dt_error *err)
+{
+    pg->ops = ops;
+    pg->n_ops = n;
+    pg->state = calloc((size_t)(n ? n : 1), sizeof *pg->state);
+    int *seq = calloc((size_t)(ex->plan->n_groups + 1), sizeof *seq);
+    int rc = pg->state && seq ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < n && !rc; i++)
+        if (ops[i].kind == DT_OP_COLL || ops[i].kind == DT_OP_SEND || ops[i].kind == DT_OP_RECV)
+            rc = setup_comm_op(ex, pg, i, seq, err);
+    free(seq);
+    return rc;
+}
+
+/* The network and the rest of the buffer table. */
+static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, struct dt_error *err)
+{
+    const struct dt_plan *plan = ex->plan;
+    const struct dt_rank_plan *rp = ex->rp;
+    const struct dt_model *m = plan->model;
+    int rows = rp->slots * rp->slot_rows;
+    struct dtk_net_view v = {.rows = rows, .layers = plan->views[rp->view],
+                             .n_params = rp->n_params, .opt_moments = 0};
+    int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
+    if (rc)
+        return rc;
+    ex->in_floats = dt_shape_size(&m->input);
+    ex->label_rows = (int)dtk_net_labels_per_sample(ex->net);
+    ex->opt_block = rp->n_updated;
+    long moments = dt_optimizer_moments(plan->opt.optimizer);
+    ex->x = rp->first ? malloc((size_t)rows * (size_t)ex->in_floats * sizeof *ex->x) : NULL;
+    ex->y = rp->last ? calloc((size_t)rows * (size_t)ex->label_rows, sizeof *ex->y) : NULL;
+    ex->opt_state = calloc((size_t)(moments * ex->opt_block + 1), sizeof *ex->opt_state);
+    if ((rp->first && !ex->x) || (rp->last && !ex->y) || !ex->opt_state)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the input rows");
+    ex->alloc_bytes = dtk_net_bytes(ex->net) + (double)moments * ex->opt_block * sizeof(float) +
+                      (rp->first ? (double)rows * ex->in_floats * sizeof(float) : 0) +
+                      (rp->last ? (double)rows * ex->label_rows * sizeof(int) : 0);
+    return DT_OK;
+}
+
+int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_optimizer *opt,
+                    enum dtk_init init, uint64_t seed, struct dtx_exec **out,
+                    struct dt_error *err)
 {
     *out = NULL;
     int rank, size;
@@ -233,54 +248,29 @@ int dtx_exec_create(const struct dt_plan *plan, struct dtk_net *net, MPI_Comm co
         return dt_fail(err, DT_EINPUT, NULL, 0, 0,
                        "the %s plan has %d ranks but %d MPI processes run it",
                        dt_strategy_name(plan->strategy), plan->n_ranks, size);
-    const struct dt_rank_plan *rp = &plan->ranks[rank];
-    if (rp->batch > dtk_net_max_batch(net))
-        return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "net built for %d samples, plan needs %d",
-                       dtk_net_max_batch(net), rp->batch);
-    if (plan->next_handle < 0 || plan->next_handle > MAX_HANDLES)
-        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "the plan uses %d handles (at most %d)",
-                       plan->next_handle, MAX_HANDLES);
     struct dtx_exec *ex = calloc(1, sizeof *ex);
     if (!ex)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     ex->plan = plan;
-    ex->rp = rp;
-    ex->net = net;
+    ex->rp = &plan->ranks[rank];
     ex->comm = comm;
     ex->rank = rank;
     ex->size = size;
     ex->opt = *opt;
-    const struct dt_model *m = dtk_net_model(net);
-    ex->in_floats = dtk_net_out_floats(net, -1);
-    ex->label_rows = (int)dtk_net_labels_per_sample(net);
     ex->n_handles = plan->next_handle;
-    ex->x = malloc((size_t)(rp->batch ? rp->batch : 1) * (size_t)ex->in_floats * sizeof *ex->x);
-    ex->y = calloc((size_t)(rp->batch ? rp->batch : 1) * (size_t)ex->label_rows, sizeof *ex->y);
-    ex->state = calloc((size_t)(rp->n_ops ? rp->n_ops : 1), sizeof *ex->state);
     ex->handle = calloc((size_t)(ex->n_handles ? ex->n_handles : 1), sizeof *ex->handle);
-    int rc = ex->x && ex->y && ex->state && ex->handle
-                 ? DT_OK
-                 : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int rc = ex->handle ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    if (!rc)
+        rc = dt_plan_check(plan, err);
     if (!rc)
         rc = make_group_comms(ex, err);
-    for (int i = 0; i < rp->n_ops && !rc; i++) {
-        const struct dt_op *o = &rp->ops[i];
-        if (o->kind == DT_OP_COLL || o->kind == DT_OP_SEND || o->kind == DT_OP_RECV)
-            rc = setup_comm_op(ex, i, err);
-        else if (o->kind == DT_OP_COMPUTE && o->phase != DT_PH_UPDATE &&
-                 (o->layer < 0 || o->layer >= m->n_layers || o->samples < 1 ||
-                  o->samples > rp->batch))
-            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad layer %d or samples %d",
-                         rank, i, o->layer, o->samples);
-        else if (o->kind == DT_OP_COMPUTE && o->phase == DT_PH_UPDATE &&
-                 (o->region.offset < 0 || o->region.count < 0 ||
-                  o->region.offset + o->region.count > dtk_net_n_params(net)))
-            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: update region outside",
-                         rank, i);
-        else if (o->kind == DT_OP_WAIT && (o->handle < 0 || o->handle >= ex->n_handles))
-            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: wait for unknown handle %d",
-                         rank, i, o->handle);
-    }
+    if (!rc)
+        rc = allocate(ex, init, seed, err);
+    if (!rc)
+        rc = setup_program(ex, &ex->step, ex->rp->ops, ex->rp->n_ops, err);
+    if (!rc)
+        rc = setup_program(ex, &ex->eval, ex->rp->eval.ops, ex->rp->eval.n_ops, err);
+    ex->alloc_bytes += ex->scratch_bytes;
     if (rc) {
         dtx_exec_destroy(ex);
         return rc;
@@ -289,12 +279,10 @@ int dtx_exec_create(const struct dt_plan *plan, struct dtk_net *net, MPI_Comm co
     return DT_OK;
 }
 
-void dtx_exec_destroy(struct dtx_exec *ex)
+static void free_program(struct program *pg)
 {
-    if (!ex)
-        return;
-    for (int i = 0; ex->state && i < ex->rp->n_ops; i++) {
-        struct comm_state *c = ex->state[i];
+    for (int i = 0; pg->state && i < pg->n_ops; i++) {
+        struct comm_state *c = pg->state[i];
         if (!c)
             continue;
         dt_schedule_free(&c->sched);
@@ -305,27 +293,39 @@ void dtx_exec_destroy(struct dtx_exec *ex)
         free(c->displs);
         free(c);
     }
+    free(pg->state);
+}
+
+void dtx_exec_destroy(struct dtx_exec *ex)
+{
+    if (!ex)
+        return;
+    free_program(&ex->step);
+    free_program(&ex->eval);
     for (int g = 0; ex->gcomm && g < ex->plan->n_groups; g++)
         if (ex->gcomm_owned[g])
             MPI_Comm_free(&ex->gcomm[g]);
     free(ex->gcomm);
     free(ex->gcomm_owned);
-    free(ex->state);
     free(ex->handle);
     free(ex->x);
     free(ex->y);
+    free(ex->opt_state);
+    dtk_net_destroy(ex->net);
     free(ex);
 }
 
+struct dtk_net *dtx_exec_net(struct dtx_exec *ex) { return ex->net; }
 long dtx_exec_steps(const struct dtx_exec *ex) { return ex->steps; }
 double dtx_exec_scratch_bytes(const struct dtx_exec *ex) { return ex->scratch_bytes; }
+double dtx_exec_alloc_bytes(const struct dtx_exec *ex) { return ex->alloc_bytes; }
 
 /* ---- rounds of the project's own algorithms ---- */
 
 static void post_round(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_schedule *s = &c->sched;
-    float *base = region_base(ex, c->o);
+    float *base = at(ex, &c->where);
     int a = s->round_start[c->round], b = s->round_start[c->round + 1];
     long roff = 0;
     c->n_req = 0;
@@ -336,8 +336,8 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
             continue;
         for (long off = 0; off < t->count; off += PIECE_FLOATS) {
             long len = t->count - off < PIECE_FLOATS ? t->count - off : PIECE_FLOATS;
-            MPI_Irecv(c->scratch + roff + off, (int)len, MPI_FLOAT, c->granks[t->peer], c->tag,
-                      ex->comm, &c->req[c->n_req++]);
+            MPI_Irecv(c->scratch + roff + off, (int)len, MPI_FLOAT, t->peer, c->tag,
+                      c->comm, &c->req[c->n_req++]);
         }
         roff += t->count;
         c->bytes_recv += (double)t->count * sizeof(float);
@@ -348,8 +348,8 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
             continue;
         for (long off = 0; off < t->count; off += PIECE_FLOATS) {
             long len = t->count - off < PIECE_FLOATS ? t->count - off : PIECE_FLOATS;
-            MPI_Isend(base + t->offset + off, (int)len, MPI_FLOAT, c->granks[t->peer], c->tag,
-                      ex->comm, &c->req[c->n_req++]);
+            MPI_Isend(base + t->offset + off, (int)len, MPI_FLOAT, t->peer, c->tag,
+                      c->comm, &c->req[c->n_req++]);
         }
         c->bytes_sent += (double)t->count * sizeof(float);
     }
@@ -369,7 +369,7 @@ static void combine(float *dst, const float *src, long n, bool sum)
 static void finish_round(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_schedule *s = &c->sched;
-    float *base = region_base(ex, c->o);
+    float *base = at(ex, &c->where);
     long roff = 0;
     for (int i = s->round_start[c->round]; i < s->round_start[c->round + 1]; i++) {
         const struct dt_xfer *t = &s->xfers[i];
@@ -386,7 +386,7 @@ static void finish_round(struct dtx_exec *ex, struct comm_state *c)
 static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocking)
 {
     const struct dt_op *o = c->o;
-    float *base = region_base(ex, o);
+    float *base = at(ex, &c->where);
     int n = (int)o->region.count;
     bool root = c->me == o->root;
     double bytes = (double)o->region.count * sizeof(float);
@@ -395,9 +395,9 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
     switch (o->coll) {
     case DT_COLL_ALLREDUCE:
         if (blocking)
-            MPI_Allreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->gcomm);
+            MPI_Allreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->comm);
         else
-            MPI_Iallreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->gcomm, r);
+            MPI_Iallreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->comm, r);
         c->bytes_sent += bytes;
         c->bytes_recv += bytes;
         break;
@@ -405,34 +405,34 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
         const void *sb = root ? MPI_IN_PLACE : base;
         void *rb = root ? base : NULL;
         if (blocking)
-            MPI_Reduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->gcomm);
+            MPI_Reduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->comm);
         else
-            MPI_Ireduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->gcomm, r);
+            MPI_Ireduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->comm, r);
         *(root ? &c->bytes_recv : &c->bytes_sent) += bytes;
         break;
     }
     case DT_COLL_BCAST:
         if (blocking)
-            MPI_Bcast(base, n, MPI_FLOAT, o->root, c->gcomm);
+            MPI_Bcast(base, n, MPI_FLOAT, o->root, c->comm);
         else
-            MPI_Ibcast(base, n, MPI_FLOAT, o->root, c->gcomm, r);
+            MPI_Ibcast(base, n, MPI_FLOAT, o->root, c->comm, r);
         *(root ? &c->bytes_sent : &c->bytes_recv) += bytes;
         break;
     case DT_COLL_REDUCE_SCATTER:
         if (blocking)
-            MPI_Reduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->gcomm);
+            MPI_Reduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->comm);
         else
-            MPI_Ireduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->gcomm, r);
+            MPI_Ireduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->comm, r);
         c->bytes_sent += bytes;
         c->bytes_recv += (double)c->my_len * sizeof(float);
         break;
     case DT_COLL_ALLGATHER:
         if (blocking)
             MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, c->counts, c->displs,
-                           MPI_FLOAT, c->gcomm);
+                           MPI_FLOAT, c->comm);
         else
             MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, c->counts, c->displs,
-                            MPI_FLOAT, c->gcomm, r);
+                            MPI_FLOAT, c->comm, r);
         c->bytes_sent += (double)c->my_len * sizeof(float);
         c->bytes_recv += bytes - (double)c->my_len * sizeof(float);
         break;
@@ -446,21 +446,22 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
 static void finish_library(struct dtx_exec *ex, struct comm_state *c)
 {
     if (c->o->coll == DT_COLL_REDUCE_SCATTER)
-        memcpy(region_base(ex, c->o) + c->my_off, c->scratch, (size_t)c->my_len * sizeof(float));
+        memcpy(at(ex, &c->where) + c->my_off, c->scratch, (size_t)c->my_len * sizeof(float));
 }
 
 static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_op *o = c->o;
-    float *base = region_base(ex, o);
+    float *base = at(ex, &c->where);
     c->n_req = 0;
     for (long off = 0; off < o->region.count; off += PIECE_FLOATS) {
         long len = o->region.count - off < PIECE_FLOATS ? o->region.count - off : PIECE_FLOATS;
         if (o->kind == DT_OP_SEND)
-            MPI_Isend(base + off, (int)len, MPI_FLOAT, o->peer, c->tag, ex->comm,
+            MPI_Isend(base + off, (int)len, MPI_FLOAT, o->peer, c->tag, c->comm,
                       &c->req[c->n_req++]);
         else
-            MPI_Irecv(c->scratch + off, (int)len, MPI_FLOAT, o->peer, c->tag, ex->comm,
+            MPI_Irecv((o->sum ? c->scratch : base) + off, (int)len, MPI_FLOAT, o->peer, c->tag,
+                      c->comm,
                       &c->req[c->n_req++]);
     }
     *(o->kind == DT_OP_SEND ? &c->bytes_sent : &c->bytes_recv) +=
@@ -469,8 +470,8 @@ static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
 
 static void finish_p2p(struct dtx_exec *ex, struct comm_state *c)
 {
-    if (c->o->kind == DT_OP_RECV)
-        combine(region_base(ex, c->o), c->scratch, c->o->region.count, c->o->sum);
+    if (c->o->kind == DT_OP_RECV && c->o->sum)
+        combine(at(ex, &c->where), c->scratch, c->o->region.count, true);
 }
 
 /* ---- progress ---- */
@@ -531,6 +532,9 @@ static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
 
 static void start_comm(struct dtx_exec *ex, struct comm_state *c)
 {
+    if (c->o->kind == DT_OP_COLL && c->o->dst.count > 0) /* out of place: work on a copy */
+        memcpy(at(ex, &c->o->dst), at(ex, &c->o->region),
+               (size_t)c->o->region.count * sizeof(float));
     c->bytes_sent = c->bytes_recv = 0;
     c->round = 0;
     c->n_req = 0;
@@ -566,12 +570,13 @@ static void complete(struct dtx_exec *ex, struct comm_state *c)
     }
 }
 
-/* ---- the iteration ---- */
+/* ---- the programs ---- */
 
-static void optimizer_step(struct dtx_exec *ex, const struct dt_region *r)
+static void optimizer_step(struct dtx_exec *ex, const struct dt_op *o)
 {
+    const struct dt_region *r = &o->region;
     float *p = dtk_net_params(ex->net) + r->offset, *g = dtk_net_grads(ex->net) + r->offset;
-    float *m = dtk_net_opt_m(ex->net) + r->offset, *v = dtk_net_opt_v(ex->net) + r->offset;
+    float *m = ex->opt_state + o->dst.offset, *v = m + ex->opt_block;
     switch (ex->opt.kind) {
     case DTX_OPT_ADAM:
     case DTX_OPT_ADAM_TORCH:
@@ -584,84 +589,125 @@ static void optimizer_step(struct dtx_exec *ex, const struct dt_region *r)
     }
 }
 
-int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, double *loss,
-                       long *correct, struct dtx_op_time *times, double t0,
-                       struct dt_error *err)
+/* Rows of a slot in the net's buffers. */
+static int row_of(const struct dtx_exec *ex, const struct dt_op *o)
 {
-    const struct dt_rank_plan *rp = ex->rp;
-    const struct dt_model *m = dtk_net_model(ex->net);
-    const int last = m->n_layers - 1;
-    /* local gradients are summed across ranks: seed them with 1/global batch per sample */
-    const double denom = rp->grad_scale > 0 ? rp->batch / rp->grad_scale : rp->batch;
-    bool forward_started = false;
-    ex->t0 = t0;
-    ex->steps++;
-    *loss = 0;
-    *correct = 0;
-    for (int i = 0; i < rp->n_ops; i++) {
-        const struct dt_op *o = &rp->ops[i];
+    return o->slot * ex->rp->slot_rows;
+}
+
+static bool reads_input(const struct dt_model *m, int l)
+{
+    for (int k = 0; k < m->layers[l].n_in; k++)
+        if (m->layers[l].in[k] < 0)
+            return true;
+    return false;
+}
+
+/* LOAD: the loader fills the slot's rows; eval chunks shorter than the slot are zero-padded. */
+static void load_rows(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn load, void *ctx,
+                      int real)
+{
+    long b0 = row_of(ex, o);
+    float *x = ex->x ? ex->x + b0 * ex->in_floats : NULL;
+    int *y = ex->y ? ex->y + b0 * ex->label_rows : NULL;
+    load(ctx, o->row0, real, x, y);
+    if (real < o->samples && x)
+        memset(x + (long)real * ex->in_floats, 0,
+               (size_t)(o->samples - real) * (size_t)ex->in_floats * sizeof *x);
+    if (real < o->samples && y)
+        memset(y + (long)real * ex->label_rows, 0,
+               (size_t)(o->samples - real) * (size_t)ex->label_rows * sizeof *y);
+}
+
+static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn load, void *ctx,
+                     int real, struct dtx_loss *out, struct dt_error *err)
+{
+    const struct dt_model *m = ex->plan->model;
+    int b0 = row_of(ex, o), rc = DT_OK;
+    switch (o->kind) {
+    case DT_OP_LOAD:
+        load_rows(ex, o, load, ctx, real > 0 && real < o->samples ? real : o->samples);
+        break;
+    case DT_OP_COMPUTE:
+        if (o->phase == DT_PH_BACKWARD) {
+            dtk_net_backward_layer(ex->net, o->layer, b0, o->samples);
+            break;
+        }
+        if (reads_input(m, o->layer))
+            rc = dtk_net_begin_forward(ex->net, ex->x, b0, o->samples, real == 0, err);
+        if (!rc)
+            dtk_net_forward_layer(ex->net, o->layer, b0, o->samples);
+        break;
+    case DT_OP_LOSS: {
+        /* eval chunks: the loss and accuracy of the real rows only */
+        int n = real > 0 && real < o->samples ? real : o->samples;
+        double mean;
+        /* begin_backward reads the labels of its rows from its pointer on */
+        rc = dtk_net_begin_backward(ex->net, ex->y + (long)b0 * ex->label_rows, b0, n,
+                                    real ? n : o->scale, &mean, err);
+        if (!rc) {
+            out->loss_sum += mean * n;
+            out->correct += dtk_net_correct_rows(ex->net, ex->y, b0, n);
+            out->rows += n;
+        }
+        break;
+    }
+    case DT_OP_ZERO:
+        memset(at(ex, &o->region), 0, (size_t)o->region.count * sizeof(float));
+        break;
+    case DT_OP_COPY:
+        combine(at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
+        break;
+    case DT_OP_UPDATE:
+        optimizer_step(ex, o);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* Walks a program. real: 0 for a training step; for eval, the chunk's real rows. */
+static int walk(struct dtx_exec *ex, struct program *pg, dtx_load_fn load, void *ctx, int real,
+                struct dtx_loss *out, struct dtx_op_time *times, struct dt_error *err)
+{
+    dtk_net_set_train(ex->net, real == 0);
+    for (int i = 0; i < pg->n_ops; i++) {
+        const struct dt_op *o = &pg->ops[i];
         double start = MPI_Wtime();
-        struct comm_state *c = ex->state[i];
+        struct comm_state *c = pg->state[i];
         int rc = DT_OK;
-        switch (o->kind) {
-        case DT_OP_LOAD:
-            load(load_ctx, ex->x, ex->y);
-            break;
-        case DT_OP_COMPUTE:
-            if (o->phase == DT_PH_FORWARD) {
-                if (!forward_started) {
-                    rc = dtk_net_begin_forward(ex->net, ex->x, 0, o->samples, true, err);
-                    forward_started = true;
-                }
-                if (rc)
-                    return rc;
-                dtk_net_forward_layer(ex->net, o->layer, 0, o->samples);
-                if (o->layer == last) {
-                    dtk_net_zero_grads(ex->net);
-                    rc = dtk_net_begin_backward(ex->net, ex->y, 0, o->samples,
-                                                denom * o->samples / rp->batch, loss, err);
-                    if (rc)
-                        return rc;
-                    *correct = dtk_net_correct(ex->net, ex->y, o->samples);
-                }
-            } else if (o->phase == DT_PH_BACKWARD) {
-                dtk_net_backward_layer(ex->net, o->layer, 0, o->samples);
-            } else {
-                optimizer_step(ex, &o->region);
-            }
-            progress_all(ex, NULL);
-            break;
-        case DT_OP_COLL:
-        case DT_OP_SEND:
-        case DT_OP_RECV:
+        if (c) {
             start_comm(ex, c);
-            break;
-        case DT_OP_WAIT: {
+        } else if (o->kind == DT_OP_WAIT) {
             struct comm_state *h = ex->handle[o->handle];
             if (!h)
                 return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "wait for handle %d never started",
                                o->handle);
             complete(ex, h);
-            break;
+        } else {
+            rc = run_local(ex, o, load, ctx, real, out, err);
+            progress_all(ex, NULL);
         }
-        }
+        if (rc)
+            return rc;
         if (times) {
             double end = MPI_Wtime();
             struct dtx_op_time *t = &times[i];
-            t->start_s = start - t0;
+            t->start_s = start - ex->t0;
             t->dur_s = end - start;
-            t->end_s = end - t0;
+            t->end_s = end - ex->t0;
             t->bytes_sent = c ? c->bytes_sent : 0;
             t->bytes_recv = c ? c->bytes_recv : 0;
         }
     }
     /* Anything still in flight (a plan without its WAIT) completes before the next step. */
-    for (int h = 0; h < ex->n_handles; h++)
-        if (ex->handle[h] && ex->handle[h]->active)
-            complete(ex, ex->handle[h]);
+    for (int i = 0; i < pg->n_ops; i++)
+        if (pg->state[i] && pg->state[i]->active)
+            complete(ex, pg->state[i]);
     if (times)
-        for (int i = 0; i < rp->n_ops; i++) {
-            struct comm_state *c = ex->state[i];
+        for (int i = 0; i < pg->n_ops; i++) {
+            struct comm_state *c = pg->state[i];
             if (c && c->o->nonblocking) {
                 times[i].end_s = c->end_s;
                 times[i].bytes_sent = c->bytes_sent;
@@ -670,6 +716,27 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, do
         }
     return DT_OK;
 }
+
+int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
+                       struct dtx_loss *out, struct dtx_op_time *times, double t0,
+                       struct dt_error *err)
+{
+    ex->t0 = t0;
+    ex->steps++;
+    *out = (struct dtx_loss){0, 0, 0};
+    return walk(ex, &ex->step, load, load_ctx, 0, out, times, err);
+}
+
+int dtx_exec_eval(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, int rows,
+                  struct dtx_loss *out, struct dt_error *err)
+{
+    if (rows < 1 || rows > ex->rp->eval_rows)
+        return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "eval chunk of %d rows (at most %d)", rows,
+                       ex->rp->eval_rows);
+    ex->t0 = MPI_Wtime();
+    return walk(ex, &ex->eval, load, load_ctx, rows, out, NULL, err);
+}
+
 
 uint64_t dtx_params_hash(const float *p, long n)
 {
@@ -688,10 +755,96 @@ uint64_t dtx_params_hash(const float *p, long n)
     return h;
 }
 
+
+/* The communicator of this rank's replicas, or MPI_COMM_NULL. */
+static MPI_Comm replica_comm(const struct dtx_exec *ex)
+{
+    int g = ex->rp->replicas;
+    return g >= 0 && g < ex->plan->n_groups ? ex->gcomm[g] : MPI_COMM_NULL;
+}
+
 bool dtx_exec_params_agree(struct dtx_exec *ex)
 {
-    uint64_t h = dtx_params_hash(dtk_net_params(ex->net), dtk_net_n_params(ex->net)), lo, hi;
-    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, ex->comm);
-    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, ex->comm);
-    return lo == hi;
+    uint64_t h = dtx_params_hash(dtk_net_params(ex->net), dtk_net_n_params(ex->net)), lo = h,
+             hi = h;
+    MPI_Comm rc = replica_comm(ex);
+    if (rc != MPI_COMM_NULL) {
+        MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc);
+        MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, rc);
+    }
+    int mine = lo == hi, all;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, ex->comm);
+    return all;
+}
+
+void dtx_exec_sync_state(struct dtx_exec *ex)
+{
+    const struct dt_model *m = ex->plan->model;
+    long n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += ex->plan->views[ex->rp->view][l].runs ? m->layers[l].state_floats : 0;
+    MPI_Comm rc = replica_comm(ex);
+    int size = 1;
+    if (rc != MPI_COMM_NULL)
+        MPI_Comm_size(rc, &size);
+    if (n <= 0 || size == 1)
+        return;
+    float *s = dtk_net_state(ex->net);
+    for (long off = 0; off < n; off += PIECE_FLOATS) {
+        int k = (int)(n - off < PIECE_FLOATS ? n - off : PIECE_FLOATS);
+        MPI_Allreduce(MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, rc);
+    }
+    for (long i = 0; i < n; i++)
+        s[i] /= (float)size;
+}
+
+int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double *sum,
+                           struct dt_error *err)
+{
+    const struct dt_plan *plan = ex->plan;
+    const struct dt_model *m = plan->model;
+    const float *p = dtk_net_params(ex->net);
+    /* replica 0 of every stage contributes its layers: sums first, then the vector */
+    bool mine = ex->rp->dp_index == 0;
+    double local[2] = {0, 0}, tot[2];
+    for (long i = 0; mine && i < dtk_net_n_params(ex->net); i++) {
+        local[0] += (double)p[i] * p[i];
+        local[1] += p[i];
+    }
+    MPI_Allreduce(local, tot, 2, MPI_DOUBLE, MPI_SUM, ex->comm);
+    *l2 = sqrt(tot[0]);
+    *sum = tot[1];
+    if (!full && ex->rank == 0)
+        return DT_OK;
+    int rc = DT_OK;
+    for (int r = 0; r < ex->size; r++) {
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        if (rp->dp_index != 0 || rp->n_params > INT_MAX) {
+            if (rp->n_params > INT_MAX)
+                rc = DT_EINPUT;
+            continue;
+        }
+        const struct dt_layer_view *v = plan->views[rp->view];
+        if (r == 0 && ex->rank == 0) {
+            for (int l = 0; l < m->n_layers && full; l++)
+                if (v[l].runs)
+                    memcpy(full + m->layers[l].param_offset, p + v[l].param_offset,
+                           (size_t)m->layers[l].params * sizeof *p);
+            continue;
+        }
+        if (ex->rank == r)
+            MPI_Send(p, (int)rp->n_params, MPI_FLOAT, 0, 0, ex->comm);
+        if (ex->rank != 0 || r == 0)
+            continue;
+        float *buf = malloc((size_t)(rp->n_params + 1) * sizeof *buf);
+        MPI_Recv(buf ? buf : full, buf ? (int)rp->n_params : 0, MPI_FLOAT, r, 0, ex->comm,
+                 MPI_STATUS_IGNORE);
+        for (int l = 0; l < m->n_layers && buf && full; l++)
+            if (v[l].runs)
+                memcpy(full + m->layers[l].param_offset, buf + v[l].param_offset,
+                       (size_t)m->layers[l].params * sizeof *buf);
+        rc = buf ? rc : DT_ENOMEM;
+        free(buf);
+    }
+    return rc ? dt_fail(err, rc, NULL, 0, 0, "cannot gather the parameters") : DT_OK;
 }

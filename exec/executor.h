@@ -1,25 +1,28 @@
-/* Walks one rank's ops of a plan with real kernels and MPI: the executed strategy is the
+/* Walks one rank's programs of a plan with real kernels and MPI: the executed strategy is the
  * simulated one, op for op.
  *
- * LOAD      calls the caller's loader, which copies this rank's batch into the executor's
- *           input buffers;
- * COMPUTE   forward/backward of one layer on the CPU network (exec/cpu/net.h). The last
- *           forward also zeroes the gradients and computes the loss; its gradient is seeded
- *           with 1/global batch per sample, i.e. the local mean gradient times grad_scale, so
- *           that the SUM of the ranks' gradients is the global mean. UPDATE runs the optimizer
- *           over the op's region (a parameter-server shard is just a region);
+ * Buffers: the executor allocates exactly the rank's buffer table (include/dt/plan.h): the
+ * network of its layer view (parameters, gradients, state, activations, what layers keep:
+ * exec/cpu/net.h), the input and label rows it loads, the optimizer state of the parameters
+ * it updates, and a receive buffer per communication op. dtx_exec_alloc_bytes is their sum,
+ * which equals dt_plan_rank_memory's total (tests/test_exec_memory.sh checks it).
+ *
+ * LOAD      calls the caller's loader for rows [row0, row0 + samples) of this rank's step
+ *           batch, into the op's slot of the input and label rows;
+ * COMPUTE   forward/backward of one layer on rows [slot x slot_rows, + samples);
+ * LOSS      the mean loss of the micro-batch, and its gradient seeded with 1/scale per sample;
+ * ZERO      zeroes a region; COPY copies (or adds) a region into another;
+ * UPDATE    runs the optimizer over a parameter region, its state at the op's offset;
  * COLL      is expanded by dt_coll_schedule (libdt/collective.c, the simulator's expansion) into
  *           rounds of MPI_Irecv into scratch + MPI_Isend + wait, then sum or copy into the
- *           region; DT_ALG_LIBRARY calls the MPI library's collective on the group's
- *           communicator instead. A non-blocking COLL posts its first round at its place,
- *           advances a round whenever the executor polls it (after every compute op and while
- *           it waits for anything), and completes at the WAIT naming its handle;
- * SEND/RECV point-to-point transfers of a region (RECV into scratch, then sum or copy);
+ *           region, on the communicator of the op's group (one per plan group), tagged with
+ *           its sequence number in that group; DT_ALG_LIBRARY calls the MPI library's
+ *           collective on it instead. A non-blocking COLL advances a round whenever the
+ *           executor polls it (after every compute op and while it waits for anything), and
+ *           completes at the WAIT naming its handle;
+ * SEND/RECV point-to-point transfers of a region on the world communicator with the op's tag
+ *           (a summing RECV goes through scratch);
  * WAIT      completes a non-blocking op.
- *
- * Tags: blocking collectives use one tag, each handle its own, so that messages of
- * overlapping collectives never match each other (MPI orders messages of one tag between
- * two ranks, which keeps the rounds of one collective in order).
  */
 #ifndef DTX_EXECUTOR_H
 #define DTX_EXECUTOR_H
@@ -47,34 +50,63 @@ struct dtx_op_time {
     double bytes_sent, bytes_recv;
 };
 
-/* Fills this rank's batch: x (batch x input floats) and y (batch x label rows). */
-typedef void (*dtx_load_fn)(void *ctx, float *x, int *y);
+/* Fills rows [row0, row0 + rows) of this rank's step batch (eval: of the current chunk) into
+ * x (rows x input floats, NULL when the rank loads no inputs) and y (rows x label rows, NULL
+ * when it loads no labels). */
+typedef void (*dtx_load_fn)(void *ctx, int row0, int rows, float *x, int *y);
 
 struct dtx_exec;
 
-/* Prepares the executor of this rank (MPI rank of comm) for plan: schedules of every
- * collective, scratch buffers, one communicator per plan group (collective over comm: every
- * rank must call it). The plan's rank count must equal comm's size; the net must have been
- * built for at least this rank's batch. plan, net and comm must outlive the executor. */
-int dtx_exec_create(const struct dt_plan *plan, struct dtk_net *net, MPI_Comm comm,
-                    const struct dtx_optimizer *opt, struct dtx_exec **out, struct dt_error *err);
+/* Prepares the executor of this rank (MPI rank of comm) for plan: its network (layer view,
+ * initialised from init and seed as the whole model would be), buffers, schedules, one
+ * communicator per plan group (collective over comm: every rank must call it). The plan's rank
+ * count must equal comm's size. plan and comm must outlive the executor. */
+int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_optimizer *opt,
+                    enum dtk_init init, uint64_t seed, struct dtx_exec **out,
+                    struct dt_error *err);
 void dtx_exec_destroy(struct dtx_exec *ex);
 
-/* Runs one iteration. loss: the mean loss of this rank's batch; correct: rows predicted
- * right. times: NULL or this rank's n_ops entries, relative to t0 (an MPI_Wtime value). */
-int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, double *loss,
-                       long *correct, struct dtx_op_time *times, double t0,
+/* This rank's network (its layers only). */
+struct dtk_net *dtx_exec_net(struct dtx_exec *ex);
+
+/* What the LOSS ops of a program saw: the loss summed over their rows (each micro-batch's mean
+ * times its rows), correct predictions and labelled rows; all 0 on ranks without the last
+ * layer. */
+struct dtx_loss {
+    double loss_sum;
+    long correct, rows;
+};
+
+/* Runs one step. times: NULL or this rank's n_ops entries, relative to t0 (an MPI_Wtime). */
+int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
+                       struct dtx_loss *out, struct dtx_op_time *times, double t0,
                        struct dt_error *err);
+
+/* Runs the eval program on one chunk of rows real rows (<= the plan's eval_rows; the loader
+ * fills those, the rest is zero): inference mode; adds to out. */
+int dtx_exec_eval(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, int rows,
+                  struct dtx_loss *out, struct dt_error *err);
 
 /* Optimizer steps taken so far. */
 long dtx_exec_steps(const struct dtx_exec *ex);
 
 /* A 64-bit hash of the parameters' bits (FNV-1a over 32-bit words). */
 uint64_t dtx_params_hash(const float *p, long n);
-/* Whether every rank holds bit-identical parameters (collective over the executor's comm). */
+/* Whether the replicas of every rank (plan: rank_plan.replicas) hold bit-identical
+ * parameters (collective over the executor's comm). */
 bool dtx_exec_params_agree(struct dtx_exec *ex);
+/* Averages the batchnorm running statistics over each rank's replicas (collective). */
+void dtx_exec_sync_state(struct dtx_exec *ex);
 
-/* Bytes of scratch (receive buffers) the executor allocated. */
+/* The full parameter vector in the model's flat order, gathered from the stages (replica 0
+ * of each) to rank 0 into full (model->total_params floats; NULL elsewhere); every rank gets
+ * its L2 norm and sum (in double). Collective. */
+int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double *sum,
+                           struct dt_error *err);
+
+/* Bytes this rank allocated for its buffer table (the kernels' scratch apart). */
+double dtx_exec_alloc_bytes(const struct dtx_exec *ex);
+/* Bytes of receive buffers it allocated. */
 double dtx_exec_scratch_bytes(const struct dtx_exec *ex);
 
 #endif

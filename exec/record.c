@@ -128,6 +128,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_str(&w, "init", r->init);
     j_int(&w, "epochs", r->epochs);
     j_num(&w, "bucket_bytes", r->bucket_bytes);
+    j_str(&w, "parallel", r->parallel ? r->parallel : "");
     j_str(&w, "data", r->data);
     j_int(&w, "train_samples", r->train_samples);
     j_int(&w, "test_samples", r->test_samples);
@@ -161,6 +162,10 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_num(&w, "peak_rss_bytes", r->peak_rss_bytes);
     j_num(&w, "net_bytes", r->net_bytes);
     j_bool(&w, "params_agree", r->params_agree);
+    if (r->alloc_bytes)
+        j_arr(&w, "alloc_bytes", r->alloc_bytes, r->ranks);
+    j_num(&w, "params_l2", r->params_l2);
+    j_num(&w, "params_sum", r->params_sum);
     j_close(&w);
     fputs("}\n", f);
 }

@@ -59,6 +59,10 @@ struct dtx_record {
     double peak_rss_bytes; /* largest over ranks */
     double net_bytes;      /* the network's allocations on one rank */
     bool params_agree;     /* every rank ended with identical parameters */
+    const char *parallel;  /* the parallel config beyond strategy, batch, scaling and buckets,
+                              as dt_parallel_format writes it ("pp=2 micro-batches=4") */
+    const double *alloc_bytes; /* per rank (ranks entries): the plan buffers it allocated */
+    double params_l2, params_sum; /* of the full parameter vector at the end, in double */
 };
 
 /* Appends the record to path as one line of JSON. */

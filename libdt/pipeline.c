@@ -378,9 +378,11 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_p
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);
+    /* grad_alg 0 (linear: options not from dt_plan_options_init) means ring (plan.h) */
+    enum dt_coll_alg alg = plan->opt.grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : plan->opt.grad_alg;
     if (!rc && p->D > 1)
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, plan->opt.grad_alg, replicas, 0,
-                                        DT_BUF_GRADS, 0, n_params));
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, alg, replicas, 0, DT_BUF_GRADS, 0,
+                                        n_params));
     if (!rc)
         rc = dtc_push(plan, r, dtc_update(0, n_params, 0));
     rp->slots = e->n_slots;

@@ -13,6 +13,8 @@
 /* Per-layer view into the net's buffers. */
 struct dtk_lay {
     long out_sz;            /* floats per sample of the output */
+    bool runs, holds;       /* this rank computes the layer / holds its output */
+    long poff;              /* its parameters in the rank's (packed) buffer */
     float *act, *dact;      /* (max_batch, out_sz); dact NULL when no gradient is needed */
     bool alias;             /* flatten: act/dact are the input's */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
@@ -51,7 +53,7 @@ struct dtk_net {
     bool train;
     float bn_momentum;
     struct dtk_rng rng;
-    double bytes;
+    double bytes, work_bytes;
 };
 
 static long shape_size(const struct dt_shape *s)
@@ -177,22 +179,16 @@ static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *l
                         long *iaux, long *work)
 {
     const struct dt_layer *L = &m->layers[i];
-    const struct dt_shape *in = &L->in_shape;
     int B = ly->cd.B;
-    *aux = *iaux = *work = 0;
+    *work = 0;
+    /* what it keeps per row: the core's size function, which dtsim's memory sums too (the
+     * last layer's probabilities, when it gives logits, are carved after its own) */
+    dt_layer_keep(m, i, aux, iaux);
     switch (L->kind) {
     case DT_L_CONV2D: *work = dtk_conv2d_workspace_floats(&ly->cd); break;
     case DT_L_CONV2D_TRANSPOSE: *work = dtk_convt_workspace_floats(&ly->cd); break;
-    case DT_L_MAXPOOL: *iaux = ly->out_sz; break;
-    case DT_L_DROPOUT: *aux = ly->out_sz; break;
-    case DT_L_BATCHNORM: *aux = 2 * (in->rank == 3 ? in->d[0] : last_dim(in)); break;
-    case DT_L_LAYERNORM: *aux = 2L * ly->rows; break;
-    case DT_L_LSTM:
-        *aux = dtk_lstm_cache_floats(1, ly->rows, (int)L->units);
-        *work = dtk_lstm_workspace_floats(B, ly->rows, (int)L->units);
-        break;
+    case DT_L_LSTM: *work = dtk_lstm_workspace_floats(B, ly->rows, (int)L->units); break;
     case DT_L_ATTENTION:
-        *aux = dtk_attention_cache_floats(1, ly->rows, ly->cols, L->heads);
         *work = dtk_attention_workspace_floats(B, ly->rows, ly->cols, L->heads);
         break;
     default: break;
@@ -208,7 +204,62 @@ static void *alloc_floats(size_t n, double *bytes)
 int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init init,
                    uint64_t seed, struct dtk_net **out, struct dt_error *err)
 {
+    struct dtk_net_view v = {.rows = max_batch, .layers = NULL, .opt_moments = 2};
+    return dtk_net_create_view(model, &v, init, seed, out, err);
+}
+
+/* Which layers run and are held, where their parameters go, which gradients arrive from
+ * other ranks. Without a view: all, at the model's offsets. */
+static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
+{
+    const struct dt_model *m = net->model;
+    net->n_params = v->layers ? v->n_params : m->total_params;
+    for (int i = 0; i < m->n_layers; i++) {
+        struct dtk_lay *ly = &net->lay[i];
+        ly->runs = !v->layers || v->layers[i].runs;
+        ly->holds = !v->layers || v->layers[i].holds;
+        ly->poff = v->layers ? v->layers[i].param_offset : m->layers[i].param_offset;
+    }
+}
+
+/* Whether layer j's output gradient arrives from another rank (then no reader zeroes it). */
+static bool received(const struct dtk_net_view *v, int j)
+{
+    return v->layers && v->layers[j].dact_received;
+}
+
+/* Copies the run layers' parameters from the model's flat layout into the packed buffer. */
+static int init_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
+{
+    const struct dt_model *m = net->model;
+    if (net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
+        bool whole = true;
+        for (int i = 0; i < m->n_layers; i++)
+            whole &= net->lay[i].runs;
+        if (whole) {
+            dtk_init_model(net->params, m, init, seed);
+            return 0;
+        }
+    }
+    /* every rank draws the whole model, so a stage's weights equal the one-rank run's */
+    float *all = malloc((size_t)(m->total_params ? m->total_params : 1) * sizeof *all);
+    if (!all)
+        return -1;
+    dtk_init_model(all, m, init, seed);
+    for (int i = 0; i < m->n_layers; i++)
+        if (net->lay[i].runs)
+            memcpy(net->params + net->lay[i].poff, all + m->layers[i].param_offset,
+                   (size_t)m->layers[i].params * sizeof *all);
+    free(all);
+    return 0;
+}
+
+int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view *v,
+                        enum dtk_init init, uint64_t seed, struct dtk_net **out,
+                        struct dt_error *err)
+{
     *out = NULL;
+    const int max_batch = v->rows;
     if (max_batch < 1)
         return dt_fail(err, DT_EINPUT, "", 0, 0, "max batch must be at least 1 (got %d)",
                        max_batch);
@@ -221,7 +272,6 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     const int n = model->n_layers;
     net->model = model;
     net->max_batch = max_batch;
-    net->n_params = model->total_params;
     net->in_sz = shape_size(&model->input);
     net->bn_momentum = init == DTK_INIT_GLOROT ? 0.01f : 0.1f;
     net->lay = calloc((size_t)n, sizeof *net->lay);
@@ -229,6 +279,7 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         free(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the network");
     }
+    apply_view(net, v);
 
     /* Shapes, kinds and which gradients are needed; then the arena sizes. */
     long acts = 0, iacts = 0, work = 0, state = 0;
@@ -250,19 +301,20 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         ly->alias = L->kind == DT_L_FLATTEN && L->in[0] >= 0;
         ly->owner = ly->alias ? net->lay[L->in[0]].owner : i;
         ly->zero_at = -1;
-        if (!ly->alias) /* views write nothing: their consumers write the owner's gradient */
+        if (!ly->alias && ly->runs) /* views write nothing: their readers write the owner's */
             for (int k = 0; k < L->n_in; k++)
-                if (L->in[k] >= 0) {
+                if (L->in[k] >= 0 && !received(v, net->lay[L->in[k]].owner)) {
                     struct dtk_lay *o = &net->lay[net->lay[L->in[k]].owner];
                     o->zero_at = o->zero_at > i ? o->zero_at : i;
                 }
-        long aux, iaux, w;
-        layer_extra(model, i, ly, &aux, &iaux, &w);
+        long aux = 0, iaux = 0, w = 0;
+        if (ly->runs)
+            layer_extra(model, i, ly, &aux, &iaux, &w);
         ly->aux_row = aux;
         ly->iaux_row = iaux;
         if (w > work)
             work = w;
-        long per = (ly->alias ? 0 : ly->out_sz * (ly->need ? 2 : 1)) + aux;
+        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (ly->need ? 2 : 1)) + aux;
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
                          "exceed any memory", model->name, max_batch);
@@ -271,16 +323,20 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         if (L->kind == DT_L_BATCHNORM)
             state += 2 * (L->in_shape.rank == 3 ? L->in_shape.d[0] : last_dim(&L->in_shape));
     }
-    if (rc == DT_OK && state != model->total_state_floats)
+    long all_state = state;
+    state = 0;
+    for (int i = 0; i < n; i++)
+        state += net->lay[i].runs ? model->layers[i].state_floats : 0;
+    if (rc == DT_OK && all_state != model->total_state_floats)
         rc = dt_fail(err, DT_EINPUT, model->path, 0, 0, "model '%s' declares %ld state floats "
                      "but its batchnorm layers need %ld", model->name,
-                     model->total_state_floats, state);
+                     model->total_state_floats, all_state);
     if (rc) {
         free(net->lay);
         free(net);
         return rc;
     }
-    if (model->input_is_tokens)
+    if (model->input_is_tokens && net->lay[0].runs)
         iacts += net->in_sz * max_batch;
     const struct dt_layer *last = &model->layers[n - 1];
     const struct dt_shape *os = &last->out_shape;
@@ -291,17 +347,16 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
     net->lgroups = os->rank == 2 ? (int)os->d[0] : 1;
     net->labels_per_sample = net->loss_kind == LOSS_SIGMOID ? net->lay[n - 1].out_sz
                                                             : net->lgroups * net->ls;
-    if (net->loss_kind == LOSS_LOGITS)
-        acts += net->lay[n - 1].out_sz * max_batch;
+    /* (the last layer's probabilities are in its keep rows: dt_layer_keep) */
 
-    /* One allocation each. */
+    /* One allocation each; the kernels' scratch apart (not a buffer of the plan). */
     size_t np = (size_t)net->n_params;
     net->params = alloc_floats(np, &net->bytes);
     net->grads = alloc_floats(np, &net->bytes);
-    net->opt = alloc_floats(2 * np, &net->bytes);
+    net->opt = alloc_floats((size_t)v->opt_moments * np, &net->bytes);
     net->state = alloc_floats((size_t)state, &net->bytes);
     net->arena = alloc_floats((size_t)acts, &net->bytes);
-    net->work = alloc_floats((size_t)work, &net->bytes);
+    net->work = alloc_floats((size_t)work, &net->work_bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
     if (!net->params || !net->grads || !net->opt || !net->state || !net->arena || !net->work ||
@@ -320,7 +375,7 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         if (ly->alias) {
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
-        } else {
+        } else if (ly->holds) {
             ly->act = fp;
             fp += ly->out_sz * max_batch;
             if (ly->need) {
@@ -332,7 +387,7 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
         fp += ly->aux_row * max_batch;
         ly->iaux = ip;
         ip += ly->iaux_row * max_batch;
-        if (L->kind == DT_L_BATCHNORM) {
+        if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
             ly->run_mean = sp;
             ly->run_var = sp + c;
@@ -341,12 +396,19 @@ int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init in
             sp += 2 * c;
         }
     }
-    if (model->input_is_tokens)
+    if (model->input_is_tokens && net->lay[0].runs)
         net->tokens = ip;
-    if (net->loss_kind == LOSS_LOGITS)
-        net->probs = fp;
-
-    dtk_init_model(net->params, model, init, seed);
+    /* the probabilities of a logits output: the last floats of each of the last layer's keep
+     * rows would interleave with its own state, so they take the tail of its keep block */
+    struct dtk_lay *ll = &net->lay[n - 1];
+    if (net->loss_kind == LOSS_LOGITS && ll->runs) {
+        ll->aux_row -= ll->out_sz;
+        net->probs = ll->aux + ll->aux_row * max_batch;
+    }
+    if (init_params(net, init, seed)) {
+        dtk_net_destroy(net);
+        return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the initial parameters");
+    }
     dtk_rng_seed(&net->rng, seed ^ 0x64726f706f7574ULL); /* "dropout": a stream apart */
     *out = net;
     return DT_OK;
@@ -377,6 +439,8 @@ float *dtk_net_opt_v(struct dtk_net *net) { return net->opt + net->n_params; }
 float *dtk_net_state(struct dtk_net *net) { return net->state; }
 struct dtk_rng *dtk_net_rng(struct dtk_net *net) { return &net->rng; }
 double dtk_net_bytes(const struct dtk_net *net) { return net->bytes; }
+double dtk_net_work_bytes(const struct dtk_net *net) { return net->work_bytes; }
+void dtk_net_set_train(struct dtk_net *net, bool train) { net->train = train; }
 void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum) { net->bn_momentum = momentum; }
 
 long dtk_net_out_floats(const struct dtk_net *net, int i)
@@ -459,7 +523,7 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
     const struct dt_layer *L = &m->layers[i];
     struct dtk_lay *ly = &net->lay[i];
     const float *x = in_rows(net, L->in[0], b0);
-    const float *w = net->params + L->param_offset;
+    const float *w = net->params + ly->poff;
     const long osz = ly->out_sz;
     float *y = ly->act + (long)b0 * osz;
     float *aux = ly->aux + (long)b0 * ly->aux_row;
@@ -710,8 +774,8 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     const long osz = ly->out_sz, n = (long)nb * osz;
     const float *x = in_rows(net, L->in[0], b0);
     float *dx = din_rows(net, L->in[0], b0);
-    const float *w = net->params + L->param_offset;
-    float *dw = net->grads + L->param_offset;
+    const float *w = net->params + ly->poff;
+    float *dw = net->grads + ly->poff;
     const float *y = ly->act + (long)b0 * osz;
     const float *dy = ly->dact + (long)b0 * osz;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;
@@ -862,7 +926,14 @@ double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B)
 
 long dtk_net_correct(const struct dtk_net *net, const int *labels, int B)
 {
-    const float *y = net->lay[net->model->n_layers - 1].act;
+    return dtk_net_correct_rows(net, labels, 0, B);
+}
+
+long dtk_net_correct_rows(const struct dtk_net *net, const int *labels, int b0, int B)
+{
+    const struct dtk_lay *ly = &net->lay[net->model->n_layers - 1];
+    const float *y = ly->act + (long)b0 * ly->out_sz;
+    labels += (long)b0 * net->labels_per_sample;
     if (net->loss_kind == LOSS_SIGMOID) {
         long correct = 0, n = (long)B * net->labels_per_sample;
         for (long i = 0; i < n; i++)

@@ -35,6 +35,7 @@
 
 #include "dt/error.h"
 #include "dt/model.h"
+#include "dt/plan.h"
 #include "init.h"
 #include "optim.h"
 #include "rng.h"
@@ -47,6 +48,27 @@ struct dtk_net;
 int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init init,
                    uint64_t seed, struct dtk_net **out, struct dt_error *err);
 void dtk_net_destroy(struct dtk_net *net);
+
+/* What one rank of a plan holds (a pipeline stage): the plan's layer view of it. */
+struct dtk_net_view {
+    int rows;                           /* activation rows: slots x slot rows */
+    const struct dt_layer_view *layers; /* NULL: every layer, parameters at the model's offsets */
+    long n_params;                      /* with layers: the rank's packed parameters */
+    int opt_moments;                    /* optimizer floats per parameter the net allocates
+                                           (dtk_net_create: 2; a plan's executor allocates its
+                                           own: 0) */
+};
+/* Builds the network of one rank: parameters and gradients of the layers it runs (packed at
+ * the view's offsets, initialised as the whole model would be, so that stages start from the
+ * one-rank weights), outputs and gradients of the layers it holds, what its layers keep for
+ * backward, for v->rows rows. Sizes are the core's (dt_layer_keep, dt_layer_act_floats), so
+ * dtk_net_bytes equals the plan's buffer table for these buffers. A layer whose gradient is
+ * received (dact_received) is never zeroed by its readers: the plan zeroes it (ZERO). */
+int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view *v,
+                        enum dtk_init init, uint64_t seed, struct dtk_net **out,
+                        struct dt_error *err);
+/* Selects training (dropout, batch statistics) or inference for the layers that follow. */
+void dtk_net_set_train(struct dtk_net *net, bool train);
 
 const struct dt_model *dtk_net_model(const struct dtk_net *net);
 int dtk_net_max_batch(const struct dtk_net *net);
@@ -67,8 +89,11 @@ struct dtk_rng *dtk_net_rng(struct dtk_net *net);
 /* Batchnorm running-statistics momentum, PyTorch's convention (weight of the new batch).
  * Default: 0.01 with DTK_INIT_GLOROT (Keras' momentum 0.99), 0.1 with DTK_INIT_KAIMING. */
 void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum);
-/* Bytes of the allocations above, all together. */
+/* Bytes of the allocations above but the kernels' scratch, all together. */
 double dtk_net_bytes(const struct dtk_net *net);
+/* Bytes of the kernels' scratch (im2col columns and the like: not a buffer of the plan; it
+ * depends on the kernels' thread count). */
+double dtk_net_work_bytes(const struct dtk_net *net);
 
 /* Starts the forward pass of rows [b0, b0 + nb) of the batch. x is the batch's input from row
  * 0 (each row dtk_net_out_floats(net, -1) floats; token models give token ids as floats); rows
@@ -106,6 +131,8 @@ long dtk_net_labels_per_sample(const struct dtk_net *net);
 /* Correct predictions (arg max of the last output) among rows [0, B) after a forward pass;
  * dtk_net_accuracy is that count over the number of labelled rows. */
 long dtk_net_correct(const struct dtk_net *net, const int *labels, int B);
+/* The same for rows [b0, b0 + B) (labels from row 0, as dtk_net_begin_backward reads them). */
+long dtk_net_correct_rows(const struct dtk_net *net, const int *labels, int b0, int B);
 double dtk_net_accuracy(const struct dtk_net *net, const int *labels, int B);
 
 /* Optimizer steps over the whole flat buffer (step t, 1-based). */
