@@ -69,6 +69,7 @@ struct options {
     int threads;
     bool bind;
     bool quiet, check_sync, dump_plan, no_shuffle;
+    int drop_op;            /* --drop-op: an op kind removed from the step programs, or -1 */
     bool help, version;
 };
 
@@ -129,6 +130,8 @@ static void usage(FILE *f)
             "                           its ranks, unless OPENBLAS_NUM_THREADS is set)\n"
             "      --bind               pin each rank to its own block of the node's CPUs\n"
             "                           (steadier timings; see man dtexec)\n"
+            "      --drop-op zero|update  testing: remove every such op from the step programs\n"
+            "                           (a plan that must not train right: the tests' control)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
             "  -V, --version            version\n");
@@ -187,7 +190,8 @@ static int parse_double(const char *flag, const char *text, double lo, double hi
 enum {
     OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
-    OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND
+    OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
+    OPT_DROP_OP
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -219,6 +223,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        {"drop-op", required_argument, NULL, OPT_DROP_OP},
     };
     /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
     struct option longs[64];
@@ -234,6 +239,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
     dt_plan_options_init(&o->par);
     o->model = DEFAULT_MODEL;
     o->lr_scale = true;
+    o->drop_op = -1;
     o->optimizer = DTX_OPT_ADAM;
     o->init = DTK_INIT_GLOROT;
     o->epochs = 1;
@@ -297,6 +303,14 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
             break;
         case OPT_NO_SHUFFLE: o->no_shuffle = true; break;
         case OPT_BIND: o->bind = true; break;
+        case OPT_DROP_OP:
+            if (strcmp(optarg, "zero") == 0)
+                o->drop_op = DT_OP_ZERO;
+            else if (strcmp(optarg, "update") == 0)
+                o->drop_op = DT_OP_UPDATE;
+            else
+                rc = bad(msg, len, "--drop-op", "expected zero or update, got '%s'", optarg);
+            break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
@@ -681,6 +695,19 @@ struct run {
     char data_what[1200];
 };
 
+/* --drop-op: removes every op of one kind from the step programs (the tests' control). */
+static void drop_ops(struct dt_plan *plan, enum dt_op_kind kind)
+{
+    for (int r = 0; r < plan->n_ranks; r++) {
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        int kept = 0;
+        for (int i = 0; i < rp->n_ops; i++)
+            if (rp->ops[i].kind != kind)
+                rp->ops[kept++] = rp->ops[i];
+        rp->n_ops = kept;
+    }
+}
+
 static int setup(struct run *R, struct dt_error *err, double *read_s)
 {
     struct options *o = &R->o;
@@ -731,6 +758,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     }
     if ((rc = agree(w, rc, err)))
         return rc;
+    if (o->drop_op >= 0)
+        drop_ops(R->plan, (enum dt_op_kind)o->drop_op);
     if (o->dump_plan)
         return DT_OK;
 
