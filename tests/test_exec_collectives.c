@@ -42,44 +42,55 @@ static void check(int ok, const char *what, long k, double got, double want)
     }
 }
 
-/* A plan of `size` ranks whose rank r runs ops[r][0..n[r]-1]; group 0 is every rank. */
+/* A plan of `size` ranks with no ops yet (every rank holds the whole model, one row, the
+ * parameters and gradients in its buffer table); group 0 is every rank. */
 static struct dt_plan *plan_new(void)
 {
-    struct dt_plan *p = calloc(1, sizeof *p);
-    p->model = model;
-    p->n_ranks = size;
-    p->ranks = calloc((size_t)size, sizeof *p->ranks);
+    struct dt_plan_options o;
+    dt_plan_options_init(&o);
+    o.optimizer = DT_OPTIM_SGD;
+    struct dt_plan *p;
+    if (dt_plan_alloc(model, NULL, &o, size, &p))
+        MPI_Abort(MPI_COMM_WORLD, 1);
     int *all = malloc((size_t)size * sizeof *all);
     for (int r = 0; r < size; r++) {
         all[r] = r;
-        p->ranks[r].batch = 1;
-        p->ranks[r].grad_scale = 1;
+        p->ranks[r].batch = p->ranks[r].slot_rows = 1;
         p->ranks[r].updates = true;
+        p->ranks[r].replicas = 0; /* every rank must end with the same parameters */
+        dt_plan_add_buffer(p, r, DT_BUF_PARAMS, DT_TYPE_F32, -1, (double)model->total_params);
+        dt_plan_add_buffer(p, r, DT_BUF_GRADS, DT_TYPE_F32, -1, (double)model->total_params);
     }
     dt_plan_add_group(p, size, all);
     free(all);
     return p;
 }
 
-static void run(struct dt_plan *p, const char *what)
+/* The executor of p (its network becomes `net`), or NULL after counting a failure. */
+static struct dtx_exec *start(struct dt_plan *p, const char *what)
 {
     struct dtx_optimizer opt = {.kind = DTX_OPT_SGD};
     struct dtx_exec *ex;
     struct dt_error err;
-    if (dtx_exec_create(p, net, MPI_COMM_WORLD, &opt, &ex, &err)) {
+    if (dtx_exec_create(p, MPI_COMM_WORLD, &opt, DTK_INIT_GLOROT, 1, &ex, &err)) {
         char buf[1200];
         dt_error_format(&err, buf, sizeof buf);
         fprintf(stderr, "rank %d: %s: %s\n", rank, what, buf);
         failures++;
-        return;
+        return NULL;
     }
-    double loss;
-    long correct;
-    if (dtx_exec_iteration(ex, NULL, NULL, &loss, &correct, NULL, MPI_Wtime(), &err)) {
+    net = dtx_exec_net(ex);
+    return ex;
+}
+
+static void step(struct dtx_exec *ex, const char *what)
+{
+    struct dtx_loss loss;
+    struct dt_error err;
+    if (dtx_exec_iteration(ex, NULL, NULL, &loss, NULL, MPI_Wtime(), &err)) {
         fprintf(stderr, "rank %d: %s: iteration failed: %s\n", rank, what, err.msg);
         failures++;
     }
-    dtx_exec_destroy(ex);
 }
 
 static float *grads(void) { return dtk_net_grads(net); }
@@ -118,6 +129,11 @@ static void coll_case(enum dt_coll_kind kind, enum dt_coll_alg alg, int root, bo
         }
     }
     p->next_handle = nonblocking ? 1 : 0;
+    struct dtx_exec *ex = start(p, what);
+    if (!ex) {
+        dt_plan_destroy(p);
+        return;
+    }
     fill();
     float *g = grads();
     if (kind == DT_COLL_ALLGATHER) /* member i knows only its chunk (value k + 7) */
@@ -126,7 +142,7 @@ static void coll_case(enum dt_coll_kind kind, enum dt_coll_alg alg, int root, bo
             dt_chunk(COUNT, size, rank, &off, &len);
             g[OFF + k] = k >= off && k < off + len ? (float)(k + 7) : -1.0f;
         }
-    run(p, what);
+    step(ex, what);
     long mo, ml;
     dt_chunk(COUNT, size, rank, &mo, &ml);
     for (long k = 0; k < COUNT; k++) {
@@ -150,6 +166,7 @@ static void coll_case(enum dt_coll_kind kind, enum dt_coll_alg alg, int root, bo
         check(got == want, what, OFF + k, got, want);
     }
     check_outside(what);
+    dtx_exec_destroy(ex);
     dt_plan_destroy(p);
 }
 
@@ -178,8 +195,13 @@ static void p2p_case(bool sum, bool nonblocking)
         h++;
     }
     p->next_handle = nonblocking ? size - 1 : 0;
+    struct dtx_exec *ex = start(p, what);
+    if (!ex) {
+        dt_plan_destroy(p);
+        return;
+    }
     fill();
-    run(p, what);
+    step(ex, what);
     float *g = grads();
     for (long k = 0; k < COUNT; k++) {
         double mine = 1000.0 * (rank + 1) + OFF + k, from0 = 1000.0 + OFF + k;
@@ -187,6 +209,7 @@ static void p2p_case(bool sum, bool nonblocking)
         check(g[OFF + k] == want, what, OFF + k, g[OFF + k], want);
     }
     check_outside(what);
+    dtx_exec_destroy(ex);
     dt_plan_destroy(p);
 }
 
@@ -196,8 +219,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     struct dt_error err;
-    if (dt_model_load_string("comm-test", model_text, &model, &err) ||
-        dtk_net_create(model, 1, DTK_INIT_GLOROT, 1, &net, &err)) {
+    if (dt_model_load_string("comm-test", model_text, &model, &err)) {
         fprintf(stderr, "setup: %s\n", err.msg);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -231,9 +253,8 @@ int main(int argc, char **argv)
     /* Ensure that the parameter check sees equal buffers as equal and one flipped bit as not. */
     {
         struct dt_plan *p = plan_new();
-        struct dtx_optimizer opt = {.kind = DTX_OPT_SGD};
-        struct dtx_exec *ex;
-        if (dtx_exec_create(p, net, MPI_COMM_WORLD, &opt, &ex, &err) == DT_OK) {
+        struct dtx_exec *ex = start(p, "hash check");
+        if (ex) {
             float *w = dtk_net_params(net);
             for (long k = 0; k < dtk_net_n_params(net); k++)
                 w[k] = (float)k;
@@ -242,8 +263,6 @@ int main(int argc, char **argv)
                 w[5] = nextafterf(w[5], 100.0f);
             check(!dtx_exec_params_agree(ex), "disagree on one ulp", 5, 1, 0);
             dtx_exec_destroy(ex);
-        } else {
-            failures++;
         }
         dt_plan_destroy(p);
     }
@@ -252,7 +271,6 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("%d ranks: %d collective cases, 4 point-to-point cases, hash check: %d failure(s)\n",
                size, n_cases * 2, total);
-    dtk_net_destroy(net);
     dt_model_destroy(model);
     MPI_Finalize();
     return total ? 1 : 0;
