@@ -52,9 +52,9 @@ tests_test_exec_collectives_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(B
 check_PROGRAMS += tests/params_diff
 tests_params_diff_SOURCES = tests/params_diff.c
 tests_params_diff_LDADD = -lm
-TESTS += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_mnist.sh \
+TESTS += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_pipeline.sh tests/test_exec_mnist.sh \
 	tests/test_dtexec_errors.sh
-EXTRA_DIST += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh \
+EXTRA_DIST += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_pipeline.sh \
 	tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
 
 # samples/s of the seed 002 CNN (batch 128 per rank) on 1 and 2 ranks, synthetic data so that

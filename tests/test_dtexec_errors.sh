@@ -58,6 +58,24 @@ expect "strong batch below ranks" "smaller than" 2 --model "$model" --synthetic 
   --scaling strong --strategy ring
 expect "buckets with a parameter server" "buckets" 2 --model "$model" --synthetic 64 \
   --strategy ps-central --bucket 1MiB
+# the parallel config (parsed by the core, shared with dtsim)
+expect "zero stages" "--pp" 2 --model "$model" --synthetic 64 --strategy gpipe --pp 0
+expect "bad micro-batches" "--micro-batches" 2 --strategy gpipe --micro-batches x
+expect "stages with a gap" "--stages" 2 --strategy gpipe --stages 0-1,3-5
+expect "bad grad-alg" "--grad-alg" 2 --strategy gpipe --grad-alg tree
+expect "bad drop-op" "--drop-op" 2 --drop-op everything
+expect "pp x dp not the ranks" "must equal" 2 --model "$model" --synthetic 64 --strategy gpipe \
+  --pp 2 --dp 2
+expect "pipeline flag on ring" "apply to the pipelines" 2 --model "$model" --synthetic 64 \
+  --strategy ring --micro-batches 4
+expect "accumulate on a pipeline" "accumulate" 2 --model "$model" --synthetic 64 \
+  --strategy 1f1b --accumulate 2
+expect "interleaved M not divisible" "divisible" 2 --model "$model" --synthetic 64 \
+  --strategy interleaved --micro-batches 3
+expect "stages not ending at the last layer" "last layer" 2 --model "$model" --synthetic 64 \
+  --strategy gpipe --stages 0-1,2-3
+expect "too few rows for micro-batches" "micro-batches" 2 --model "$model" --synthetic 64 \
+  --strategy gpipe --micro-batches 8 --batch 4
 expect "too few samples" "no full batch" 2 --model "$model" --synthetic 10 --batch 8 --strategy ring
 
 # Dataset files. A small IDX pair of 4 items of 28x28 (the MLP's input) and its broken
