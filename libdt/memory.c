@@ -8,14 +8,21 @@
 
 bool dt_layer_needs_dact(const struct dt_model *m, int i)
 {
-    /* the layer trains, or an earlier layer that feeds it does (layers only read earlier
-     * ones, so a forward pass over the inputs decides) */
+    /* the layer trains, or an earlier layer that feeds it does. Layers only read earlier ones,
+     * so everything from the first trainable layer on needs it unless it reads only layers
+     * before that one (or the input): decided in one pass, no recursion over the graph. */
+    int first = m->n_layers;
+    for (int l = 0; l < m->n_layers && first == m->n_layers; l++)
+        if (m->layers[l].params > 0)
+            first = l;
+    if (i < first)
+        return false;
     const struct dt_layer *L = &m->layers[i];
-    if (L->params > 0)
+    if (L->params > 0 || i == first)
         return true;
     for (int k = 0; k < L->n_in; k++)
-        if (L->in[k] >= 0 && dt_layer_needs_dact(m, L->in[k]))
-            return true;
+        if (L->in[k] >= first)
+            return dt_layer_needs_dact(m, L->in[k]);
     return false;
 }
 

@@ -18,6 +18,9 @@ EXTRA_DIST += tests/test_dtsim_cli.sh
 # Benchmark: the seed 002 grid x all strategies (target: under 1 s).
 EXTRA_DIST += sim/bench_grid.sh
 BENCH_TARGETS += bench-dtsim-grid
+DP_STRATEGIES = sequential,reduce-bcast-linear,reduce-bcast,ring,recursive-doubling,rabenseifner,hierarchical,mpi-allreduce,ps-central,ps-sharded
 bench-dtsim-grid: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_grid.sh ./dtsim$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_grid.sh ./dtsim$(EXEEXT) \
+	  $(DP_STRATEGIES)
 .PHONY: bench-dtsim-grid

@@ -451,8 +451,9 @@ static int activity_progress(struct player *p, int ai)
     if (a->done && r->blocked && r->wait_act == ai) {
         char buf[128];
         const struct dt_op *op = &p->plan->ranks[a->rank].ops[r->pc];
-        trace(p, a->rank, dt_op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
-              dt_sim_now(p->sim));
+        if (p->opt && p->opt->trace) /* names are formatted only for a trace */
+            trace(p, a->rank, dt_op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
+                  dt_sim_now(p->sim));
         unblock(p, a->rank, a->latest_sender_start);
         r->pc++;
         return advance(p, a->rank);
@@ -530,13 +531,32 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     struct rankstate *r = &p->rs[rank];
     const struct dt_op *op = &p->plan->ranks[rank].ops[r->pc];
     char buf[128];
-    trace(p, rank, dt_op_name(p->plan, op, buf, sizeof buf), "compute", c->t_start, c->t_end);
+    if (p->opt && p->opt->trace)
+        trace(p, rank, dt_op_name(p->plan, op, buf, sizeof buf), "compute", c->t_start, c->t_end);
     p->res->rank[rank].compute_s += c->t_end - c->t_start;
     /* time queued behind a reduction on the same device counts as communication */
     p->res->rank[rank].comm_s += c->t_start - r->block_t;
     r->blocked = false;
     r->pc++;
     return advance(p, rank);
+}
+
+/* The error for a rank that never finished: its op, and for a WAIT the op it waits for. */
+static int deadlock(struct player *p, int r)
+{
+    const struct dt_plan *plan = p->plan;
+    const struct dt_op *op = &plan->ranks[r].ops[p->rs[r].pc];
+    int ai = op->kind == DT_OP_WAIT ? p->rs[r].handle_act[op->handle] : -1;
+    const struct dt_op *on = ai >= 0 ? &plan->ranks[r].ops[p->acts[ai].op] : op;
+    char name[128], what[160] = "";
+    if (on->kind == DT_OP_SEND || on->kind == DT_OP_RECV)
+        snprintf(what, sizeof what, ", %s %s rank %d tag %d",
+                 on != op ? "waiting for its" : "a", on->kind == DT_OP_SEND ? "send to" :
+                 "receive from", on->peer, on->tag);
+    return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0,
+                   "deadlock: rank %d stopped at op %d of %d (%s%s) of the %s plan", r,
+                   p->rs[r].pc, plan->ranks[r].n_ops, dt_op_name(plan, op, name, sizeof name),
+                   what, dt_strategy_name(plan->strategy));
 }
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
@@ -601,20 +621,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         }
     }
     for (int r = 0; r < n && !rc; r++) {
-        if (p.rs[r].pc < plan->ranks[r].n_ops) {
-            char buf[128];
-            const struct dt_op *op = &plan->ranks[r].ops[p.rs[r].pc];
-            const struct dt_op *at = op->kind == DT_OP_WAIT && p.rs[r].handle_act[op->handle] >= 0
-                                         ? &plan->ranks[r].ops[p.acts[p.rs[r].handle_act[op->handle]].op]
-                                         : op;
-            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
-                         "deadlock: rank %d stopped at op %d of %d (%s%s%s, peer %d) of the %s "
-                         "plan", r, p.rs[r].pc, plan->ranks[r].n_ops,
-                         dt_op_name(plan, op, buf, sizeof buf), at != op ? " of a " : "",
-                         at != op ? (at->kind == DT_OP_SEND ? "send" : at->kind == DT_OP_RECV ? "recv" : "collective") : "",
-                         at->kind == DT_OP_SEND || at->kind == DT_OP_RECV ? at->peer : -1,
-                         dt_strategy_name(plan->strategy));
-        }
+        if (p.rs[r].pc < plan->ranks[r].n_ops)
+            rc = deadlock(&p, r);
         if (res->rank[r].end_s > res->iter_s)
             res->iter_s = res->rank[r].end_s;
     }
