@@ -776,7 +776,7 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if ((rc = agree(w, rc, err)))
         return rc;
     R->net = dtx_exec_net(R->ex);
-    dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)w->rank);
+    dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)rp->rng_stream);
 
     /* data: the stages of one pipeline read the same shard, that of their replica */
     const struct dt_model *m = R->model;

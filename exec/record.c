@@ -183,7 +183,8 @@ int dtx_record_append(const char *path, const struct dtx_record *r, struct dt_er
 
 static const char *kind_name(enum dt_op_kind k)
 {
-    static const char *const n[] = {"compute", "send", "recv", "coll", "wait", "load"};
+    static const char *const n[] = {"compute", "send", "recv", "coll", "wait",
+                                    "load",    "zero", "loss", "update", "copy"};
     return (unsigned)k < sizeof n / sizeof *n ? n[k] : "?";
 }
 
@@ -193,7 +194,10 @@ static double op_bytes(const struct dt_op *op)
     case DT_OP_LOAD: return op->bytes;
     case DT_OP_COLL:
     case DT_OP_SEND:
-    case DT_OP_RECV: return (double)op->region.count * 4.0;
+    case DT_OP_RECV:
+    case DT_OP_ZERO:
+    case DT_OP_COPY:
+    case DT_OP_UPDATE: return (double)op->region.count * 4.0;
     default: return 0;
     }
 }
@@ -252,8 +256,9 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
             for (int i = 0; i < tm->n_ops[r]; i++) {
                 const struct dt_op *op = &plan->ranks[r].ops[i];
                 const struct dtx_op_time *t = &tm->t[r][(long)k * tm->n_ops[r] + i];
-                const char *cat = op->kind == DT_OP_COMPUTE || op->kind == DT_OP_LOAD ? "compute"
-                                                                                      : "comm";
+                bool comm = op->kind == DT_OP_SEND || op->kind == DT_OP_RECV ||
+                            op->kind == DT_OP_COLL || op->kind == DT_OP_WAIT;
+                const char *cat = comm ? "comm" : "compute";
                 fprintf(f, ",\n{\"name\": ");
                 dtx_json_string(f, dt_op_name(plan, op, buf, sizeof buf));
                 fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "

@@ -9,8 +9,9 @@
 bool dt_layer_needs_dact(const struct dt_model *m, int i)
 {
     /* the layer trains, or an earlier layer that feeds it does. Layers only read earlier ones,
-     * so everything from the first trainable layer on needs it unless it reads only layers
-     * before that one (or the input): decided in one pass, no recursion over the graph. */
+     * so nothing before the first trainable layer needs it, and after it a layer needs it when
+     * one of its inputs from there on does (any of them: add(relu(input), dense) does). The
+     * search stops at the first input that needs it, on the way back to a trainable layer. */
     int first = m->n_layers;
     for (int l = 0; l < m->n_layers && first == m->n_layers; l++)
         if (m->layers[l].params > 0)
@@ -21,8 +22,8 @@ bool dt_layer_needs_dact(const struct dt_model *m, int i)
     if (L->params > 0 || i == first)
         return true;
     for (int k = 0; k < L->n_in; k++)
-        if (L->in[k] >= first)
-            return dt_layer_needs_dact(m, L->in[k]);
+        if (L->in[k] >= first && dt_layer_needs_dact(m, L->in[k]))
+            return true;
     return false;
 }
 

@@ -30,8 +30,9 @@ const struct option *dt_parallel_longopts(void) { return longopts; }
 void dt_parallel_usage(FILE *out)
 {
     fprintf(out,
-        "  -b, --batch N            batch: per replica and micro-batch (weak) or global (strong)\n"
-        "                           (default 128)\n"
+        "  -b, --batch N            weak scaling: per device and step (per micro-batch with\n"
+        "                           --accumulate; per pipeline replica, split into the\n"
+        "                           micro-batches, for pipelines); strong: global (default 128)\n"
         "      --scaling weak|strong  fixed per-device batch, or fixed global batch (default weak)\n"
         "      --bucket SIZE        gradient buckets (e.g. '25 MiB') overlapped with backward\n"
         "      --accumulate K       data parallelism: K micro-batches accumulated per step (1)\n"

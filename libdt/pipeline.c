@@ -9,11 +9,16 @@
  * An activation crosses ranks where a layer reads another chunk's layer on another rank
  * (skip connections included): the producer SENDs it (non-blocking) after its chunk's forward,
  * the consumer RECVs it before its first chunk that reads it; in backward the consumer SENDs
- * the accumulated gradient back and the producer RECVs it summing (it zeroed those rows after
- * its forward: a ZERO op), before its chunk's backward. A micro-batch keeps one activation
- * slot on a rank from its first forward to its last backward there; slots are assigned in
- * program order, so a rank holds as many as the schedule keeps in flight (liveness), and a
- * slot is reused only after the sends that read it have completed (WAIT). */
+ * the accumulated gradient back and the producer receives it summing (it zeroed those rows
+ * after its forward: a ZERO op). The producer posts that RECV (non-blocking) as soon as it has
+ * sent the activation and WAITs for it before its chunk's backward. A micro-batch keeps one
+ * activation slot on a rank from its first forward to its last backward there; slots are
+ * assigned in program order, so a rank holds as many as the schedule keeps in flight
+ * (liveness), and a slot is reused only after the sends that read it have completed (WAIT).
+ * A large send completes only once its receive is posted (MPI's rendezvous), so a gradient
+ * receive posted only at the producer's backward could come after the consumer's WAIT for a
+ * free slot in the consumer's own schedule's dependencies (a skip connection across
+ * interleaved chunks did: a deadlock); posted at the forward, every such WAIT finds it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +205,26 @@ static int recv(struct dt_plan *plan, const struct emit *e, int peer, int tag,
                                         .tag = tag, .region = r, .sum = sum});
 }
 
+/* The early, non-blocking summing receive of a gradient (see the top of the file). */
+static int recv_early(struct dt_plan *plan, struct emit *e, int peer, int tag,
+                      struct dt_region r)
+{
+    return push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
+                                        .tag = tag, .region = r, .sum = true,
+                                        .nonblocking = true, .handle = e->next_handle++});
+}
+
+/* The WAIT for the receive recv_early posted from peer with tag. */
+static int wait_recv(struct dt_plan *plan, const struct emit *e, int peer, int tag)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
+    for (int j = rp->n_ops - 1; j >= 0; j--)
+        if (rp->ops[j].kind == DT_OP_RECV && rp->ops[j].peer == peer && rp->ops[j].tag == tag)
+            return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
+                                                .handle = rp->ops[j].handle});
+    return DT_EINTERNAL;
+}
+
 static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows, int row0)
 {
     struct dt_plan *plan = p->plan;
@@ -228,6 +253,9 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
         for (int k = 0; k < n && !rc; k++)
             rc = send(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 0, i),
                       act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows), slot);
+        for (int k = 0; k < n && !rc && !e->eval && dt_layer_needs_dact(m, o); k++)
+            rc = recv_early(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i),
+                            act_region(p, DT_BUF_DACT, o, slot, rows, rp->slot_rows));
     }
     return rc;
 }
@@ -241,8 +269,7 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         int st[DT_MAX_STAGES], n = p->owner[o] == o ? reader_stages(p, o, st) : 0;
         for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
-            rc = recv(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i),
-                      act_region(p, DT_BUF_DACT, o, slot, rows, rp->slot_rows), true);
+            rc = wait_recv(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i));
     }
     for (int l = plan->chunk_first[c + 1] - 1; l >= plan->chunk_first[c] && !rc; l--)
         if (l >= p->first_train)
@@ -532,6 +559,9 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     }
     if (rc == DT_ENOMEM)
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    else if (rc == DT_EINTERNAL)
+        rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "pipeline: a gradient's receive was not "
+                     "posted before its wait");
     free(p.chunk_of);
     free(p.owner);
     free(group_of_stage);

@@ -448,11 +448,12 @@ void dtv_calib_print(FILE *f, const struct dtv_runset *set, const struct dtv_cal
         }
     }
     fprintf(f, "Residuals of the fitted runs (simulated / measured - 1):\n");
-    fprintf(f, "  %-40s %12s %12s %9s\n", "run", "measured", "simulated", "resid %");
+    int w = dtv_label_width(set);
+    fprintf(f, "  %-*s %12s %12s %9s\n", w, "run", "measured", "simulated", "resid %");
     for (int i = 0; i < c->n_used; i++) {
         const struct dtv_run *r = &set->runs[c->used[i]];
         double m = r->iter_s * r->iters_per_epoch;
-        fprintf(f, "  %-40.40s %11.4gs %11.4gs %+9.2f\n", r->label, m,
+        fprintf(f, "  %-*.*s %11.4gs %11.4gs %+9.2f\n", w, w, r->label, m,
                 m * (1 + c->fit.resid[i]), 100 * c->fit.resid[i]);
     }
     if (c->have_read) {
@@ -465,7 +466,7 @@ void dtv_calib_print(FILE *f, const struct dtv_runset *set, const struct dtv_cal
                 used = used || c->used[u] == i;
             if (!used || !(isfinite(r->read_s) && r->read_s > 0 && r->data_bytes > 0))
                 continue;
-            fprintf(f, "  %-40.40s %11.4gs %11.4gs %+9.2f\n", r->label, r->read_s,
+            fprintf(f, "  %-*.*s %11.4gs %11.4gs %+9.2f\n", w, w, r->label, r->read_s,
                     r->read_s * (1 + c->read_fit.resid[j]), 100 * c->read_fit.resid[j]);
             j++;
         }

@@ -140,11 +140,13 @@ void dtv_check_free(struct dtv_check *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Configurations that differ only by strategy share a key. */
+/* Runs of one training job (model, node shape, samples per step) that differ only by how
+ * they parallelise it share a key: data parallelism with -b 64 on 2 ranks and a 2-stage
+ * pipeline with -b 128 both train on 128 samples per step. */
 static void config_key(const struct dtv_run *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s %dn%dp batch %d %s", r->model->name, r->nodes, r->ppn, r->batch,
-             r->scaling == DT_SCALING_WEAK ? "weak" : "strong");
+    snprintf(buf, len, "%s %dn%dp, %d samples per step", r->model->name, r->nodes, r->ppn,
+             r->global_batch);
 }
 
 struct ranked {
@@ -178,6 +180,9 @@ static bool told_apart(const struct dtv_run *a, const struct dtv_run *b, double 
 struct ranking_tally {
     int groups, checked, same_order, reproduced, fastest_right, pairs, apart, ordered;
     int min_repeats;
+    /* configurations with both data parallelism and pipelines: their pairs, and the best of
+     * each kind against the other */
+    int mixed, mixed_pairs, mixed_apart, mixed_ordered, best_apart, best_right;
 };
 
 /* One configuration's k strategies (m: sorted by measured epoch, p: by predicted). Each pair
@@ -206,6 +211,20 @@ static void rank_group(FILE *f, const struct dtv_runset *set, const struct dtv_c
     }
     /* the predicted fastest is right, or not told apart from the measured fastest */
     bool fastest_tied = fastest == 0 || !apart[fastest];
+    /* data parallelism against the pipelines: every mixed pair, and the measured fastest of
+     * each kind (the first of each in m) */
+    int best_dp = -1, best_pipe = -1;
+    for (int a = 0; a < k; a++) {
+        bool pipe = dtv_run_is_pipeline(RUN(a));
+        best_dp = !pipe && best_dp < 0 ? a : best_dp;
+        best_pipe = pipe && best_pipe < 0 ? a : best_pipe;
+        for (int b = a + 1; b < k; b++)
+            if (pipe != dtv_run_is_pipeline(RUN(b))) {
+                t->mixed_pairs++;
+                t->mixed_apart += apart[a * k + b];
+                t->mixed_ordered += apart[a * k + b] && (PRED(a) < PRED(b)) == faster[a * k + b];
+            }
+    }
     bool same = true;
     for (int a = 0; a < k; a++) {
         same = same && m[a].item == p[a].item;
@@ -222,21 +241,33 @@ static void rank_group(FILE *f, const struct dtv_runset *set, const struct dtv_c
     fprintf(f, "  %s\n    measured:  [", key);
     for (int a = 0, first = 0; a < k; a++) {
         bool starts = a > 0 && apart[first * k + a] && faster[first * k + a];
-        fprintf(f, "%s%s", starts ? "] < [" : a > 0 ? " " : "",
-                dt_strategy_name(RUN(a)->strategy));
+        fprintf(f, "%s%s", starts ? "] < [" : a > 0 ? " " : "", RUN(a)->setup);
         first = starts ? a : first;
     }
     fprintf(f, "]\n    predicted:");
     for (int a = 0; a < k; a++)
-        fprintf(f, " %s", dt_strategy_name(set->runs[c->items[p[a].item].run].strategy));
+        fprintf(f, " %s", set->runs[c->items[p[a].item].run].setup);
     for (int a = 0; a < k; a++) /* the pairs told apart and predicted the other way */
         for (int b = a + 1; b < k; b++)
             if (apart[a * k + b] && (PRED(a) < PRED(b)) != faster[a * k + b])
                 fprintf(f, "\n    misordered: %s measured %s than %s, predicted %s",
-                        dt_strategy_name(RUN(a)->strategy),
-                        faster[a * k + b] ? "faster" : "slower",
-                        dt_strategy_name(RUN(b)->strategy),
+                        RUN(a)->setup, faster[a * k + b] ? "faster" : "slower", RUN(b)->setup,
                         faster[a * k + b] ? "slower" : "faster");
+    if (best_dp >= 0 && best_pipe >= 0) {
+        /* the faster kind: told apart by the best run of each, and predicted so or not */
+        int lo = best_dp < best_pipe ? best_dp : best_pipe;
+        int hi = best_dp < best_pipe ? best_pipe : best_dp;
+        bool told = apart[lo * k + hi], dp_faster = (lo == best_dp) == faster[lo * k + hi];
+        bool pred_dp_faster = PRED(best_dp) < PRED(best_pipe);
+        t->mixed++;
+        t->best_apart += told;
+        t->best_right += told && pred_dp_faster == dp_faster;
+        fprintf(f, "\n    data parallelism vs pipelines: the best data-parallel run (%s) "
+                   "measured %s than the best pipeline (%s)%s; predicted %s%s",
+                RUN(best_dp)->setup, dp_faster ? "faster" : "slower", RUN(best_pipe)->setup,
+                told ? "" : ", not told apart", pred_dp_faster ? "faster" : "slower",
+                !told ? "" : pred_dp_faster == dp_faster ? ": right" : ": WRONG");
+    }
     fprintf(f, "\n    -> %s: %d of the %d pairs the measurements tell apart ordered right; "
                "full order %s; fastest %s\n",
             n_apart == ordered ? (n_apart ? "REPRODUCED" : "nothing to check") : "NOT reproduced",
@@ -297,6 +328,12 @@ static void print_ranking(FILE *f, const struct dtv_runset *set, const struct dt
                    "%d; full order the same in %d of %d\n",
                 t.reproduced, t.checked, t.groups, t.ordered, t.apart, t.pairs, t.fastest_right,
                 t.groups, t.same_order, t.groups);
+        if (t.mixed)
+            fprintf(f, "  data parallelism against pipelines, in the %d configurations measured "
+                       "with both: the faster kind told apart in %d and predicted right in %d "
+                       "of them; %d of the %d data-parallel / pipeline pairs told apart (of "
+                       "%d) ordered right\n", t.mixed, t.best_apart, t.best_right,
+                    t.mixed_ordered, t.mixed_apart, t.mixed_pairs);
         if (repeats && t.min_repeats < 4)
             fprintf(f, "  note: with %d repeats of a configuration no pair can be told apart at "
                        "5%% (the smallest two-sided p is %.2g): repeat each run 5 times or "
@@ -309,28 +346,55 @@ out:
     free(p);
 }
 
+/* The plan buffers dtexec allocated (records with measurements.alloc_bytes) against the
+ * buffer table of the plan rebuilt from the record: where they differ, dtvalidate simulates
+ * another plan than the one that ran (or dtexec allocates what the plan does not say). */
+static void print_memory(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)
+{
+    int with = 0, agree = 0;
+    for (int i = 0; i < c->n; i++) {
+        const struct dtv_run *r = &set->runs[c->items[i].run];
+        with += r->n_alloc > 0;
+        agree += r->n_alloc > 0 && r->alloc_bad_rank < 0;
+    }
+    if (!with)
+        return;
+    fprintf(f, "\nPlan buffers (alloc_bytes of the records against the rebuilt plan's buffer "
+               "table): every rank agrees in %d of %d runs\n", agree, with);
+    for (int i = 0; i < c->n; i++) {
+        const struct dtv_run *r = &set->runs[c->items[i].run];
+        if (r->n_alloc > 0 && r->alloc_bad_rank >= 0)
+            fprintf(f, "  line %d %s: rank %d allocated %.0f bytes, the plan has %.0f (%+.2f "
+                       "%%): the record's configuration does not rebuild dtexec's plan\n",
+                    r->line, r->label, r->alloc_bad_rank, r->alloc_bad_bytes, r->plan_bad_bytes,
+                    100 * (r->alloc_bad_bytes - r->plan_bad_bytes) / fmax(r->plan_bad_bytes, 1));
+    }
+}
+
 void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_check *c, bool csv)
 {
     if (csv) {
         fprintf(f, "file,line,model,nodes,ppn,ranks,strategy,batch,scaling,held_out,"
                    "measured_epoch_s,predicted_epoch_s,low_s,high_s,error_pct,inside,"
-                   "measured_iter_s,predicted_iter_s,compute_s,comm_s,idle_s\n");
+                   "measured_iter_s,predicted_iter_s,compute_s,comm_s,idle_s,parallel,"
+                   "bucket_bytes\n");
         for (int i = 0; i < c->n; i++) {
             const struct dtv_check_item *it = &c->items[i];
             const struct dtv_run *r = &set->runs[it->run];
             fprintf(f, "%s,%d,%s,%d,%d,%d,%s,%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%d,%.9g,%.9g,"
-                       "%.9g,%.9g,%.9g\n",
+                       "%.9g,%.9g,%.9g,\"%s\",%.0f\n",
                     r->file, r->line, r->model->name, r->nodes, r->ppn, r->ranks,
                     dt_strategy_name(r->strategy), r->batch,
                     r->scaling == DT_SCALING_WEAK ? "weak" : "strong", it->held_out,
                     r->epoch_s, it->pred.epoch_s, it->pred.epoch_lo_s, it->pred.epoch_hi_s,
                     it->err_pct, it->inside, r->iter_s, it->pred.iter_s, it->pred.compute_s,
-                    it->pred.comm_s, it->pred.idle_s);
+                    it->pred.comm_s, it->pred.idle_s, r->parallel, r->opt.bucket_bytes);
         }
         return;
     }
     fprintf(f, "Predictions: %s\n", c->what);
-    fprintf(f, "%-5s %-40s %6s %11s %11s %25s %9s %s\n", "line", "configuration", "batch",
+    int w = dtv_label_width(set);
+    fprintf(f, "%-5s %-*s %6s %11s %11s %25s %9s %s\n", "line", w, "configuration", "batch",
             "measured", "predicted", "95% prediction interval", "error %", "");
     for (int i = 0; i < c->n; i++) {
         const struct dtv_check_item *it = &c->items[i];
@@ -338,8 +402,8 @@ void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_che
         char iv[64] = "-";
         if (it->pred.epoch_hi_s > it->pred.epoch_lo_s)
             snprintf(iv, sizeof iv, "[%.4g, %.4g] s", it->pred.epoch_lo_s, it->pred.epoch_hi_s);
-        fprintf(f, "%-5d %-40.40s %6d %10.4gs %10.4gs %25s %+9.2f %s%s\n", r->line, r->label,
-                r->batch, r->epoch_s, it->pred.epoch_s, iv, it->err_pct,
+        fprintf(f, "%-5d %-*.*s %6d %10.4gs %10.4gs %25s %+9.2f %s%s\n", r->line, w, w,
+                r->label, r->batch, r->epoch_s, it->pred.epoch_s, iv, it->err_pct,
                 it->held_out ? "" : "(fitted) ",
                 it->pred.epoch_hi_s > it->pred.epoch_lo_s && !it->inside ? "outside" : "");
     }
@@ -370,5 +434,6 @@ void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_che
     if (with_iv)
         fprintf(f, "  measured inside the 95%% prediction interval: %d of %d held-out runs\n",
                 covered, with_iv);
+    print_memory(f, set, c);
     print_ranking(f, set, c);
 }

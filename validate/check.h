@@ -5,8 +5,8 @@
  *   DTV_MODE_SPLIT     fit on the runs a selection names, predict the rest
  * Errors are (predicted - measured) / measured of the epoch time; MAPE is their mean absolute
  * value over held-out runs, per strategy and overall. The ranking check compares, for every
- * configuration measured with several strategies, the order of the strategies by measured and
- * by predicted epoch time. */
+ * training job measured with several strategies (or parallel configs of one), the order of
+ * the strategies by measured and by predicted epoch time. */
 #ifndef DTV_CHECK_H
 #define DTV_CHECK_H
 
@@ -44,8 +44,11 @@ int dtv_check_run(const struct dtv_runset *set, enum dtv_mode mode, const char *
                   FILE *verbose, struct dtv_check *out, struct dt_error *err);
 void dtv_check_free(struct dtv_check *c);
 
-/* The table (or CSV with csv = true), MAPE per strategy and overall, interval coverage and
- * the ranking check. */
+/* The table (or CSV with csv = true), MAPE per strategy and overall, interval coverage, the
+ * plan buffers against the records' alloc_bytes (when they have them) and the ranking check:
+ * per training job (model, node shape, samples per step), the strategies with their parallel
+ * configs in measured and predicted order, and data parallelism against the pipelines where
+ * a job was measured with both. */
 void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_check *c, bool csv);
 
 #endif

@@ -52,7 +52,8 @@ static void usage(FILE *f)
         "  seed002              seed 002's table: fit on the 1-node rows and predict the 2- and\n"
         "                       4-node rows; then leave-one-out over all nine rows\n"
         "  loop                 run dtexec here (1 and 2 ranks, every data-parallel strategy,\n"
-        "                       small models, short epochs), calibrate, validate, plot\n"
+        "                       small models, short epochs; 2-stage gpipe and 1f1b pipelines\n"
+        "                       on 2 ranks), calibrate, validate, plot\n"
         "  ops RECORDS TRACE    a per-op trace (dtexec --ops-csv) against the cost model, op by\n"
         "                       op, with per-class efficiencies fitted from it (-o writes them);\n"
         "                       the run is the last record of RECORDS\n\n"
@@ -62,7 +63,9 @@ static void usage(FILE *f)
         "      --train SEL         fit on the runs SEL selects, predict the others\n"
         "      --uncalibrated      dtsim's default parameters (no fit)\n"
         "  SEL is 'key=v1,v2 key=v' with keys nodes ppn ranks strategy model topology line\n"
-        "  label (every key must match), e.g. --train nodes=1\n\n"
+        "  label parallel (every key must match), e.g. --train nodes=1; parallel=PAIR selects\n"
+        "  the runs whose parallel config has the pair (parallel=micro-batches=4),\n"
+        "  parallel=none plain data parallelism\n\n"
         "Fitting:\n"
         "      --fit LIST          parameters to fit (default: iter_overhead,eff_gemm, then\n"
         "                          intra_bw / nic_bw / read_bw when the runs can tell them)\n"
@@ -91,6 +94,13 @@ static void usage(FILE *f)
         "      --repeat N          runs of each configuration, in rounds; the fastest is kept\n"
         "                          and all of them decide which strategies differ (default\n"
         "                          5: fewer than 4 cannot tell two strategies apart at 5%%)\n"
+        "      --pipelines LIST    pipeline strategies run with --pp 2 on 2 ranks beside data\n"
+        "                          parallelism (default gpipe,1f1b; none: no pipelines)\n"
+        "      --pipeline-models LIST  the models of --models they run on (default\n"
+        "                          mlp-wide,cnn690k)\n"
+        "      --micro-batches LIST  their micro-batch counts (default 2,4,8); a pipeline's -b\n"
+        "                          is twice --batch: a step trains on as many samples as data\n"
+        "                          parallelism's on 2 ranks\n"
         "      --reuse             analyse DIR/records.jsonl again without running dtexec\n\n"
         "  -h, --help              this help\n"
         "  -V, --version           version\n"
@@ -119,9 +129,34 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* --pipelines (strategies: pipeline names, or "none") or --micro-batches (counts 1..4096):
+ * 0 when every comma-separated word is one. */
+static int check_list(const char *list, bool strategies)
+{
+    char buf[512];
+    if (strategies && strcmp(list, "none") == 0)
+        return 0;
+    if (!*list || snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return -1;
+    for (char *save, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strategies) {
+            int s = dt_strategy_parse(w);
+            if (s < 0 || !dt_strategy_info(s)->pipeline)
+                return -1;
+        } else {
+            char *end;
+            long v = strtol(w, &end, 10);
+            if (*end || end == w || v < 1 || v > 4096)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 enum {
     OPT_LOO = 256, OPT_TRAIN, OPT_USE, OPT_FIT, OPT_UNCAL, OPT_PLOTS, OPT_TOPOLOGY, OPT_DTEXEC,
-    OPT_MPIEXEC, OPT_MODELS, OPT_MAXITERS, OPT_EPOCHS, OPT_BATCH, OPT_RANKS, OPT_REUSE, OPT_REPEAT, OPT_FASTEST
+    OPT_MPIEXEC, OPT_MODELS, OPT_MAXITERS, OPT_EPOCHS, OPT_BATCH, OPT_RANKS, OPT_REUSE,
+    OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -142,6 +177,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"reuse", no_argument, NULL, OPT_REUSE},        {"quiet", no_argument, NULL, 'q'},
         {"repeat", required_argument, NULL, OPT_REPEAT},
         {"fastest", no_argument, NULL, OPT_FASTEST},
+        {"pipelines", required_argument, NULL, OPT_PIPELINES},
+        {"pipeline-models", required_argument, NULL, OPT_PIPELINE_MODELS},
+        {"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
         {"help", no_argument, NULL, 'h'},               {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     char why[512];
@@ -204,6 +242,19 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             break;
         case OPT_FASTEST: o->fastest = true; break;
+        case OPT_PIPELINES:
+            if (check_list(optarg, true))
+                return bad_flag("--pipelines", "expected pipeline strategies (gpipe, naive-mp, "
+                                "1f1b, interleaved) separated by commas, or none, got", optarg);
+            o->loop.pipelines = optarg;
+            break;
+        case OPT_PIPELINE_MODELS: o->loop.pipeline_models = optarg; break;
+        case OPT_MICRO_BATCHES:
+            if (check_list(optarg, false))
+                return bad_flag("--micro-batches", "expected whole numbers from 1 to 4096 "
+                                "separated by commas, got", optarg);
+            o->loop.micro_batches = optarg;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("dtvalidate %s\n", PACKAGE_VERSION); exit(0);
@@ -337,12 +388,13 @@ static int cmd_predict(const struct options *o)
         rc = load_calibration(o->calibration, &cal);
     if (rc)
         goto done;
+    int w = dtv_label_width(&set);
     if (o->csv)
         printf("file,line,model,nodes,ppn,ranks,strategy,batch,scaling,iter_s,epoch_s,low_s,"
-               "high_s,compute_s,comm_s,idle_s,read_s\n");
+               "high_s,compute_s,comm_s,idle_s,read_s,parallel,bucket_bytes\n");
     else
-        printf("Predictions with %s\n%-5s %-40s %6s %11s %25s %10s %10s %10s\n",
-               o->calibration ? o->calibration : "dtsim's defaults (no calibration)", "line",
+        printf("Predictions with %s\n%-5s %-*s %6s %11s %25s %10s %10s %10s\n",
+               o->calibration ? o->calibration : "dtsim's defaults (no calibration)", "line", w,
                "configuration", "batch", "epoch", "95% prediction interval", "iter", "compute",
                "comm");
     for (int i = 0; i < set.n; i++) {
@@ -354,17 +406,20 @@ static int cmd_predict(const struct options *o)
             break;
         }
         if (o->csv) {
-            printf("%s,%d,%s,%d,%d,%d,%s,%d,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+            printf("%s,%d,%s,%d,%d,%d,%s,%d,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,\"%s\","
+                   "%.0f\n",
                    r->file, r->line, r->model->name, r->nodes, r->ppn, r->ranks,
                    dt_strategy_name(r->strategy), r->batch,
                    r->scaling == DT_SCALING_WEAK ? "weak" : "strong", p.iter_s, p.epoch_s,
-                   p.epoch_lo_s, p.epoch_hi_s, p.compute_s, p.comm_s, p.idle_s, p.read_s);
+                   p.epoch_lo_s, p.epoch_hi_s, p.compute_s, p.comm_s, p.idle_s, p.read_s,
+                   r->parallel, r->opt.bucket_bytes);
         } else {
             char iv[64] = "-";
             if (p.epoch_hi_s > p.epoch_lo_s)
                 snprintf(iv, sizeof iv, "[%.4g, %.4g] s", p.epoch_lo_s, p.epoch_hi_s);
-            printf("%-5d %-40.40s %6d %10.4gs %25s %8.3gms %8.3gms %8.3gms\n", r->line, r->label,
-                   r->batch, p.epoch_s, iv, 1e3 * p.iter_s, 1e3 * p.compute_s, 1e3 * p.comm_s);
+            printf("%-5d %-*.*s %6d %10.4gs %25s %8.3gms %8.3gms %8.3gms\n", r->line, w, w,
+                   r->label, r->batch, p.epoch_s, iv, 1e3 * p.iter_s, 1e3 * p.compute_s,
+                   1e3 * p.comm_s);
         }
     }
 done:

@@ -1,5 +1,5 @@
-/* The calibration loop on this machine: dtexec runs -> records -> fit -> held-out check ->
- * plots. */
+/* The calibration loop on this machine: dtexec runs (data parallelism and pipelines) ->
+ * records -> fit -> held-out check -> plots. */
 #include "loop.h"
 
 #include <errno.h>
@@ -82,7 +82,83 @@ struct job {
     int ranks;
     enum dt_strategy s;
     long iters;             /* per epoch */
+    int batch;              /* -b: per rank (data parallelism), per replica (pipelines) */
+    char flags[96];         /* the parallel config: "--pp 2 --micro-batches 4" */
+    char setup[192];        /* for the log: "gpipe pp=2 micro-batches=4" */
 };
+
+/* Whether name is one of the comma-separated list's words. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* The pipeline runs of one model on r ranks: each pipeline strategy of o->pipelines with
+ * --pp 2 (r / 2 replicas) and each micro-batch count of o->micro_batches (naive-mp: one),
+ * on twice the data-parallel batch per replica, so that a step trains on as many samples as
+ * data parallelism's on r ranks. Returns the new job count, or -1 with err filled. */
+static int pipeline_jobs(const struct dtv_loop_options *o, const struct dt_model *model,
+                         const struct dt_topology *topo, const char *mpath, int r, int batch,
+                         long iters, struct job *jobs, int n_jobs, int max_jobs, FILE *log,
+                         struct dt_error *err)
+{
+    const char *strategies = o->pipelines ? o->pipelines : "gpipe,1f1b";
+    const char *micro = o->micro_batches ? o->micro_batches : "2,4,8";
+    if (strcmp(strategies, "none") == 0 || r % 2 || r < 2)
+        return n_jobs;
+    char sbuf[256];
+    snprintf(sbuf, sizeof sbuf, "%s", strategies);
+    for (char *save, *sn = strtok_r(sbuf, ",", &save); sn; sn = strtok_r(NULL, ",", &save)) {
+        int s = dt_strategy_parse(sn);
+        if (s < 0 || !dt_strategy_info(s)->pipeline)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--pipelines: '%s' is not a pipeline "
+                           "strategy (gpipe, naive-mp, 1f1b, interleaved)", sn), -1;
+        char mbuf[256];
+        snprintf(mbuf, sizeof mbuf, "%s", s == DT_STRAT_NAIVE_MP ? "0" : micro);
+        for (char *s2, *mb = strtok_r(mbuf, ",", &s2); mb; mb = strtok_r(NULL, ",", &s2)) {
+            char *end;
+            long m = strtol(mb, &end, 10);
+            if (*end || end == mb || m < (s == DT_STRAT_NAIVE_MP ? 0 : 1) || m > 4096)
+                return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--micro-batches: expected whole "
+                               "numbers from 1 to 4096, got '%s'", mb), -1;
+            struct dt_plan_options po;
+            dt_plan_options_init(&po);
+            po.strategy = (enum dt_strategy)s;
+            po.batch = 2 * batch;
+            po.pp = 2;
+            po.micro_batches = (int)m;
+            po.n_ranks = r;
+            char why[256];
+            if (!dt_strategy_fits_options(&po, model, topo, r, why, sizeof why)) {
+                if (log) /* a small --batch, say: the other runs are still worth it */
+                    fprintf(log, "dtvalidate: skipped %s --pp 2 --micro-batches %ld -b %d on %d "
+                                 "ranks of %s: %s\n", dt_strategy_name(s), m, po.batch, r,
+                            model->name, why);
+                continue;
+            }
+            if (n_jobs == max_jobs)
+                return n_jobs;
+            struct job *j = &jobs[n_jobs++];
+            snprintf(j->model, sizeof j->model, "%s", mpath);
+            j->ranks = r;
+            j->s = (enum dt_strategy)s;
+            j->iters = iters;
+            j->batch = po.batch;
+            char par[128];
+            dt_parallel_format(&po, par, sizeof par);
+            snprintf(j->setup, sizeof j->setup, "%s %s", dt_strategy_name(s), par);
+            if (m)
+                snprintf(j->flags, sizeof j->flags, "--pp 2 --micro-batches %ld", m);
+            else
+                snprintf(j->flags, sizeof j->flags, "--pp 2");
+        }
+    }
+    return n_jobs;
+}
 
 /* Iterations per epoch for a model: enough that an epoch takes about target_s at the device's
  * peak (training = forward + backward FLOPs; the real rate is lower, so epochs come out
@@ -113,7 +189,7 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
         return DTV_LOOP_SKIP;
     }
     const char *mp = o->mpiexec ? o->mpiexec
-                     : strcmp(DT_MPIEXEC, "no") && DT_MPIEXEC[0] ? DT_MPIEXEC
+                     : strcmp(DT_MPIEXEC, "no") && DT_MPIEXEC[0] != '\0' ? DT_MPIEXEC
                                                                  : "mpiexec";
     if (strchr(mp, '/'))
         snprintf(mpiexec, sizeof mpiexec, "%s", mp);
@@ -145,9 +221,11 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     char records[1200], logpath[1200];
     snprintf(records, sizeof records, "%s/records.jsonl", o->dir);
     snprintf(logpath, sizeof logpath, "%s/dtexec.log", o->dir);
-    /* the jobs: every model x 1..max_ranks x every data-parallel strategy that fits */
+    /* the jobs: every model x 1..max_ranks x every data-parallel strategy that fits; on the
+     * pipeline models, the pipelines with 2 stages on every even rank count */
     struct job jobs[512];
     int n_jobs = 0;
+    const char *pmodels = o->pipeline_models ? o->pipeline_models : "mlp-wide,cnn690k";
     char models[512];
     snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,mlp-wide,cnn21k,cnn690k");
     for (char *save, *m = strtok_r(models, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
@@ -162,19 +240,32 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
             return rc;
         }
         long iters = o->max_iters > 0 ? o->max_iters : iters_for(model, topo, batch, 0.25);
-        dt_model_destroy(model);
-        for (int r = 1; r <= max_ranks; r++)
+        for (int r = 1; r <= max_ranks; r++) {
             for (int s = 0; s < DT_STRAT_COUNT && n_jobs < 512; s++) {
                 char why[256];
-                if ((r == 1) != (s == DT_STRAT_SEQUENTIAL) ||
+                if ((r == 1) != (s == DT_STRAT_SEQUENTIAL) || dt_strategy_info(s)->pipeline ||
                     !dt_strategy_fits(s, topo, r, why, sizeof why))
                     continue;
-                snprintf(jobs[n_jobs].model, sizeof jobs[0].model, "%s", mpath);
-                jobs[n_jobs].ranks = r;
-                jobs[n_jobs].s = (enum dt_strategy)s;
-                jobs[n_jobs].iters = iters;
-                n_jobs++;
+                struct job *j = &jobs[n_jobs++];
+                memset(j, 0, sizeof *j);
+                snprintf(j->model, sizeof j->model, "%s", mpath);
+                j->ranks = r;
+                j->s = (enum dt_strategy)s;
+                j->iters = iters;
+                j->batch = batch;
+                snprintf(j->setup, sizeof j->setup, "%s", dt_strategy_name(s));
             }
+            if (listed(pmodels, m) || listed(pmodels, model->name))
+                n_jobs = pipeline_jobs(o, model, topo, mpath, r, batch, iters, jobs, n_jobs, 512,
+                                       o->reuse ? NULL : log, err);
+            if (n_jobs < 0)
+                break;
+        }
+        dt_model_destroy(model);
+        if (n_jobs < 0) {
+            dt_topology_destroy(topo);
+            return DT_EINPUT;
+        }
     }
     dt_topology_destroy(topo);
     double load_before = load_average(), load_after = NAN;
@@ -186,23 +277,27 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
         remove(records);
         remove(logpath);
         int repeat = o->repeat > 0 ? o->repeat : 5;
+        if (log)
+            fprintf(log, "dtvalidate: %d configurations x %d repeats = %d dtexec runs\n",
+                    n_jobs, repeat, n_jobs * repeat);
         for (int k = 0; k < n_jobs * repeat; k++) {
             int j = k % n_jobs; /* rounds: a burst of other work spoils one repeat, not all */
             char cmd[16384];
             /* one BLAS thread per rank, pinned to its own core: the topology's device is
              * one core, and unpinned ranks make whole runs slow at random (dtexec(1)) */
+            /* --synthetic: the samples of iters steps of batch x ranks (a pipeline's replicas
+             * x its batch per replica is the same) */
             snprintf(cmd, sizeof cmd,
-                     "'%.4000s' -n %d '%.4000s' -m '%.1000s' -t '%.1000s' -s %s -b %d -e %d "
+                     "'%.4000s' -n %d '%.4000s' -m '%.1000s' -t '%.1000s' -s %s %s -b %d -e %d "
                      "--max-iters %ld --synthetic %ld --threads 1 --bind -q --record '%.1100s' "
                      ">>'%.1100s' 2>&1",
                      mpiexec, jobs[j].ranks, dtexec, jobs[j].model, topo_path,
-                     dt_strategy_name(jobs[j].s), batch, epochs, jobs[j].iters,
-                     jobs[j].iters * batch * jobs[j].ranks, records, logpath);
+                     dt_strategy_name(jobs[j].s), jobs[j].flags, jobs[j].batch, epochs,
+                     jobs[j].iters, jobs[j].iters * batch * jobs[j].ranks, records, logpath);
             if (log)
                 fprintf(log, "dtvalidate: run %d/%d: %s on %d rank%s, %s, %ld iterations\n",
                         k + 1, n_jobs * repeat, jobs[j].model, jobs[j].ranks,
-                        jobs[j].ranks > 1 ? "s" : "", dt_strategy_name(jobs[j].s),
-                        jobs[j].iters);
+                        jobs[j].ranks > 1 ? "s" : "", jobs[j].setup, jobs[j].iters);
             int st = system(cmd);
             if (st != 0)
                 return dt_fail(err, DT_ESYS, logpath, 0, 0,

@@ -1,7 +1,10 @@
 /* `dtvalidate loop`: the calibration loop on this machine. Runs dtexec on 1 and 2 MPI ranks
- * (mpiexec -n 1, -n 2) for every data-parallel strategy and several small models, with short
- * epochs (--max-iters) on synthetic data, each rank pinned to its core (dtexec --bind), collects the records, fits the cost model on one
- * part of the runs, predicts the others, and draws the plots. */
+ * (mpiexec -n 1, -n 2) for every data-parallel strategy and several small models, and on 2
+ * ranks the pipelines gpipe and 1f1b with --pp 2 and 2, 4 and 8 micro-batches on mlp-wide and
+ * cnn690k (-b twice the per-rank batch: a step trains on as many samples as data parallelism's
+ * on 2 ranks, so that the ranking compares them), with short epochs (--max-iters) on
+ * synthetic data, each rank pinned to its core (dtexec --bind); collects the records, fits the
+ * cost model on one part of the runs, predicts the others, and draws the plots. */
 #ifndef DTV_LOOP_H
 #define DTV_LOOP_H
 
@@ -25,6 +28,11 @@ struct dtv_loop_options {
     int max_ranks;          /* 1..max_ranks (default 2) */
     int repeat;             /* runs of each configuration; the fastest is kept, all of them
                                decide which strategies differ (default 5) */
+    const char *pipelines;  /* pipeline strategies run beside data parallelism, with --pp 2 on
+                               every even rank count (default gpipe,1f1b; "none": none) */
+    const char *pipeline_models; /* the models of `models` they run on (default
+                               mlp-wide,cnn690k) */
+    const char *micro_batches;   /* their micro-batch counts (default 2,4,8; naive-mp: 1) */
     bool reuse;             /* keep an existing records file and only analyse it */
 };
 

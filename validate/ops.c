@@ -15,8 +15,12 @@
 #include "fit.h"
 #include "predict.h"
 
-/* dtexec's names of op kinds (exec/record.c), in enum dt_op_kind order. */
-static const char *const kind_names[] = {"compute", "send", "recv", "coll", "wait", "load"};
+/* dtexec's names of op kinds in the trace's kind column (exec/record.c), in enum dt_op_kind
+ * order. */
+static const char *const kind_names[] = {"compute", "send", "recv", "coll", "wait",
+                                         "load",    "zero", "loss", "update", "copy"};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == DT_OP_COPY + 1,
+               "a name for every op kind");
 
 struct samples {
     int n, cap;
@@ -45,9 +49,22 @@ static double median(struct samples *s)
     return gsl_stats_median_from_sorted_data(s->v, 1, (size_t)s->n);
 }
 
+/* Ops with a class: a layer's forward or backward (COMPUTE) and the optimizer step (UPDATE). */
+static bool has_class(const struct dt_op *op)
+{
+    return op->kind == DT_OP_COMPUTE || op->kind == DT_OP_UPDATE;
+}
+
 static enum dt_op_class class_of(const struct dt_model *m, const struct dt_op *op)
 {
-    return op->phase == DT_PH_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
+    return op->kind == DT_OP_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
+}
+
+/* Local ops: the device runs them (dt_cost_op); communication and WAIT are the network's. */
+static bool is_local(const struct dt_op *op)
+{
+    return op->kind == DT_OP_COMPUTE || op->kind == DT_OP_UPDATE || op->kind == DT_OP_LOAD ||
+           op->kind == DT_OP_ZERO || op->kind == DT_OP_LOSS || op->kind == DT_OP_COPY;
 }
 
 static int find_col(char **f, int n, const char *name)
@@ -210,7 +227,7 @@ static void fit_class(const struct dtv_run *run, const struct dt_cost_params *cp
     int n = 0;
     for (int i = 0; i < rp->n_ops && n < 4096; i++) {
         const struct dt_op *op = &rp->ops[i];
-        if (op->kind != DT_OP_COMPUTE || class_of(run->model, op) != c || !isfinite(med[i]))
+        if (!has_class(op) || class_of(run->model, op) != c || !isfinite(med[i]))
             continue;
         double flops, bytes;
         dt_op_work(run->model, op, &flops, &bytes);
@@ -283,18 +300,17 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
         char nbuf[128];
         double flops = 0, bytes = 0, pred = NAN;
         const char *cname = kind_names[op->kind];
-        if (op->kind == DT_OP_COMPUTE) {
+        if (is_local(op))
+            pred = dt_cost_op(&cp, dev, run->model, op);
+        if (has_class(op)) {
             enum dt_op_class c = class_of(run->model, op);
             dt_op_work(run->model, op, &flops, &bytes);
-            pred = dt_cost_compute(&cp, dev, run->model, op);
             cname = dt_op_class_name(c);
             if (isfinite(med[i])) {
                 rep->cls[c].n_ops++;
                 rep->cls[c].measured_s += med[i];
                 rep->cls[c].predicted_s += pred;
             }
-        } else if (op->kind == DT_OP_LOAD) {
-            pred = op->bytes / fmax(dt_cost_mem_bw(&cp, dev), 1);
         }
         const char *name = dt_op_name(plan, op, nbuf, sizeof nbuf);
         if (out) {

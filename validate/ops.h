@@ -1,7 +1,11 @@
 /* Op-by-op comparison of a dtexec per-op trace (`dtexec --ops-csv FILE`) with the cost model,
  * and per-class efficiencies fitted from it. The trace's ops are the plan's ops (same rank,
- * same index), so each measured compute op has its predicted cost
- *   t = max(flops / (peak x eff[class]), bytes / mem_bw) + overhead[class].
+ * same index, same kind: compute, update, zero, loss, copy, load, send, recv, coll, wait), so
+ * each measured local op has its predicted cost (dt_cost_op); a layer's forward or backward
+ * and the optimizer step (the ops with a class) cost
+ *   t = max(flops / (peak x eff[class]), bytes / mem_bw) + overhead[class];
+ * a LOSS op is predicted 0 (the model folds it into the last layer's forward). Traces written
+ * before plan v2 (no zero op, the update a compute op) do not match today's plans.
  * Per class, the medians of the measured compute ops are regressed on their FLOPs,
  *   t_i = a flops_i + b   (GSL gsl_fit_linear),
  * so that eff = 1 / (a peak) and the per-op overhead is b; standard errors come from the

@@ -18,7 +18,7 @@ const char *dtv_gnuplot(void)
     const char *g = getenv("GNUPLOT");
     if (g && *g)
         return strcmp(g, "no") ? g : NULL;
-    return strcmp(DT_GNUPLOT, "no") && DT_GNUPLOT[0] ? DT_GNUPLOT : NULL;
+    return strcmp(DT_GNUPLOT, "no") && DT_GNUPLOT[0] != '\0' ? DT_GNUPLOT : NULL;
 }
 
 struct plotter {
@@ -92,10 +92,15 @@ static int cmp_int(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* Items of series (model/batch/scaling of `like`, strategy s, nodes == 1), by ranks, with the
- * 1-rank run first. Returns the count. */
-static int series_items(const struct plotter *P, const struct dtv_run *like,
-                        enum dt_strategy s, int *idx)
+/* Runs of the same strategy with the same parallel config and bucket. */
+static bool same_setup(const struct dtv_run *a, const struct dtv_run *b)
+{
+    return a->strategy == b->strategy && strcmp(a->setup, b->setup) == 0;
+}
+
+/* Items of series (model/batch/scaling of `like`, its strategy and parallel config,
+ * nodes == 1), by ranks, with the 1-rank run first. Returns the count. */
+static int series_items(const struct plotter *P, const struct dtv_run *like, int *idx)
 {
     int n = 0;
     int key[4096];
@@ -103,7 +108,7 @@ static int series_items(const struct plotter *P, const struct dtv_run *like,
         const struct dtv_run *r = run_of(P, i);
         if (!same_series(r, like) || r->nodes != 1)
             continue;
-        if (r->ranks == 1 || r->strategy == s)
+        if (r->ranks == 1 || same_setup(r, like))
             key[n] = r->ranks * 4096 + i, n++;
     }
     qsort(key, (size_t)n, sizeof *key, cmp_int);
@@ -116,11 +121,11 @@ static int series_items(const struct plotter *P, const struct dtv_run *like,
 }
 
 struct series {
-    const struct dtv_run *like;
-    enum dt_strategy s;
+    const struct dtv_run *like;     /* a run of it with more than one rank */
 };
 
-/* Every (model, batch, scaling, strategy) with at least two rank counts on one node. */
+/* Every (model, batch, scaling, strategy with its parallel config) with at least two rank
+ * counts on one node. */
 static int find_series(const struct plotter *P, struct series *out, int max)
 {
     int n = 0;
@@ -131,19 +136,22 @@ static int find_series(const struct plotter *P, struct series *out, int max)
             continue;
         bool seen = false;
         for (int k = 0; k < n && !seen; k++)
-            seen = same_series(out[k].like, r) && out[k].s == r->strategy;
+            seen = same_series(out[k].like, r) && same_setup(out[k].like, r);
         if (seen || n == max)
             continue;
-        if (series_items(P, r, r->strategy, idx) >= 2)
-            out[n++] = (struct series){r, r->strategy};
+        if (series_items(P, r, idx) >= 2)
+            out[n++] = (struct series){r};
     }
     return n;
 }
 
 static void series_title(const struct series *s, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s %s, batch %d%s", s->like->model->name, dt_strategy_name(s->s),
-             s->like->batch, s->like->scaling == DT_SCALING_WEAK ? "/process" : " global");
+    snprintf(buf, len, "%s %.100s, batch %d%s", s->like->model->name, s->like->setup,
+             s->like->batch,
+             s->like->scaling == DT_SCALING_STRONG ? " global"
+             : dtv_run_is_pipeline(s->like)     ? "/replica"
+                                                : "/process");
 }
 
 static const char *const colours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
@@ -166,8 +174,8 @@ static int plot_scaling(struct plotter *P)
                "iter_high_s held_out\n");
     for (int k = 0; k < ns; k++) {
         int idx[4096];
-        int m = series_items(P, ser[k].like, ser[k].s, idx);
-        char t[160];
+        int m = series_items(P, ser[k].like, idx);
+        char t[256];
         series_title(&ser[k], t, sizeof t);
         fprintf(d, "# series %d: %s\n", k, t);
         const struct dtv_run *r1 = run_of(P, idx[0]);
@@ -216,7 +224,7 @@ static int plot_scaling(struct plotter *P)
                 1.2 * max_procs, figs[f].logy ? "set logscale y\n" : "set yrange [0:*]\n");
         fprintf(g, "plot ");
         for (int k = 0; k < ns; k++) {
-            char t[160];
+            char t[256];
             series_title(&ser[k], t, sizeof t);
             const char *c = colours[k % 8];
             const char *dat = strrchr(path, '/') + 1;
@@ -255,13 +263,13 @@ static int plot_nodes(struct plotter *P)
         int nodes_seen[64], nn = 0;
         for (int k = 0; k < ng && !seen; k++) {
             const struct dtv_run *q = run_of(P, groups[k].item);
-            seen = same_series(q, r) && q->strategy == r->strategy && q->ranks == r->ranks;
+            seen = same_series(q, r) && same_setup(q, r) && q->ranks == r->ranks;
         }
         if (seen)
             continue;
         for (int j = 0; j < P->c->n; j++) {
             const struct dtv_run *q = run_of(P, j);
-            if (!same_series(q, r) || q->strategy != r->strategy || q->ranks != r->ranks)
+            if (!same_series(q, r) || !same_setup(q, r) || q->ranks != r->ranks)
                 continue;
             bool dup = false;
             for (int a = 0; a < nn; a++)
@@ -282,12 +290,11 @@ static int plot_nodes(struct plotter *P)
                "predicted_epoch_s low_s high_s held_out\n");
     for (int k = 0; k < ng; k++) {
         const struct dtv_run *g0 = run_of(P, groups[k].item);
-        fprintf(d, "# %d processes, %s, %s\n", g0->ranks, g0->model->name,
-                dt_strategy_name(g0->strategy));
+        fprintf(d, "# %d processes, %s, %s\n", g0->ranks, g0->model->name, g0->setup);
         int keys[64], nk = 0;
         for (int j = 0; j < P->c->n && nk < 64; j++) {
             const struct dtv_run *q = run_of(P, j);
-            if (same_series(q, g0) && q->strategy == g0->strategy && q->ranks == g0->ranks)
+            if (same_series(q, g0) && same_setup(q, g0) && q->ranks == g0->ranks)
                 keys[nk++] = q->nodes * 4096 + j;
         }
         qsort(keys, (size_t)nk, sizeof *keys, cmp_int);
@@ -318,17 +325,54 @@ static int plot_nodes(struct plotter *P)
                    "title 'predicted, %d processes (%s)', \\\n     "
                    "'%s' index %d using 1:2 with points pt 7 ps 1.5 lc rgb '%s' "
                    "title 'measured, %d processes'%s",
-                dat, k, c, dat, k, c, g0->ranks, dt_strategy_name(g0->strategy), dat, k, c,
+                dat, k, c, dat, k, c, g0->ranks, g0->setup, dat, k, c,
                 g0->ranks, k + 1 < ng ? ", \\\n     " : "\n");
     }
     end_script(g, P, name);
     return DT_OK;
 }
 
-/* Predicted time breakdown of every strategy that fits a measured configuration. */
+/* Runs of one training job on the same ranks (model, node shape, ranks, samples per step):
+ * what a breakdown compares. */
+static bool same_job(const struct dtv_run *a, const struct dtv_run *b)
+{
+    return a->model == b->model && a->nodes == b->nodes && a->ppn == b->ppn &&
+           a->ranks == b->ranks && a->global_batch == b->global_batch;
+}
+
+/* Simulates plan under P's calibration and writes its bar; false when it does not play. */
+static bool breakdown_bar(struct plotter *P, FILE *d, const char *name,
+                          const struct dt_plan *plan, double measured_s)
+{
+    struct dt_cost_params cp;
+    struct dt_error e2;
+    struct dt_sim_result res;
+    dt_error_clear(&e2);
+    dt_cost_defaults(&cp, plan->topo->groups[0].device.kind);
+    if (P->cal)
+        dt_calibration_apply(P->cal, &cp);
+    if (dt_sim_run(plan, &cp, NULL, &res, &e2))
+        return false;
+    double comp = 0, comm = 0, idle = 0;
+    for (int k = 0; k < res.n_ranks; k++) {
+        comp += res.rank[k].compute_s / res.n_ranks;
+        comm += res.rank[k].comm_s / res.n_ranks;
+        idle += res.rank[k].idle_s / res.n_ranks;
+    }
+    /* the per-iteration framework overhead is a timer the player counts as compute */
+    double fw = fmin(cp.iter_overhead_s, comp);
+    fprintf(d, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n", name, 1e3 * (comp - fw), 1e3 * comm,
+            1e3 * idle, 1e3 * res.iter_s, 1e3 * measured_s, 1e3 * fw);
+    dt_sim_result_free(&res);
+    return true;
+}
+
+/* Predicted time breakdown of every data-parallel strategy that fits a measured job, and of
+ * every measured configuration of it that is more than a strategy's name (a pipeline with
+ * its stages and micro-batches, gradient buckets): the plan of that run. */
 static int plot_breakdown(struct plotter *P)
 {
-    /* the configurations with the most ranks (at most 4 of them) */
+    /* the jobs with the most ranks (at most 4 of them) */
     int max_ranks = 0;
     for (int i = 0; i < P->c->n; i++)
         if (run_of(P, i)->ranks > max_ranks)
@@ -340,16 +384,20 @@ static int plot_breakdown(struct plotter *P)
         const struct dtv_run *r = run_of(P, i);
         if (r->ranks != max_ranks)
             continue;
-        bool seen = false;
-        for (int k = 0; k < nd && !seen; k++) {
+        bool seen = false, named = false;
+        for (int k = 0; k < nd; k++) {
             const struct dtv_run *q = run_of(P, done[k]);
-            seen = same_series(q, r) && q->nodes == r->nodes && q->ppn == r->ppn;
+            seen = seen || same_job(q, r);
+            named = named || (q->model == r->model && q->nodes == r->nodes && q->ppn == r->ppn);
         }
         if (seen)
             continue;
         done[nd++] = i;
-        char name[128], path[1024];
-        snprintf(name, sizeof name, "breakdown-%s-%dn%dp", r->model->name, r->nodes, r->ppn);
+        char name[192], path[1024];
+        int o = snprintf(name, sizeof name, "breakdown-%.100s-%dn%dp", r->model->name, r->nodes,
+                         r->ppn);
+        if (named) /* another job of the same model and shape has the plain name */
+            snprintf(name + o, sizeof name - (size_t)o, "-b%d", r->global_batch);
         FILE *d = open_file(P, name, "dat", path, sizeof path);
         if (!d)
             return DT_ESYS;
@@ -357,55 +405,59 @@ static int plot_breakdown(struct plotter *P)
                    "run of the strategy exists (NaN otherwise)\n"
                    "# strategy compute_ms comm_ms idle_ms total_ms measured_ms framework_ms\n");
         int bars = 0;
+        /* the data-parallel strategies, on the job's batch (a pipeline's: its samples per step
+         * as a global batch) */
+        bool dp = !dtv_run_is_pipeline(r);
         for (int s = 0; s < DT_STRAT_COUNT; s++) {
             char why[256];
-            if (s == DT_STRAT_SEQUENTIAL || !dt_strategy_fits(s, r->topo, r->ranks, why,
-                                                              sizeof why))
+            if (s == DT_STRAT_SEQUENTIAL || dt_strategy_info(s)->pipeline ||
+                !dt_strategy_fits(s, r->topo, r->ranks, why, sizeof why))
                 continue;
-            struct dt_plan_options po = {.strategy = s, .scaling = r->scaling,
-                                         .batch = r->batch, .n_ranks = r->ranks};
+            struct dt_plan_options po;
+            dt_plan_options_init(&po);
+            po.strategy = s;
+            po.scaling = dp ? r->scaling : DT_SCALING_STRONG;
+            po.batch = dp ? r->batch : r->global_batch;
+            po.accumulate = dp ? r->opt.accumulate : 1;
+            po.n_ranks = r->ranks;
             struct dt_plan *plan;
             struct dt_error e2;
             dt_error_clear(&e2);
             if (dt_plan_build(r->model, r->topo, &po, &plan, &e2))
                 continue;
-            struct dt_cost_params cp;
-            dt_cost_defaults(&cp, r->topo->groups[0].device.kind);
-            if (P->cal)
-                dt_calibration_apply(P->cal, &cp);
-            struct dt_sim_result res;
-            int rc = dt_sim_run(plan, &cp, NULL, &res, &e2);
-            dt_plan_destroy(plan);
-            if (rc)
-                continue;
-            double comp = 0, comm = 0, idle = 0;
-            for (int k = 0; k < res.n_ranks; k++) {
-                comp += res.rank[k].compute_s / res.n_ranks;
-                comm += res.rank[k].comm_s / res.n_ranks;
-                idle += res.rank[k].idle_s / res.n_ranks;
-            }
             double meas = NAN;
             for (int j = 0; j < P->c->n; j++) {
                 const struct dtv_run *q = run_of(P, j);
-                if (same_series(q, r) && q->nodes == r->nodes && q->ppn == r->ppn &&
-                    q->ranks == r->ranks && (int)q->strategy == s)
+                if (same_job(q, r) && (int)q->strategy == s && q->opt.bucket_bytes == 0 &&
+                    q->opt.accumulate == po.accumulate)
                     meas = q->iter_s;
             }
-            /* the per-iteration framework overhead is a timer the player counts as compute */
-            double fw = fmin(cp.iter_overhead_s, comp);
-            fprintf(d, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n", dt_strategy_name(s),
-                    1e3 * (comp - fw), 1e3 * comm, 1e3 * idle, 1e3 * res.iter_s, 1e3 * meas,
-                    1e3 * fw);
-            dt_sim_result_free(&res);
-            bars++;
+            bars += breakdown_bar(P, d, dt_strategy_name(s), plan, meas);
+            dt_plan_destroy(plan);
+        }
+        /* the measured configurations of the job beyond those: their own plans */
+        for (int j = 0; j < P->c->n; j++) {
+            const struct dtv_run *q = run_of(P, j);
+            if (!same_job(q, r) || (!dtv_run_is_pipeline(q) && q->opt.bucket_bytes == 0))
+                continue;
+            bool dup = false;
+            for (int a = 0; a < j && !dup; a++)
+                dup = same_job(run_of(P, a), r) && same_setup(run_of(P, a), q);
+            if (!dup)
+                bars += breakdown_bar(P, d, q->setup, q->plan, q->iter_s);
         }
         fclose(d);
         if (!bars)
             continue;
         char title[256];
+        char job[64]; /* a pipeline's batch is per replica: name the step's samples */
+        if (dp)
+            snprintf(job, sizeof job, "batch %d", r->batch);
+        else
+            snprintf(job, sizeof job, "%d samples per step", r->global_batch);
         snprintf(title, sizeof title, "Predicted time per iteration by strategy: %s, %d node%s "
-                 "x %d processes, batch %d", r->model->name, r->nodes, r->nodes > 1 ? "s" : "",
-                 r->ppn, r->batch);
+                 "x %d processes, %s", r->model->name, r->nodes, r->nodes > 1 ? "s" : "",
+                 r->ppn, job);
         FILE *g = begin_script(P, name, title, "", "time per iteration (ms)");
         if (!g)
             return DT_ESYS;

@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,8 +130,58 @@ static struct dtv_run *new_run(struct dtv_runset *set, const char *file, int lin
     snprintf(run->file, sizeof run->file, "%s", file);
     run->line = line;
     run->epoch_s = run->iter_s = run->read_s = run->update_s = run->total_s = NAN;
+    run->params_l2 = run->params_sum = NAN;
+    run->alloc_bad_rank = -1;
     run->scaling = DT_SCALING_WEAK;
+    dt_plan_options_init(&run->opt);
     return run;
+}
+
+int dtv_label_width(const struct dtv_runset *set)
+{
+    int w = 40;
+    for (int i = 0; i < set->n; i++) {
+        int n = (int)strlen(set->runs[i].label);
+        w = n > w ? n : w;
+    }
+    return w < 100 ? w : 100;
+}
+
+bool dtv_run_is_pipeline(const struct dtv_run *run)
+{
+    return dt_strategy_info(run->strategy)->pipeline;
+}
+
+/* A bucket size for a name: "1MiB", "64KiB", "1000B". */
+static void bucket_text(double bytes, char *buf, size_t len)
+{
+    if (bytes >= 1 << 20 && fmod(bytes, 1 << 20) == 0)
+        snprintf(buf, len, "%.0fMiB", bytes / (1 << 20));
+    else if (bytes >= 1 << 10 && fmod(bytes, 1 << 10) == 0)
+        snprintf(buf, len, "%.0fKiB", bytes / (1 << 10));
+    else
+        snprintf(buf, len, "%.0fB", bytes);
+}
+
+/* run->parallel, run->setup ("gpipe(pp=2,micro-batches=4)") and run->label. */
+static void name_run(struct dtv_run *run)
+{
+    dt_parallel_format(&run->opt, run->parallel, sizeof run->parallel);
+    char extra[320] = "";
+    snprintf(extra, sizeof extra, "%s", run->parallel);
+    for (char *p = extra; *p; p++)
+        if (*p == ' ')
+            *p = ',';
+    if (run->opt.bucket_bytes > 0) {
+        char b[64];
+        bucket_text(run->opt.bucket_bytes, b, sizeof b);
+        size_t n = strlen(extra);
+        snprintf(extra + n, sizeof extra - n, "%sbucket=%s", n ? "," : "", b);
+    }
+    snprintf(run->setup, sizeof run->setup, "%s%s%.150s%s", dt_strategy_name(run->strategy),
+             extra[0] ? "(" : "", extra, extra[0] ? ")" : "");
+    snprintf(run->label, sizeof run->label, "%dn%dp %s %.60s", run->nodes, run->ppn, run->setup,
+             run->model->name);
 }
 
 /* Builds the plan of a run whose configuration is complete; fills the derived fields. */
@@ -142,18 +194,23 @@ static int finish_run(struct dtv_run *run, int col, struct dt_error *err)
         return dt_fail(err, DT_EINPUT, run->file, run->line, col,
                        "%d ranks do not fit topology '%s' (%d devices)", run->ranks, t->name,
                        t->n_ranks);
-    if (run->ranks == 1)
+    if (run->ranks == 1) {
         run->strategy = DT_STRAT_SEQUENTIAL; /* a 1-process run of any strategy */
+        run->opt.bucket_bytes = 0;           /* no gradients to exchange: no effect */
+    }
     char why[256];
     if (!dt_strategy_fits(run->strategy, t, run->ranks, why, sizeof why))
         return dt_fail(err, DT_EINPUT, run->file, run->line, col,
                        "strategy %s cannot run on %d ranks of '%s': %s",
                        dt_strategy_name(run->strategy), run->ranks, t->name, why);
-    struct dt_plan_options po = {.strategy = run->strategy, .scaling = run->scaling,
-                                 .batch = run->batch, .n_ranks = run->ranks};
+    /* the record's parallel config, bucket and optimizer are in run->opt already */
+    run->opt.strategy = run->strategy;
+    run->opt.scaling = run->scaling;
+    run->opt.batch = run->batch;
+    run->opt.n_ranks = run->ranks;
     struct dt_error perr;
     dt_error_clear(&perr);
-    if (dt_plan_build(run->model, t, &po, &run->plan, &perr)) {
+    if (dt_plan_build(run->model, t, &run->opt, &run->plan, &perr)) {
         char buf[1200];
         dt_error_format(&perr, buf, sizeof buf);
         return dt_fail(err, DT_EINPUT, run->file, run->line, col, "cannot build the plan: %s",
@@ -164,8 +221,7 @@ static int finish_run(struct dtv_run *run, int col, struct dt_error *err)
     run->ppn = dt_topology_node_ranks(t, 0);
     if (run->ppn > run->ranks)
         run->ppn = run->ranks;
-    snprintf(run->label, sizeof run->label, "%dn%dp %s %s", run->nodes, run->ppn,
-             dt_strategy_name(run->strategy), run->model->name);
+    name_run(run);
     return DT_OK;
 }
 
@@ -184,6 +240,18 @@ static int rec_fail(struct rec_ctx *c, const struct dtv_json *at, const char *fm
     va_list ap;
     va_start(ap, fmt);
     dt_vfail(c->err, DT_EINPUT, c->file, c->line, at ? at->col : 0, fmt, ap);
+    va_end(ap);
+    return DT_EINPUT;
+}
+
+/* The same at a column inside a value (a pair of config.parallel). */
+static int rec_fail_col(struct rec_ctx *c, int col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int rec_fail_col(struct rec_ctx *c, int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dt_vfail(c->err, DT_EINPUT, c->file, c->line, col, fmt, ap);
     va_end(ap);
     return DT_EINPUT;
 }
@@ -236,6 +304,150 @@ static int want_num(struct rec_ctx *c, const struct dtv_json *rec, const char *s
         return rec_fail(c, v, "'%s.%s' = %g is out of range [%g, %g] %s", section, key, v->num,
                         min, max, unit);
     *out = v->num;
+    return DT_OK;
+}
+
+/* A field that belongs in `section` but was written elsewhere (top level or another section)
+ * is an error: read from nowhere, it would leave the plan silently different from the run's. */
+static int misplaced(struct rec_ctx *c, const struct dtv_json *rec, const char *section,
+                     const char *key)
+{
+    static const char *const sections[] = {"config", "environment", "measurements"};
+    if (field(rec, section, key))
+        return DT_OK;
+    const struct dtv_json *v = dtv_json_get(rec, key);
+    if (v)
+        return rec_fail(c, v, "'%s' belongs in '%s', found at the top level", key, section);
+    for (int i = 0; i < 3; i++)
+        if (strcmp(sections[i], section) && (v = field(rec, sections[i], key)))
+            return rec_fail(c, v, "'%s' belongs in '%s', found in '%s'", key, section,
+                            sections[i]);
+    return DT_OK;
+}
+
+/* config.parallel: blank-separated key=value pairs as dt_parallel_format writes them, each
+ * set as its flag (--key value) would be. Columns point at the pair. */
+static int read_parallel(struct rec_ctx *c, const struct dtv_json *v, struct dt_plan_options *o)
+{
+    const char *s = v->str;
+    size_t i = 0;
+    for (;;) {
+        while (s[i] == ' ' || s[i] == '\t')
+            i++;
+        if (!s[i])
+            return DT_OK;
+        size_t start = i;
+        while (s[i] && s[i] != ' ' && s[i] != '\t')
+            i++;
+        int col = v->col + 1 + (int)start; /* after the opening quote */
+        char pair[256], flag[260];
+        if (i - start >= sizeof pair)
+            return rec_fail_col(c, col, "'config.parallel': a pair longer than %zu bytes",
+                                sizeof pair - 1);
+        snprintf(pair, sizeof pair, "%.*s", (int)(i - start), s + start);
+        char *eq = strchr(pair, '=');
+        if (!eq || eq == pair || !eq[1])
+            return rec_fail_col(c, col, "'config.parallel': expected key=value pairs such as "
+                                "'pp=2 micro-batches=4', found '%s'", pair);
+        *eq = '\0';
+        snprintf(flag, sizeof flag, "--%s", pair);
+        struct dt_error perr;
+        dt_error_clear(&perr);
+        int rc = dt_parallel_set(o, flag, eq + 1, &perr);
+        if (rc == 1) {
+            char keys[512];
+            size_t n = 0;
+            keys[0] = '\0';
+            for (const struct option *lo = dt_parallel_longopts(); lo->name && n < sizeof keys;
+                 lo++)
+                n += (size_t)snprintf(keys + n, sizeof keys - n, "%s%s", n ? " " : "", lo->name);
+            return rec_fail_col(c, col, "'config.parallel': unknown key '%s' (keys: %s)", pair,
+                                keys);
+        }
+        if (rc)
+            return rec_fail_col(c, col, "'config.parallel': '%s=%s': %s", pair, eq + 1,
+                                perr.msg);
+    }
+}
+
+/* config.optimizer ("adam-torch" is Adam; "sgd" with config.momentum > 0 keeps a momentum
+ * buffer), config.bucket_bytes and config.parallel into run->opt. */
+static int read_plan_options(struct rec_ctx *c, const struct dtv_json *rec, struct dtv_run *run)
+{
+    const char *optimizer = NULL;
+    double momentum = 0, bucket = 0;
+    int rc;
+    if ((rc = misplaced(c, rec, "config", "parallel")) ||
+        (rc = want_str(c, rec, "config", "optimizer", false, &optimizer)) ||
+        (rc = want_num(c, rec, "config", "momentum", false, 0, 1, "(a fraction)", &momentum)) ||
+        (rc = want_num(c, rec, "config", "bucket_bytes", false, 0, 1e15, "bytes", &bucket)))
+        return rc;
+    struct dt_plan_options *o = &run->opt;
+    struct dt_error perr;
+    dt_error_clear(&perr);
+    if (optimizer && dt_parallel_set(o, "--optimizer", optimizer, &perr))
+        return rec_fail(c, field(rec, "config", "optimizer"), "'config.optimizer': %s",
+                        perr.msg);
+    if (o->optimizer == DT_OPTIM_SGD && momentum > 0)
+        o->optimizer = DT_OPTIM_MOMENTUM;
+    if (bucket > 0 && bucket < 4)
+        return rec_fail(c, field(rec, "config", "bucket_bytes"),
+                        "'config.bucket_bytes' = %g: a bucket holds at least one float (4 "
+                        "bytes); 0 means none", bucket);
+    o->bucket_bytes = bucket;
+    o->batch = run->batch;
+    o->scaling = run->scaling;
+    const char *parallel = NULL;
+    if ((rc = want_str(c, rec, "config", "parallel", false, &parallel)) ||
+        (parallel && (rc = read_parallel(c, field(rec, "config", "parallel"), o))))
+        return rc;
+    run->batch = o->batch; /* as the flags would: a pair may set them too */
+    run->scaling = o->scaling;
+    return DT_OK;
+}
+
+/* measurements.alloc_bytes (one entry per rank) against the plan's buffer table, and the
+ * parameter checksums. After finish_run: the plan is built. */
+static int read_alloc(struct rec_ctx *c, const struct dtv_json *rec, struct dtv_run *run)
+{
+    int rc;
+    if ((rc = misplaced(c, rec, "measurements", "alloc_bytes")) ||
+        (rc = misplaced(c, rec, "measurements", "params_l2")) ||
+        (rc = misplaced(c, rec, "measurements", "params_sum")) ||
+        (rc = want_num(c, rec, "measurements", "params_l2", false, 0, DBL_MAX, "(a norm)",
+                       &run->params_l2)) ||
+        (rc = want_num(c, rec, "measurements", "params_sum", false, -DBL_MAX, DBL_MAX, "(a sum)",
+                       &run->params_sum)))
+        return rc;
+    const struct dtv_json *a = field(rec, "measurements", "alloc_bytes");
+    if (!a || a->type == DTV_J_NULL)
+        return DT_OK;
+    if (a->type != DTV_J_ARR)
+        return rec_fail(c, a, "'measurements.alloc_bytes' must be an array of bytes, one per "
+                        "rank, found %s", dtv_json_type_name(a->type));
+    if (a->n != run->plan->n_ranks)
+        return rec_fail(c, a, "'measurements.alloc_bytes' has %d entries for %d ranks", a->n,
+                        run->plan->n_ranks);
+    double worst = 0;
+    for (int r = 0; r < a->n; r++) {
+        const struct dtv_json *v = a->items[r];
+        if (v->type != DTV_J_NUM || !(v->num >= 0))
+            return rec_fail(c, v, "'measurements.alloc_bytes' entry %d must be a number of "
+                            "bytes >= 0, found %s", r, v->type == DTV_J_NUM ? "a negative "
+                            "number" : dtv_json_type_name(v->type));
+        struct dt_memory mem;
+        dt_plan_rank_memory(run->plan, r, &mem);
+        /* the record keeps 9 significant digits */
+        double d = fabs(v->num - mem.total) / fmax(mem.total, 1);
+        if (fabs(v->num - mem.total) > 0.5 && d > 1e-8 &&
+            (run->alloc_bad_rank < 0 || d > worst)) {
+            worst = d;
+            run->alloc_bad_rank = r;
+            run->alloc_bad_bytes = v->num;
+            run->plan_bad_bytes = mem.total;
+        }
+    }
+    run->n_alloc = a->n;
     return DT_OK;
 }
 
@@ -293,6 +505,8 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
     run->ranks = (int)ranks;
     run->batch = (int)batch;
     run->iters_per_epoch = (long)iters;
+    if ((rc = read_plan_options(c, rec, run)))
+        return rc;
     if ((rc = want_num(c, rec, "measurements", "epoch_median_s", true, 1e-9, 1e7, "seconds",
                        &run->epoch_s)) ||
         (rc = want_num(c, rec, "measurements", "update_per_batch_s", false, 1e-12, 1e6,
@@ -349,6 +563,11 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
     }
     if ((rc = finish_run(run, field(rec, "config", "strategy")->col, c->err)))
         return rc;
+    if ((rc = read_alloc(c, rec, run))) {
+        dt_plan_destroy(run->plan);
+        run->plan = NULL;
+        return rc;
+    }
     set->n++;
     return DT_OK;
 }
@@ -703,12 +922,13 @@ int dtv_runset_load(struct dtv_runset *set, const char *path,
     return rc;
 }
 
-/* Runs of the same configuration (model, topology, ranks, strategy, scaling, batch). */
+/* Runs of the same configuration (model, topology, ranks, strategy with its parallel config
+ * and bucket, scaling, batch). */
 static bool same_config(const struct dtv_run *a, const struct dtv_run *b)
 {
     return a->model == b->model && a->topo == b->topo && a->ranks == b->ranks &&
            a->strategy == b->strategy && a->scaling == b->scaling && a->batch == b->batch &&
-           a->iters_per_epoch == b->iters_per_epoch;
+           a->iters_per_epoch == b->iters_per_epoch && strcmp(a->setup, b->setup) == 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -775,7 +995,7 @@ int dtv_runset_keep_fastest(struct dtv_runset *set)
 /* ---- selections ---- */
 
 static const char *const sel_keys[] = {"nodes", "ppn", "ranks", "strategy", "model",
-                                       "topology", "line", "label", NULL};
+                                       "topology", "line", "label", "parallel", NULL};
 
 int dtv_select_parse_check(const char *sel, char *why, size_t len)
 {
@@ -793,7 +1013,7 @@ int dtv_select_parse_check(const char *sel, char *why, size_t len)
             ok = ok || strcmp(*k, w) == 0;
         if (!ok) {
             snprintf(why, len, "unknown key '%s' (keys: nodes ppn ranks strategy model "
-                               "topology line label)", w);
+                               "topology line label parallel)", w);
             return -1;
         }
     }
@@ -819,6 +1039,15 @@ static bool value_matches(const struct dtv_run *r, const char *key, const char *
         return strcmp(v, r->topo_name) == 0 || strcmp(v, r->topo->name) == 0;
     else if (strcmp(key, "label") == 0)
         return strstr(r->label, v) != NULL;
+    else if (strcmp(key, "parallel") == 0) {
+        if (strcmp(v, "none") == 0)
+            return r->parallel[0] == '\0';
+        size_t n = strlen(v);
+        for (const char *p = r->parallel; *p; p += strcspn(p, " "), p += *p == ' ')
+            if (strncmp(p, v, n) == 0 && (p[n] == ' ' || p[n] == '\0'))
+                return true;
+        return false;
+    }
     else
         return false;
     return strcmp(v, num) == 0;

@@ -1,7 +1,14 @@
 /* Measured runs: what dtvalidate fits and checks the simulator against. A run is one
- * configuration (model, topology shape, strategy, batch) with its measurements; runs come from
- * dtexec's records (JSON lines, `dtexec --record FILE`) and from reference tables of
- * published figures (CSV with provenance comments, validate/data/).
+ * configuration (model, topology shape, strategy, batch, parallel config) with its
+ * measurements; runs come from dtexec's records (JSON lines, `dtexec --record FILE`) and from
+ * reference tables of published figures (CSV with provenance comments, validate/data/).
+ *
+ * Records (validate/README.md, "Records"): besides the times, config.parallel ("pp=2
+ * micro-batches=4", as dt_parallel_format writes it; absent or "" for plain data
+ * parallelism) is read back with dt_parallel_set, config.bucket_bytes and config.optimizer
+ * (with config.momentum) into the plan options, so that the plan dtvalidate simulates is the
+ * one dtexec ran; measurements.alloc_bytes (per rank) is compared with that plan's buffer
+ * table, and measurements.params_l2 / params_sum are kept.
  *
  * Reference table format (validate/README.md): '#' lines are comments (the provenance);
  * '#% key: value' lines set table-wide defaults for columns that the table does not have
@@ -24,15 +31,20 @@
 struct dtv_run {
     char file[512];
     int line;                   /* where the run was read (1-based) */
-    char label[96];             /* "1n2p reduce-bcast-linear" */
+    char label[300];            /* "1n2p reduce-bcast-linear mlp-fmnist" */
     /* configuration */
     char model_name[128];
     char topo_name[128];
     int nodes, ppn, ranks;
     enum dt_strategy strategy;
     enum dt_scaling scaling;
-    int batch;                  /* per rank (weak) or global (strong) */
-    int global_batch;
+    int batch;                  /* weak: per rank (pipelines: per replica); strong: global */
+    int global_batch;           /* samples per step over all replicas (the plan's) */
+    struct dt_plan_options opt; /* what the plan was built from: strategy, scaling, batch,
+                                   ranks, and a record's parallel config, bucket, optimizer */
+    char parallel[256];         /* dt_parallel_format(&opt): "" for plain data parallelism */
+    char setup[192];            /* the strategy and what sets it apart: "ring",
+                                   "gpipe(pp=2,micro-batches=4)", "ring(bucket=1MiB)" */
     long iters_per_epoch;       /* iterations each measured epoch ran */
     double data_bytes;          /* bytes each process read at start; 0 unknown */
     /* measurements (NaN when absent) */
@@ -44,6 +56,12 @@ struct dtv_run {
      * (the first DTV_MAX_REPEATS of them), for telling strategies apart; 0 before it */
     int repeats;
     double repeat_iter_s[DTV_MAX_REPEATS];
+    /* records: the plan buffers each rank allocated (measurements.alloc_bytes) against the
+     * rebuilt plan's buffer table (dt_plan_rank_memory); n_alloc 0 when not recorded */
+    int n_alloc;
+    int alloc_bad_rank;         /* the first rank where they differ, -1 when all agree */
+    double alloc_bad_bytes, plan_bad_bytes;     /* that rank's allocation and plan bytes */
+    double params_l2, params_sum;   /* the final parameters' checksums (NaN when absent) */
     /* provenance */
     char host[128], when[64], git[64];
     /* resolved (borrowed from the set's caches) */
@@ -89,8 +107,16 @@ int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
 int dtv_runset_keep_fastest(struct dtv_runset *set);
 
 
+/* The width of a table's configuration column: the longest label, 40 to 100 characters. */
+int dtv_label_width(const struct dtv_runset *set);
+
+/* Whether a run is a pipeline (gpipe, naive-mp, 1f1b, interleaved). */
+bool dtv_run_is_pipeline(const struct dtv_run *run);
+
 /* Whether run matches a selection "key=v1,v2 key2=v3" (keys: nodes ppn ranks strategy model
- * topology line label; all words must match; an empty selection matches every run). */
+ * topology line label parallel; all words must match; an empty selection matches every run).
+ * parallel=PAIR matches a run whose parallel config has the pair (parallel=micro-batches=4);
+ * parallel=none matches plain data parallelism. */
 int dtv_select_parse_check(const char *sel, char *why, size_t len);
 bool dtv_run_matches(const struct dtv_run *run, const char *sel);
 

@@ -157,6 +157,7 @@ struct dt_rank_plan {
     int stage;                  /* pipeline stage (0 without pipelines) */
     int dp_index, dp_count;     /* data shard: which of how many replicas */
     int replicas;               /* group of ranks that end a step with equal parameters */
+    unsigned rng_stream;        /* its dropout stream (dtexec seeds it from --seed and this) */
     int batch;                  /* samples this rank's replica processes per step */
     int slot_rows, slots;       /* rows of one activation slot, and slots */
     int eval_rows;              /* rows the eval program handles at a time */
@@ -197,7 +198,9 @@ enum dt_optimizer { DT_OPTIM_ADAM, DT_OPTIM_SGD, DT_OPTIM_MOMENTUM, DT_OPTIM_COU
 struct dt_plan_options {
     enum dt_strategy strategy;
     enum dt_scaling scaling;
-    int batch;              /* weak: per replica per micro-batch; strong: global per step */
+    int batch;              /* weak: per replica and step (data parallelism: per micro-batch
+                               under --accumulate; pipelines: split into the micro-batches);
+                               strong: global per step */
     double bucket_bytes;    /* > 0: gradient buckets of this size, overlapped with backward */
     int n_ranks;            /* ranks to use; 0 = all ranks of the topology */
     int accumulate;         /* micro-batches accumulated per step by data parallelism (1) */
