@@ -31,6 +31,7 @@ struct comm_state {
     long my_off, my_len;    /* library reduce-scatter: this member's chunk */
     double bytes_sent, bytes_recv;
     double end_s;
+    bool landed;            /* a summing receive's data has been added */
 };
 
 /* A program (step or eval) and the state of its communication ops. */
@@ -468,10 +469,14 @@ static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
         (double)o->region.count * sizeof(float);
 }
 
-static void finish_p2p(struct dtx_exec *ex, struct comm_state *c)
+/* A summing receive adds what arrived at its WAIT (or at its place when blocking), never
+ * while polling: its sum then lands in program order among the other additions into those
+ * rows, whatever the messages' timing, and runs are repeatable bit for bit. */
+static void land(struct dtx_exec *ex, struct comm_state *c)
 {
-    if (c->o->kind == DT_OP_RECV && c->o->sum)
+    if (c->o->kind == DT_OP_RECV && c->o->sum && !c->landed)
         combine(at(ex, &c->where), c->scratch, c->o->region.count, true);
+    c->landed = true;
 }
 
 /* ---- progress ---- */
@@ -497,8 +502,6 @@ static void advance(struct dtx_exec *ex, struct comm_state *c)
             finish_round(ex, c);
         else if (c->library)
             finish_library(ex, c);
-        else
-            finish_p2p(ex, c);
         if (!is_round_based(c) || c->round >= c->sched.n_rounds) {
             c->active = false;
             c->end_s = MPI_Wtime() - ex->t0;
@@ -536,6 +539,7 @@ static void start_comm(struct dtx_exec *ex, struct comm_state *c)
         memcpy(at(ex, &c->o->dst), at(ex, &c->o->region),
                (size_t)c->o->region.count * sizeof(float));
     c->bytes_sent = c->bytes_recv = 0;
+    c->landed = false;
     c->round = 0;
     c->n_req = 0;
     c->active = true;
@@ -560,6 +564,7 @@ static void start_comm(struct dtx_exec *ex, struct comm_state *c)
         wait_polling(ex, c);
         advance(ex, c);
     }
+    land(ex, c);
 }
 
 static void complete(struct dtx_exec *ex, struct comm_state *c)
@@ -568,6 +573,7 @@ static void complete(struct dtx_exec *ex, struct comm_state *c)
         wait_polling(ex, c);
         advance(ex, c);
     }
+    land(ex, c);
 }
 
 /* ---- the programs ---- */

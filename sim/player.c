@@ -221,7 +221,10 @@ static int other_side(const struct player *p, const struct activity *a, int peer
 {
     for (int bi = p->n_acts - 1; bi >= 0; bi--) {
         const struct activity *b = &p->acts[bi];
-        if (b->p2p && b->rank == peer && b->group == a->group && b->seq == a->seq && b != a)
+        /* the group names the source and tag, not the destination: a source that sends the
+         * same tag to several ranks has one such SEND per destination */
+        if (b->p2p && b->rank == peer && b->group == a->group && b->seq == a->seq && b != a &&
+            p->plan->ranks[b->rank].ops[b->op].peer == a->rank)
             return bi;
     }
     return -1;

@@ -8,3 +8,27 @@ check_PROGRAMS += tests/test_costmodel
 TESTS += tests/test_costmodel
 tests_test_costmodel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_costmodel_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# Tests that play plans with dtsim's player (sim/player.c) besides the shared core.
+PLAYER_TEST_SOURCES = sim/player.c sim/network.c
+PLAYER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+PLAYER_TEST_LIBS = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_pipeline
+TESTS += tests/test_pipeline
+tests_test_pipeline_SOURCES = tests/test_pipeline.c $(PLAYER_TEST_SOURCES)
+tests_test_pipeline_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_pipeline_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_pipeline_LDADD = $(PLAYER_TEST_LIBS)
+
+check_PROGRAMS += tests/test_plan_check
+TESTS += tests/test_plan_check
+tests_test_plan_check_SOURCES = tests/test_plan_check.c $(PLAYER_TEST_SOURCES)
+tests_test_plan_check_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_plan_check_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_plan_check_LDADD = $(PLAYER_TEST_LIBS)
+
+check_PROGRAMS += tests/test_parallel
+TESTS += tests/test_parallel
+tests_test_parallel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_parallel_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)

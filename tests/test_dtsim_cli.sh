@@ -18,10 +18,11 @@ expect_error() {
   else bad "$name (exit $rc, stderr: $(cat "$tmp/err"))"; fi
 }
 
-# The default job: every data-parallel strategy that fits 2n4p, ranked.
+# The default job: every strategy that fits 2n4p, ranked: the 9 data-parallel ones and the
+# 4 pipelines (2 stages x 4 replicas).
 if "$dtsim" --topology topologies/2n4p.yaml >"$tmp/default" 2>&1; then
-  n=$(grep -cE '^[0-9]+ +[a-z-]+ +8 ' "$tmp/default")
-  [ "$n" -eq 9 ] && ok "default run ranks 9 strategies" || bad "default run: $n rows"
+  n=$(grep -cE '^[0-9]+ +[a-z0-9-]+ +8 ' "$tmp/default")
+  [ "$n" -eq 13 ] && ok "default run ranks 13 strategies" || bad "default run: $n rows"
 else
   bad "default run failed: $(cat "$tmp/default")"
 fi
@@ -62,6 +63,44 @@ expect_error "no topology" "--topology"
 expect_error "stray operand" "unexpected argument" -t 2n4p extra
 expect_error "strong batch below ranks" "smaller than" -t 2n4p --scaling strong --batch 4
 expect_error "buckets on reduce-bcast" "buckets" -t 2n4p --strategy reduce-bcast --bucket "1 MiB"
+
+# The parallel config's flags: the flag's name and exit 2, for a bad value and for a value
+# the chosen strategy cannot use.
+expect_error "pp zero" "--pp" -t 1n2p -s gpipe --pp 0
+expect_error "pp text" "--pp" -t 1n2p -s gpipe --pp x
+expect_error "dp zero" "--dp" -t 1n2p -s gpipe --dp 0
+expect_error "micro-batches negative" "--micro-batches" -t 1n2p -s gpipe --micro-batches -1
+expect_error "chunks zero" "--chunks" -t 1n2p -s interleaved --chunks 0
+expect_error "stages gap" "--stages" -t 1n2p -s gpipe --stages 0-3,5-7
+expect_error "stages overlap" "--stages" -t 1n2p -s gpipe --stages 0-3,3-7
+expect_error "stages text" "--stages" -t 1n2p -s gpipe --stages a
+expect_error "stages past the model" "--stages" -t 1n2p -m mlp-fmnist -s gpipe --stages 0-1,2-9
+expect_error "grad-alg unknown" "--grad-alg" -t 1n2p -s gpipe --grad-alg bogus
+expect_error "optimizer unknown" "--optimizer" -t 1n2p --optimizer bogus
+expect_error "accumulate zero" "--accumulate" -t 1n2p --accumulate 0
+expect_error "pp on ring" "--pp" -t 1n2p -s ring --pp 2
+expect_error "accumulate on gpipe" "--accumulate" -t 1n2p -s gpipe --accumulate 2
+
+# A pipeline run: both schedules ranked, and their own section.
+if "$dtsim" -t 1n2p -m mlp-wide -s gpipe,1f1b --micro-batches 4 >"$tmp/pipe" 2>&1; then
+  grep -q "^Pipelines" "$tmp/pipe" && grep -qE '^gpipe +2 stages x +4 micro-batches' "$tmp/pipe" &&
+    grep -qE '^1f1b +2 stages x +4 micro-batches' "$tmp/pipe" &&
+    ok "pipeline run" || bad "pipeline run lacks its Pipelines section: $(cat "$tmp/pipe")"
+else
+  bad "pipeline run failed: $(cat "$tmp/pipe")"
+fi
+
+# The plan listing of a pipeline: activations sent and received, gradients zeroed at the
+# start, the loss on the last stage, the update at the end.
+if "$dtsim" --dump-plan -s 1f1b -t 1n2p -m mlp-fmnist >"$tmp/plan" 2>&1; then
+  missing=""
+  for op in SEND RECV ZERO LOSS UPDATE WAIT COMPUTE LOAD; do
+    grep -qE "^ +[0-9]+ $op " "$tmp/plan" || missing="$missing $op"
+  done
+  [ -z "$missing" ] && ok "dump-plan ops" || bad "dump-plan lacks$missing"
+else
+  bad "dump-plan failed: $(cat "$tmp/plan")"
+fi
 
 # Bad files: file:line:column and exit 2.
 printf 'name: x\nsource: y\nnodes: [\n' >"$tmp/broken.yaml"

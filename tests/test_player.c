@@ -44,14 +44,21 @@ static struct dt_topology *cluster(int nodes, int ppn, const char *intra_bw, con
     return t;
 }
 
+/* A plan of every rank of t with no model and no ops (dt_plan_alloc's). */
+static struct dt_plan *empty_plan(const struct dt_topology *t)
+{
+    struct dt_plan_options po;
+    dt_plan_options_init(&po);
+    struct dt_plan *plan;
+    assert_int_equal(dt_plan_alloc(NULL, t, &po, t->n_ranks, &plan), DT_OK);
+    return plan;
+}
+
 /* A plan with one collective over all ranks and nothing else. */
 static struct dt_plan *one_collective(const struct dt_topology *t, enum dt_coll_kind kind,
                                       enum dt_coll_alg alg, long floats)
 {
-    struct dt_plan *plan = calloc(1, sizeof *plan);
-    plan->topo = t;
-    plan->n_ranks = t->n_ranks;
-    plan->ranks = calloc((size_t)t->n_ranks, sizeof *plan->ranks);
+    struct dt_plan *plan = empty_plan(t);
     int *all = malloc((size_t)t->n_ranks * sizeof *all);
     for (int r = 0; r < t->n_ranks; r++)
         all[r] = r;
@@ -208,19 +215,24 @@ static double iteration(const struct dt_model *m, const struct dt_topology *t,
 }
 
 /* The compute time the player should charge rank r of plan under cp: the per-iteration
- * overhead, the gradient reset, every compute and load op, and sum_floats summed, each by
- * the cost model's own functions (tested against hand-worked values in test_costmodel). */
+ * overhead, then every local op, each by the cost model's own functions (tested against
+ * hand-worked values in test_costmodel): compute and update ops by dt_cost_compute, loads as
+ * their bytes at mem_bw, and the ZERO op that starts every step as the gradient reset of its
+ * region (the reset the player used to add to the start of the iteration is this op now);
+ * plus sum_floats summed. */
 static double expected_compute(const struct dt_plan *plan, int r, const struct dt_cost_params *cp,
                                long sum_floats)
 {
     const struct dt_device_spec *dev = &plan->topo->groups[0].device;
-    double t = cp->iter_overhead_s + dt_cost_grad_reset(cp, dev, plan->model->total_params);
+    double t = cp->iter_overhead_s;
     for (int i = 0; i < plan->ranks[r].n_ops; i++) {
         const struct dt_op *op = &plan->ranks[r].ops[i];
-        if (op->kind == DT_OP_COMPUTE)
+        if (op->kind == DT_OP_COMPUTE || op->kind == DT_OP_UPDATE)
             t += dt_cost_compute(cp, dev, plan->model, op);
         else if (op->kind == DT_OP_LOAD)
             t += op->bytes / dt_cost_mem_bw(cp, dev);
+        else if (op->kind == DT_OP_ZERO)
+            t += dt_cost_grad_reset(cp, dev, op->region.count);
     }
     return t + (sum_floats ? dt_cost_reduce(cp, dev, sum_floats) : 0);
 }
@@ -242,11 +254,12 @@ static double rank0_compute(const struct dt_model *m, const struct dt_topology *
     return c;
 }
 
-/* Ensure the player charges each rank the iteration overhead, the gradient reset (4 bytes
- * per parameter, here inside the 1 MiB cache at cache_bw) and its ops; and that two ranks of
- * one node share node_mem_bw: at 20 GB/s for two ranks of mem_bw 20 GB/s each gets half,
- * every memory-bound cost (ring's sum of its 50,885-float half of mlp-fmnist's 101,770
- * gradients included) by dt_cost_colocated's parameters. */
+/* Ensure the player charges each rank the iteration overhead and its ops, the first being the
+ * ZERO of all its gradients (the gradient reset: 4 bytes per parameter, here inside the 1 MiB
+ * cache at cache_bw); and that two ranks of one node share node_mem_bw: at 20 GB/s for two
+ * ranks of mem_bw 20 GB/s each gets half, every memory-bound cost (ring's sum of its
+ * 50,885-float half of mlp-fmnist's 101,770 gradients included) by dt_cost_colocated's
+ * parameters. */
 static void test_compute_reset_and_colocation(void **state)
 {
     (void)state;
@@ -265,6 +278,10 @@ static void test_compute_reset_and_colocation(void **state)
     cp.cache_Bps = 80e9;
     struct dt_plan *plan;
     double got = rank0_compute(m, t, DT_STRAT_SEQUENTIAL, 1, &cp, &plan);
+    const struct dt_op *zero = &plan->ranks[0].ops[0];
+    assert_int_equal(zero->kind, DT_OP_ZERO);
+    assert_int_equal(zero->region.buf, DT_BUF_GRADS);
+    assert_int_equal(zero->region.count, 101770);
     assert_close(got, expected_compute(plan, 0, &cp, 0));
     dt_plan_destroy(plan);
 
@@ -300,7 +317,8 @@ static void test_hierarchical_beats_ring_on_slow_network(void **state)
 }
 
 /* Ensure that reduce+broadcast through rank 0 (linear) is the slowest strategy on 4 nodes x
- * 2 devices at 1 Gbit/s: rank 0's NIC carries 6 full gradients in and 6 out. */
+ * 2 devices at 1 Gbit/s: rank 0's NIC carries 6 full gradients in and 6 out. The pipelines
+ * (2 stages x 4 replicas) each allreduce half of the gradients among 4 ranks instead. */
 static void test_linear_reduce_bcast_slowest_on_4n2p(void **state)
 {
     (void)state;
@@ -395,11 +413,7 @@ static void test_messages_during_summing(void **state)
  * but no ops: the tests push SEND/RECV/WAIT ops themselves. */
 static struct dt_plan *p2p_plan(int nodes, int handles)
 {
-    struct dt_topology *t = cluster(nodes, 1, "100 GB/s", "10 GB/s");
-    struct dt_plan *plan = calloc(1, sizeof *plan);
-    plan->topo = t;
-    plan->n_ranks = t->n_ranks;
-    plan->ranks = calloc((size_t)t->n_ranks, sizeof *plan->ranks);
+    struct dt_plan *plan = empty_plan(cluster(nodes, 1, "100 GB/s", "10 GB/s"));
     plan->next_handle = handles;
     return plan;
 }
@@ -449,21 +463,57 @@ static void test_send_recv_match_by_source(void **state)
     assert_close(play(plan), ALPHA + 2 * 4.0 * floats / BETA_BPS);
 }
 
-/* Ensure that a message delivered before its RECV is posted waits in the mailbox: rank 0
- * sends n bytes (tag 1) and rank 2 sends 4n bytes (tag 2) to rank 1, which receives tag 2
- * first. The two flows share rank 1's NIC: the small one arrives at alpha + 2n beta, while
- * rank 1 still waits for tag 2, which then gets the whole NIC for its last 3n bytes:
- * alpha + 5n beta. The RECV of tag 1 then finds its message delivered: no more time. */
-static void test_send_recv_mailbox(void **state)
+/* The mailbox plan: rank 0 sends n floats (tag 1) and rank 2 sends 4n floats (tag 2) to
+ * rank 1, which receives tag 2 first, then tag 1. */
+static struct dt_plan *mailbox_plan(long floats)
 {
-    (void)state;
-    long floats = 1 << 18;
     struct dt_plan *plan = p2p_plan(3, 0);
     push_p2p(plan, 0, DT_OP_SEND, 1, 1, floats, -1);
     push_p2p(plan, 2, DT_OP_SEND, 1, 2, 4 * floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 2, 2, 4 * floats, -1);
     push_p2p(plan, 1, DT_OP_RECV, 0, 1, floats, -1);
-    assert_close(play(plan), ALPHA + 5 * 4.0 * floats / BETA_BPS);
+    return plan;
+}
+
+/* Ensure that an eager message delivered before its RECV is posted waits in the mailbox:
+ * with n = 8 KiB and 4n = 32 KiB, both under the 64 KiB eager limit, both flows start at
+ * once and share rank 1's NIC: the small one arrives at alpha + 2n beta, while rank 1 still
+ * waits for tag 2, which then gets the whole NIC for its last 3n bytes: alpha + 5n beta.
+ * The RECV of tag 1 then finds its message delivered: no more time. */
+static void test_send_recv_mailbox(void **state)
+{
+    (void)state;
+    long floats = 1 << 11;
+    assert_close(play(mailbox_plan(floats)), ALPHA + 5 * 4.0 * floats / BETA_BPS);
+}
+
+/* Ensure that a message above the eager limit moves only once its RECV is posted
+ * (rendezvous): with n = 1 MiB, rank 0's message waits until rank 1 has received tag 2's
+ * 4n bytes alone on its NIC (alpha + 4n beta) and posts the receive of tag 1, which then
+ * takes alpha + n beta: 2 alpha + 5n beta, one alpha more than the eager case. */
+static void test_send_recv_rendezvous(void **state)
+{
+    (void)state;
+    long floats = 1 << 18;
+    assert_close(play(mailbox_plan(floats)), 2 * ALPHA + 5 * 4.0 * floats / BETA_BPS);
+}
+
+/* Ensure that each receive releases its own rendezvous send when a rank sends one tag to
+ * several ranks: rank 0 sends n = 1 MiB with tag 7 to rank 1 and to rank 2 (non-blocking,
+ * then waits for both), and each receives it. Both flows start at once and share rank 0's
+ * NIC: alpha + 2n beta. */
+static void test_rendezvous_same_tag_two_receivers(void **state)
+{
+    (void)state;
+    long floats = 1 << 18;
+    struct dt_plan *plan = p2p_plan(3, 2);
+    push_p2p(plan, 0, DT_OP_SEND, 1, 7, floats, 0);
+    push_p2p(plan, 0, DT_OP_SEND, 2, 7, floats, 1);
+    push_wait(plan, 0, 0);
+    push_wait(plan, 0, 1);
+    push_p2p(plan, 1, DT_OP_RECV, 0, 7, floats, -1);
+    push_p2p(plan, 2, DT_OP_RECV, 0, 7, floats, -1);
+    assert_close(play(plan), ALPHA + 2 * 4.0 * floats / BETA_BPS);
 }
 
 /* Ensure that a RECV whose message never comes is reported as a deadlock, not a hang. */
@@ -497,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_send_recv_closed_form),
         cmocka_unit_test(test_send_recv_match_by_source),
         cmocka_unit_test(test_send_recv_mailbox),
+        cmocka_unit_test(test_send_recv_rendezvous),
+        cmocka_unit_test(test_rendezvous_same_tag_two_receivers),
         cmocka_unit_test(test_send_recv_tag_mismatch_deadlocks),
         cmocka_unit_test(test_compute_reset_and_colocation),
     };
