@@ -237,3 +237,42 @@ void dt_parallel_format(const struct dt_plan_options *o, char *buf, size_t len)
     if (n >= len && len > 0)
         buf[len - 1] = 0;
 }
+
+int dt_parallel_set_pairs(struct dt_plan_options *o, const char *text, int *at,
+                          struct dt_error *err)
+{
+    size_t i = 0;
+    *at = 0;
+    for (;;) {
+        while (text[i] == ' ' || text[i] == '\t')
+            i++;
+        if (!text[i])
+            return DT_OK;
+        size_t start = i;
+        while (text[i] && text[i] != ' ' && text[i] != '\t')
+            i++;
+        *at = (int)start;
+        char pair[256];
+        if (i - start >= sizeof pair)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "a pair longer than %zu bytes",
+                           sizeof pair - 1);
+        snprintf(pair, sizeof pair, "%.*s", (int)(i - start), text + start);
+        char *eq = strchr(pair, '=');
+        if (!eq || eq == pair || !eq[1])
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "expected key=value pairs such as "
+                           "'pp=2 micro-batches=4', found '%s'", pair);
+        *eq = 0;
+        int rc = dt_parallel_set(o, pair, eq + 1, err);
+        if (rc == 1) {
+            char keys[512];
+            size_t n = 0;
+            keys[0] = 0;
+            for (int f = 0; f < F_COUNT && n < sizeof keys; f++)
+                n += (size_t)snprintf(keys + n, sizeof keys - n, "%s%s", f ? " " : "",
+                                      longopts[f].name);
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "unknown key '%s' (keys: %s)", pair, keys);
+        }
+        if (rc)
+            return rc;
+    }
+}

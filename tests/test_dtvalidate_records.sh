@@ -133,7 +133,7 @@ badpar() { # NAME WANTED PARALLEL-VALUE PAIR-TO-POINT-AT [STRATEGY]
   col=$(printf '%s\n' "$r" | awk -v p="$4" '{ print index($0, "\"parallel\": \"") + 13 + index(substr($0, index($0, "\"parallel\": \"") + 13), p) - 1 }')
   expect_error "$1" "bad.jsonl:2:$col: $2" "$dtv" predict "$tmp/bad.jsonl"
 }
-badpar "bad value in parallel" "'config.parallel': 'pp=x': --pp: expected a whole number" \
+badpar "bad value in parallel" "'config.parallel': --pp: expected a whole number" \
   "micro-batches=4 pp=x" "pp=x"
 badpar "unknown key in parallel" "'config.parallel': unknown key 'tp' (keys: batch" \
   "pp=2 tp=2" "tp=2"

@@ -91,16 +91,10 @@ static struct dt_plan_options options(enum dt_strategy s, const char *flags)
     dt_plan_options_init(&o);
     o.strategy = s;
     o.batch = 64;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", flags);
-    for (char *save, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = 0;
-        struct dt_error err;
-        if (dt_parallel_set(&o, tok, eq + 1, &err) != DT_OK)
-            fail_msg("%s: %s", tok, err.msg);
-    }
+    struct dt_error err;
+    int at;
+    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
+        fail_msg("'%s' at %d: %s", flags, at, err.msg);
     return o;
 }
 

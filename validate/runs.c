@@ -329,45 +329,12 @@ static int misplaced(struct rec_ctx *c, const struct dtv_json *rec, const char *
  * set as its flag (--key value) would be. Columns point at the pair. */
 static int read_parallel(struct rec_ctx *c, const struct dtv_json *v, struct dt_plan_options *o)
 {
-    const char *s = v->str;
-    size_t i = 0;
-    for (;;) {
-        while (s[i] == ' ' || s[i] == '\t')
-            i++;
-        if (!s[i])
-            return DT_OK;
-        size_t start = i;
-        while (s[i] && s[i] != ' ' && s[i] != '\t')
-            i++;
-        int col = v->col + 1 + (int)start; /* after the opening quote */
-        char pair[256], flag[260];
-        if (i - start >= sizeof pair)
-            return rec_fail_col(c, col, "'config.parallel': a pair longer than %zu bytes",
-                                sizeof pair - 1);
-        snprintf(pair, sizeof pair, "%.*s", (int)(i - start), s + start);
-        char *eq = strchr(pair, '=');
-        if (!eq || eq == pair || !eq[1])
-            return rec_fail_col(c, col, "'config.parallel': expected key=value pairs such as "
-                                "'pp=2 micro-batches=4', found '%s'", pair);
-        *eq = '\0';
-        snprintf(flag, sizeof flag, "--%s", pair);
-        struct dt_error perr;
-        dt_error_clear(&perr);
-        int rc = dt_parallel_set(o, flag, eq + 1, &perr);
-        if (rc == 1) {
-            char keys[512];
-            size_t n = 0;
-            keys[0] = '\0';
-            for (const struct option *lo = dt_parallel_longopts(); lo->name && n < sizeof keys;
-                 lo++)
-                n += (size_t)snprintf(keys + n, sizeof keys - n, "%s%s", n ? " " : "", lo->name);
-            return rec_fail_col(c, col, "'config.parallel': unknown key '%s' (keys: %s)", pair,
-                                keys);
-        }
-        if (rc)
-            return rec_fail_col(c, col, "'config.parallel': '%s=%s': %s", pair, eq + 1,
-                                perr.msg);
-    }
+    int at;
+    struct dt_error perr;
+    dt_error_clear(&perr);
+    if (dt_parallel_set_pairs(o, v->str, &at, &perr))
+        return rec_fail_col(c, v->col + 1 + at, "'config.parallel': %s", perr.msg);
+    return DT_OK;
 }
 
 /* config.optimizer ("adam-torch" is Adam; "sgd" with config.momentum > 0 keeps a momentum

@@ -264,6 +264,11 @@ void dt_plan_options_init(struct dt_plan_options *o);
  * DT_EINPUT with err naming the flag on a bad value. */
 int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *value,
                     struct dt_error *err);
+/* Sets every "key=value" pair of text (blank-separated, keys as flag names without dashes:
+ * what dt_parallel_format writes, a run record's "parallel"). On error, *at is the offset of
+ * the bad pair in text and err says what is wrong with it (DT_EINPUT). */
+int dt_parallel_set_pairs(struct dt_plan_options *o, const char *text, int *at,
+                          struct dt_error *err);
 /* The getopt long options of the parallel config (terminated by a zero entry); each has
  * has_arg = required_argument and val = 0x400 + index. */
 struct option;
