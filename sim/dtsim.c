@@ -465,7 +465,7 @@ static void print_table(FILE *out, const struct options *o, const struct dt_mode
     fprintf(out, "model %s (%ld parameters), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
             m->name, m->total_params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device" : "global", o->dataset_size,
+            o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device (per pipeline replica for pipelines)" : "global", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
     int shape_n = -1, shape_p = -1;
     for (int i = 0; i < n; i++) {
