@@ -41,6 +41,8 @@ static const struct param_info params[DT_CAL_COUNT] = {
                             "memory bandwidth the ranks of one node share"},
     [DT_CAL_CACHE_BW] = {"cache_bw", DT_CAL_BANDWIDTH,
                          "bandwidth of ops whose bytes fit in the device's cache"},
+    [DT_CAL_PACK_BW] = {"pack_bw", DT_CAL_BANDWIDTH,
+                        "bytes/s of packing dense layers' weights, once per GEMM call"},
     [DT_CAL_INTRA_BW] = {"intra_bw", DT_CAL_BANDWIDTH,
                          "each process's link inside a node (per direction)"},
     [DT_CAL_INTRA_LAT] = {"intra_lat", DT_CAL_TIME, "latency inside a node"},
@@ -88,6 +90,7 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_LOWER_BW: return cp->lower_Bps;
     case DT_CAL_NODE_MEM_BW: return cp->node_mem_Bps;
     case DT_CAL_CACHE_BW: return cp->cache_Bps;
+    case DT_CAL_PACK_BW: return cp->pack_Bps;
     case DT_CAL_INTRA_BW: return cp->intra_bw_Bps;
     case DT_CAL_INTRA_LAT: return cp->intra_lat_s;
     case DT_CAL_NIC_BW: return cp->nic_bw_Bps;
@@ -119,6 +122,7 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_LOWER_BW: cp->lower_Bps = v; break;
     case DT_CAL_NODE_MEM_BW: cp->node_mem_Bps = v; break;
     case DT_CAL_CACHE_BW: cp->cache_Bps = v; break;
+    case DT_CAL_PACK_BW: cp->pack_Bps = v; break;
     case DT_CAL_INTRA_BW: cp->intra_bw_Bps = v; break;
     case DT_CAL_INTRA_LAT: cp->intra_lat_s = v; break;
     case DT_CAL_NIC_BW: cp->nic_bw_Bps = v; break;
@@ -140,6 +144,7 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     case DT_CAL_REDUCE_BW:
     case DT_CAL_LOWER_BW:
     case DT_CAL_CACHE_BW:
+    case DT_CAL_PACK_BW:
     case DT_CAL_MEM_BW: return dt_cost_mem_bw(cp, &g->device);
     /* unset: every rank of a full node gets its own mem_bw (no contention) */
     case DT_CAL_NODE_MEM_BW: return g->devices * dt_cost_mem_bw(cp, &g->device);

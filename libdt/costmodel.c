@@ -94,6 +94,15 @@ double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op)
     return passes * 4.0 * per_sample * op->samples;
 }
 
+double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
+{
+    if (op->kind != DT_OP_COMPUTE || m->layers[op->layer].kind != DT_L_DENSE)
+        return 0;
+    const struct dt_layer *l = &m->layers[op->layer];
+    double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
+    return passes * 4.0 * (double)l->params;
+}
+
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)
 {
     return cp->mem_Bps > 0 ? cp->mem_Bps : dev->mem_bw_Bps;
@@ -124,7 +133,8 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
     double lower_bw = dt_cost_lower_bw(cp, dev);
     double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
-    return fmax(t_flops, t_mem) + t_lower + cp->overhead_s[c];
+    double t_pack = cp->pack_Bps > 0 ? dt_op_packed_bytes(m, op) / cp->pack_Bps : 0;
+    return fmax(t_flops, t_mem) + t_lower + t_pack + cp->overhead_s[c];
 }
 
 void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_spec *dev, int k,
@@ -139,6 +149,7 @@ void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_s
     out->mem_Bps = mem * share;
     out->lower_Bps = dt_cost_lower_bw(cp, dev) * share;
     out->reduce_Bps = cp->reduce_Bps > 0 ? cp->reduce_Bps * share : 0;
+    out->pack_Bps = cp->pack_Bps > 0 ? cp->pack_Bps * share : 0;
 }
 
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,

@@ -27,7 +27,7 @@
  * memory bandwidth of ops that stream from memory and of those that fit in cache, the
  * bandwidth the node's ranks share, and the link between ranks. (The per-iteration and per-op
  * overheads were tried too: at 0.4 ms to 40 ms per iteration the runs cannot see them.) */
-#define LOOP_FIT "eff_conv,eff_dense,lower_bw,mem_bw,cache_bw,node_mem_bw,intra_bw"
+#define LOOP_FIT "eff_conv,eff_dense,lower_bw,mem_bw,cache_bw,node_mem_bw,intra_bw,pack_bw"
 
 static bool executable(const char *path) { return access(path, X_OK) == 0; }
 

@@ -43,6 +43,7 @@ enum dt_cal_param {
     DT_CAL_LOWER_BW,        /* B/s: convolution lowering (im2col/col2im) */
     DT_CAL_NODE_MEM_BW,     /* B/s: memory bandwidth the ranks of one node share */
     DT_CAL_CACHE_BW,        /* B/s: traffic of ops that fit in the device's cache */
+    DT_CAL_PACK_BW,         /* B/s: packing a dense layer's weights for each GEMM call */
     DT_CAL_INTRA_BW,        /* B/s: each process's link inside a node */
     DT_CAL_INTRA_LAT,       /* s */
     DT_CAL_NIC_BW,          /* B/s */

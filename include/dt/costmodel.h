@@ -4,6 +4,8 @@
  *                  (+ lowered bytes / lower_bw for a convolution: the im2col matrix and the
  *                   GEMM's output, which im2col-based convolutions stream besides the GEMM;
  *                   what makes a convolution with few channels far slower per FLOP)
+ *                  (+ packed bytes / pack_bw for a dense layer, when calibrated: its weights
+ *                   packed once per GEMM call, what makes small micro-batches slow)
  *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
  *   iteration:   + framework overhead per iteration + resetting the gradients (4 bytes per
  *                  parameter written at mem_bw: dtexec, like PyTorch's zero_grad, clears the
@@ -37,6 +39,9 @@ struct dt_cost_params {
                                           0 = mem_bw (see dt_cost_stream_bw) */
     double node_mem_Bps;               /* memory bandwidth the ranks of a node share; 0 = no
                                           contention (see dt_cost_colocated) */
+    double pack_Bps;                   /* packing a dense layer's weights into the GEMM's
+                                          panels, once per call (dt_op_packed_bytes); 0 = not
+                                          modelled (the datasheet default) */
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
@@ -59,6 +64,14 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
  * pixels floats per sample forward; backward twice that when it also computes the input
  * gradient (col2im), once otherwise. */
 double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op);
+
+/* Bytes a GEMM-based dense layer's op streams to pack its weight matrix (OpenBLAS packs the
+ * operand panels on every call, so the weights are read and written once per call whatever
+ * the rows): 4 x parameters forward, twice that backward when it also computes the input
+ * gradient (the dX GEMM packs W again, and dW is read and written whole), once otherwise.
+ * What makes many small micro-batches slower per sample than one large batch; 0 for the
+ * other ops. */
+double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op);
 
 /* The memory bandwidth compute ops get on dev: cp's calibrated value, else the datasheet's. */
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
