@@ -34,13 +34,15 @@ struct activity {
                               * the same source, destination and tag */
     int me;                  /* index in the group */
     bool p2p;                /* SEND/RECV: transfer peers are global ranks */
+    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive (beside
+                                p2p: the scan over activities is the player's hot loop, so
+                                the struct keeps its size) */
     struct dt_schedule s;
     int round;
     int outstanding;         /* transfers of the current round not yet complete */
     long sum_floats;         /* floats to add after the round */
     bool posted;             /* the current round's receives are posted (not summing) */
     bool done;
-    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
     double t_round, latest_sender_start;
 };
 
