@@ -1,13 +1,13 @@
 # The dtsim program: plan player, network routes, CLI and reports.
 bin_PROGRAMS += dtsim
-dtsim_SOURCES = sim/dtsim.c sim/player.c sim/player.h sim/network.c sim/network.h
+dtsim_SOURCES = sim/dtsim.c sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS)
 dist_man_MANS += man/dtsim.1
 
 check_PROGRAMS += tests/test_player
 TESTS += tests/test_player
-tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/network.c
+tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/matchindex.c sim/network.c
 tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)

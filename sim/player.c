@@ -15,6 +15,7 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "matchindex.h"
 #include "network.h"
 
 enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW };
@@ -46,11 +47,12 @@ struct activity {
     double t_round, latest_sender_start;
 };
 
-/* A message delivered before its receive was posted. */
+/* A message delivered before its receive was posted: a link of its key's chain in the
+ * matching index (next: the next to arrive, or the next free slot). */
 struct mail {
-    int src, dst, group, seq;
+    int src;
     double t_start;
-    bool used;
+    int next;
 };
 
 /* Messages a rank has posted to/from one peer with one tag (their order matches them). */
@@ -88,7 +90,8 @@ struct player {
     struct activity *acts;
     int n_acts, cap_acts;
     struct mail *mail;
-    int n_mail, cap_mail;
+    int n_mail, cap_mail, mail_free;
+    struct dt_match_index ix;   /* activities and undelivered messages by key */
     struct flowrec *flows;
     int n_flows, cap_flows;
     struct dt_sim_result *res;
@@ -218,18 +221,14 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
 }
 
 /* The activity of the message's other side: the receive a SEND matches, or the SEND a
- * receive matches (same group, which names tag and source, and place in their order). */
+ * receive matches (same group, which names tag and source, and place in their order; a
+ * SEND's key also names its destination, as a source sends one tag to several ranks). */
 static int other_side(const struct player *p, const struct activity *a, int peer)
 {
-    for (int bi = p->n_acts - 1; bi >= 0; bi--) {
-        const struct activity *b = &p->acts[bi];
-        /* the group names the source and tag, not the destination: a source that sends the
-         * same tag to several ranks has one such SEND per destination */
-        if (b->p2p && b->rank == peer && b->group == a->group && b->seq == a->seq && b != a &&
-            p->plan->ranks[b->rank].ops[b->op].peer == a->rank)
-            return bi;
-    }
-    return -1;
+    bool send = a->s.xfers[0].send;
+    const struct dt_match_entry *e =
+        dt_match_find(&p->ix, peer, a->group, a->seq, send ? -1 : a->rank);
+    return e && e->act >= 0 && p->acts[e->act].p2p ? e->act : -1;
 }
 
 static bool receive_posted(const struct player *p, const struct activity *a)
@@ -248,6 +247,56 @@ static int release_rendezvous(struct player *p, int ai)
         return DT_OK;
     p->acts[si].rdv_wait = false;
     return start_flow(p, si, &p->acts[si].s.xfers[0]);
+}
+
+/* Messages that arrived for a's key before this round was posted: those of its current
+ * round's sources are consumed, in arrival order, the rest wait. */
+static void consume_mail(struct player *p, struct activity *a)
+{
+    struct dt_match_entry *e = dt_match_find(&p->ix, a->rank, a->group, a->seq, -1);
+    if (!e || (a->p2p && a->s.xfers[0].send))
+        return;
+    for (int prev = -1, m = e->mail_head; m >= 0;) {
+        struct mail *ml = &p->mail[m];
+        int next = ml->next;
+        if (!try_match(p, a, ml->src, ml->t_start)) {
+            prev = m;
+            m = next;
+            continue;
+        }
+        if (prev < 0)
+            e->mail_head = next;
+        else
+            p->mail[prev].next = next;
+        if (e->mail_tail == m)
+            e->mail_tail = prev;
+        ml->next = p->mail_free;
+        p->mail_free = m;
+        m = next;
+    }
+}
+
+/* Keeps a message for a receive not posted yet. */
+static int post_mail(struct player *p, const struct flowrec *f, double t_start)
+{
+    int m = p->mail_free;
+    if (m >= 0) {
+        p->mail_free = p->mail[m].next;
+    } else {
+        if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        m = p->n_mail++;
+    }
+    struct dt_match_entry *e = dt_match_get(&p->ix, f->dst, f->group, f->seq, -1);
+    if (!e)
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    p->mail[m] = (struct mail){f->src, t_start, -1};
+    if (e->mail_tail >= 0)
+        p->mail[e->mail_tail].next = m;
+    else
+        e->mail_head = m;
+    e->mail_tail = m;
+    return DT_OK;
 }
 
 /* Posts the current round of activity ai: starts its sends, consumes delivered messages. */
@@ -274,17 +323,7 @@ static int post_round(struct player *p, int ai)
         if (rc)
             return rc;
     }
-    for (int m = 0; m < p->n_mail; m++) {
-        struct mail *ml = &p->mail[m];
-        if (!ml->used && ml->dst == a->rank && ml->group == a->group && ml->seq == a->seq &&
-            try_match(p, a, ml->src, ml->t_start))
-            ml->used = true;
-    }
-    int kept = 0; /* drop consumed mail, keeping the order of the rest */
-    for (int m = 0; m < p->n_mail; m++)
-        if (!p->mail[m].used)
-            p->mail[kept++] = p->mail[m];
-    p->n_mail = kept;
+    consume_mail(p, a);
     return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
 }
 
@@ -356,6 +395,11 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         if (rc)
             return rc;
     }
+    bool sends = p2p && op->kind == DT_OP_SEND;
+    struct dt_match_entry *e = dt_match_get(&p->ix, rank, a->group, a->seq, sends ? op->peer : -1);
+    if (!e)
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    e->act = ai;
     *out = ai;
     if (a->s.n_rounds == 0) {
         a->done = true;
@@ -497,24 +541,17 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     }
     /* receiver side: the posted receive of the same collective (or of the same source, tag
      * and place in their order: a SEND/RECV group names its source), or the mailbox */
-    for (int ai = p->n_acts - 1; ai >= 0; ai--) {
-        struct activity *a = &p->acts[ai];
-        if (a->rank == f->dst && a->group == f->group && a->seq == f->seq) {
-            if (try_match(p, a, f->src, c->t_start)) {
-                if (a->outstanding == 0) {
-                    rc = finish_round(p, ai);
-                    if (!rc)
-                        rc = activity_progress(p, ai);
-                }
-                return rc;
-            }
-            break;
+    const struct dt_match_entry *e = dt_match_find(&p->ix, f->dst, f->group, f->seq, -1);
+    int ai = e ? e->act : -1;
+    if (ai >= 0 && try_match(p, &p->acts[ai], f->src, c->t_start)) {
+        if (p->acts[ai].outstanding == 0) {
+            rc = finish_round(p, ai);
+            if (!rc)
+                rc = activity_progress(p, ai);
         }
+        return rc;
     }
-    if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
-        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    p->mail[p->n_mail++] = (struct mail){f->src, f->dst, f->group, f->seq, c->t_start, false};
-    return DT_OK;
+    return post_mail(p, f, c->t_start);
 }
 
 static int on_compute(struct player *p, const struct dt_sim_completion *c)
@@ -574,7 +611,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
                const struct dt_sim_options *opt, struct dt_sim_result *res, struct dt_error *err)
 {
     memset(res, 0, sizeof *res);
-    struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err};
+    struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err,
+                       .mail_free = -1};
     int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
     if (rc)
         return rc;
@@ -656,6 +694,7 @@ done:
         dt_schedule_free(&p.acts[a].s);
     free(p.acts);
     free(p.mail);
+    dt_match_free(&p.ix);
     free(p.flows);
     free(p.link_seen);
     free(p.cpr);

@@ -20,7 +20,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/plot.c validate/plot.h \
 	validate/loop.c validate/loop.h \
 	validate/ops.c validate/ops.h \
-	sim/player.c sim/network.c
+	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c
 DTVALIDATE_LIBS = validate/libdtvalidate.a sim/libdtsimengine.a $(DTCORE_LIBS)
 
 bin_PROGRAMS += dtvalidate
