@@ -8,44 +8,51 @@
 #include "compile.h"
 #include "dt/collective.h"
 
+static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                    char *why, size_t whylen);
+
+/* pipeline, data_parallel, fits, compile of each family */
+#define ONE_DEVICE false, false, dp_fits, dtc_compile_data_parallel
+#define DATA_PARALLEL false, true, dp_fits, dtc_compile_data_parallel
+#define PIPELINE true, false, dtc_pipeline_fits, dtc_compile_pipeline
+
 static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
-    {"sequential", "one device, no communication", "", false, false},
+    {"sequential", "one device, no communication", "", ONE_DEVICE},
     {"reduce-bcast-linear",
      "gradients sent by every rank to rank 0, summed, averaged gradient sent back to each "
-     "(seed 002)", "seed 002 (mpi4py send/recv)", false, true},
+     "(seed 002)", "seed 002 (mpi4py send/recv)", DATA_PARALLEL},
     {"reduce-bcast",
      "gradients reduced to rank 0 and broadcast by binomial trees (MPI_Reduce + MPI_Bcast in "
-     "MPICH)", "Thakur et al. 2005", false, true},
+     "MPICH)", "Thakur et al. 2005", DATA_PARALLEL},
     {"ring", "ring allreduce: reduce-scatter + allgather in 2(p-1) steps (Horovod, NCCL)",
-     "Patarasuk and Yuan 2009; Sergeev and Del Balso 2018", false, true},
+     "Patarasuk and Yuan 2009; Sergeev and Del Balso 2018", DATA_PARALLEL},
     {"recursive-doubling", "recursive-doubling allreduce (MPICH, short messages)",
-     "Thakur et al. 2005", false, true},
+     "Thakur et al. 2005", DATA_PARALLEL},
     {"rabenseifner",
      "Rabenseifner allreduce: recursive-halving reduce-scatter + recursive-doubling allgather",
-     "Rabenseifner 2004", false, true},
+     "Rabenseifner 2004", DATA_PARALLEL},
     {"hierarchical", "intra-node reduce, ring allreduce among node leaders, intra-node broadcast",
-     "Jia et al. 2018", false, true},
+     "Jia et al. 2018", DATA_PARALLEL},
     {"mpi-allreduce",
      "the MPI library's MPI_Allreduce (simulated as MPICH 4.0's default choice)",
-     "Thakur et al. 2005", false, true},
+     "Thakur et al. 2005", DATA_PARALLEL},
     {"ps-central",
      "central parameter server on rank 0: push gradients, server updates, pull weights",
-     "Li et al. 2014", false, true},
+     "Li et al. 2014", DATA_PARALLEL},
     {"ps-sharded",
      "sharded parameter server: each rank owns 1/p of the weights (reduce-scatter, allgather)",
-     "Li et al. 2014", false, true},
+     "Li et al. 2014", DATA_PARALLEL},
     {"gpipe",
      "pipeline: all micro-batches forward, then all backward, one flush per step (--pp, "
-     "--micro-batches, --dp)", "Huang et al. 2019", true, false},
+     "--micro-batches, --dp)", "Huang et al. 2019", PIPELINE},
     {"naive-mp", "model parallelism: layers split over ranks, one micro-batch (--pp, --dp)",
-     "seed 003; Huang et al. 2019 (M = 1)", true, false},
+     "seed 003; Huang et al. 2019 (M = 1)", PIPELINE},
     {"1f1b",
      "pipeline, PipeDream-Flush: one forward one backward in the steady state, at most S - s "
-     "micro-batches in flight on stage s", "Narayanan et al. 2021 (PipeDream-2BW/Flush)", true,
-     false},
+     "micro-batches in flight on stage s", "Narayanan et al. 2021 (PipeDream-2BW/Flush)", PIPELINE},
     {"interleaved",
      "interleaved 1F1B: --chunks V model chunks per stage, bubble divided by V",
-     "Narayanan et al. 2021 (Megatron-LM)", true, false},
+     "Narayanan et al. 2021 (Megatron-LM)", PIPELINE},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -115,8 +122,16 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 {
     if (!dt_strategy_fits(o->strategy, topo, n_ranks, why, whylen))
         return false;
-    if (registry[o->strategy].pipeline)
-        return dtc_pipeline_fits(o, m, n_ranks, why, whylen);
+    return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
+}
+
+/* The data-parallel family: no pipeline flags; buckets only where an allreduce can take
+ * them. */
+static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                    char *why, size_t whylen)
+{
+    (void)m;
+    (void)n_ranks;
     if (o->pp || o->dp || o->chunks || o->micro_batches || o->n_stage_cuts ||
         o->grad_alg_given) {
         snprintf(why, whylen, "--pp, --dp, --chunks, --micro-batches, --stages and --grad-alg "
@@ -493,8 +508,7 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
     if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     plan->opt.accumulate = K;
-    int rc = registry[s].pipeline ? dtc_compile_pipeline(plan, err)
-                                  : dtc_compile_data_parallel(plan, err);
+    int rc = registry[s].compile(plan, err);
     if (!rc)
         rc = dt_plan_check(plan, err);
     if (rc) {

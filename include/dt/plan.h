@@ -237,12 +237,19 @@ struct dt_plan {
 };
 
 /* ---- the registry ---- */
+struct dt_plan;
 struct dt_strategy_info {
     const char *name;
     const char *description;
     const char *citation;
     bool pipeline;          /* takes --pp/--micro-batches/--dp */
     bool data_parallel;     /* synchronises replicas of the whole model */
+    /* whether the options fit n ranks of the model (why says why not), beyond the ranks the
+     * topology has (dt_strategy_fits_options checks those first) */
+    bool (*fits)(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                 char *why, size_t whylen);
+    /* fills a plan allocated by dt_plan_alloc with the family's programs and buffers */
+    int (*compile)(struct dt_plan *plan, struct dt_error *err);
 };
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s);
 const char *dt_strategy_name(enum dt_strategy s);
