@@ -109,7 +109,8 @@ void dtx_progress_format(char *buf, size_t len, long done, long total, double el
         duration(t, sizeof t, done > 0 ? elapsed_s / done * (total - done) : 0);
         n = snprintf(buf, len, "%*ld/%ld [%s] - ETA: %s", digits, done, total, bar, t);
     }
-    if (n >= 0 && (size_t)n < len)
+    /* a pipeline's first stage sees no loss (NaN): its bar shows progress only */
+    if (n >= 0 && (size_t)n < len && !isnan(loss))
         snprintf(buf + n, len - (size_t)n, " - loss: %.4f - accuracy: %.4f", loss, accuracy);
 }
 

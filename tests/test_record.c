@@ -38,6 +38,15 @@ static void test_bar_running(void **state)
                              "accuracy: 0.7500");
 }
 
+/* Ensure that a rank that sees no loss (a pipeline's first stage: NaN) shows the bar alone. */
+static void test_bar_no_loss(void **state)
+{
+    (void)state;
+    char buf[256];
+    dtx_progress_format(buf, sizeof buf, 469, 469, 4.2, NAN, NAN);
+    assert_string_equal(buf, "469/469 [==============================] - 4s 9ms/step");
+}
+
 /* Ensure the median of odd and even counts (the middle value; the mean of the middle two). */
 static void test_median(void **state)
 {
@@ -99,6 +108,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bar_done),
         cmocka_unit_test(test_bar_running),
+        cmocka_unit_test(test_bar_no_loss),
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_json_string),
         cmocka_unit_test(test_record_line),
