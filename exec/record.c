@@ -260,7 +260,7 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
                             op->kind == DT_OP_COLL || op->kind == DT_OP_WAIT;
                 const char *cat = comm ? "comm" : "compute";
                 fprintf(f, ",\n{\"name\": ");
-                dtx_json_string(f, dt_op_name(plan, op, buf, sizeof buf));
+                dtx_json_string(f, dt_op_trace_name(plan, op, buf, sizeof buf));
                 fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
                            "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"epoch\": %d, "
                            "\"iteration\": %ld, \"op\": %d, \"bytes\": %.0f}}",
@@ -268,7 +268,7 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
                         tm->iter_index[k], i, op_bytes(op));
                 if (op->nonblocking && op->kind != DT_OP_WAIT) {
                     fprintf(f, ",\n{\"name\": ");
-                    dtx_json_string(f, dt_op_name(plan, op, buf, sizeof buf));
+                    dtx_json_string(f, dt_op_trace_name(plan, op, buf, sizeof buf));
                     fprintf(f, ", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
                                "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"handle\": %d, "
                                "\"bytes\": %.0f}}",

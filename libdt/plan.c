@@ -193,6 +193,18 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
     return "?";
 }
 
+const char *dt_op_trace_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
+                             size_t len)
+{
+    char name[128];
+    const char *n = dt_op_name(plan, op, name, sizeof name);
+    if (plan->micro_batches > 1 && (op->kind == DT_OP_COMPUTE || op->kind == DT_OP_LOSS))
+        snprintf(buf, len, "%s mb %d", n, op->micro);
+    else
+        snprintf(buf, len, "%s", n);
+    return buf;
+}
+
 static void print_region(FILE *out, const struct dt_region *r)
 {
     if (r->buf == DT_BUF_ACT || r->buf == DT_BUF_DACT)

@@ -572,15 +572,10 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     int rank = (int)idx;
     struct rankstate *r = &p->rs[rank];
     const struct dt_op *op = &p->plan->ranks[rank].ops[r->pc];
-    char buf[128], named[160];
-    if (p->opt && p->opt->trace) { /* micro-batches show in the name: "forward dense mb 3" */
-        const char *name = dt_op_name(p->plan, op, buf, sizeof buf);
-        if (p->plan->micro_batches > 1 && (op->kind == DT_OP_COMPUTE || op->kind == DT_OP_LOSS)) {
-            snprintf(named, sizeof named, "%s mb %d", name, op->micro);
-            name = named;
-        }
-        trace(p, rank, name, "compute", c->t_start, c->t_end);
-    }
+    char buf[160];
+    if (p->opt && p->opt->trace)
+        trace(p, rank, dt_op_trace_name(p->plan, op, buf, sizeof buf), "compute", c->t_start,
+              c->t_end);
     p->res->rank[rank].compute_s += c->t_end - c->t_start;
     /* time queued behind a reduction on the same device counts as communication */
     p->res->rank[rank].comm_s += c->t_start - r->block_t;

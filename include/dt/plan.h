@@ -346,6 +346,11 @@ int dt_plan_check(const struct dt_plan *plan, struct dt_error *err);
  * "backward dense", "update", "allreduce/ring", "wait", "send", "recv", "zero", "loss". */
 const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char *buf, size_t len);
 
+/* The op's name in a trace (dtsim's and dtexec's alike): dt_op_name, with " mb N" after
+ * compute and loss ops when the step has several micro-batches ("forward dense mb 3"). */
+const char *dt_op_trace_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
+                             size_t len);
+
 /* Human-readable listing of every rank's ops (for --dump-plan and tests). */
 void dt_plan_print(const struct dt_plan *plan, FILE *out);
 
