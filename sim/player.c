@@ -72,6 +72,8 @@ struct rankstate {
     bool blocked;            /* waiting for a compute, a collective or a WAIT */
     int wait_act;            /* activity awaited, or -1 */
     double block_t;
+    double blk_idle;         /* while blocked: waiting for peers that had not sent yet */
+    double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
     int *coll_seq;           /* per group: collectives started */
     int *handle_act;         /* per handle: activity */
     double op_start;
@@ -153,6 +155,19 @@ static int grow(void **arr, int *cap, int need, size_t size)
 }
 
 static int advance(struct player *p, int rank);
+
+static void block(struct rankstate *r, double now)
+{
+    r->blocked = true;
+    r->block_t = now;
+    r->blk_idle = r->blk_reduce = 0;
+}
+
+/* The part of [t0, t1] after a rank blocked at block_t. */
+static double after(double t0, double t1, double block_t)
+{
+    return fmax(0, t1 - fmax(t0, block_t));
+}
 
 /* Point-to-point "groups" are negative, one per tag and source, so they never meet a real
  * group and a message matches only the receives of its own source and tag. */
@@ -337,6 +352,12 @@ static int finish_round(struct player *p, int ai)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
     trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
+    /* the round waited for its last sender from its start until that sender started: idle
+     * time of the rank when it was blocked on this activity then */
+    struct rankstate *r = &p->rs[a->rank];
+    if (r->blocked && r->wait_act == ai)
+        r->blk_idle += after(a->t_round, fmin(a->latest_sender_start, dt_sim_now(p->sim)),
+                             r->block_t);
     a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
@@ -409,14 +430,15 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     return rc ? rc : release_rendezvous(p, ai);
 }
 
-/* Accounts a blocked interval: idle until the last sender started, communication after. */
-static void unblock(struct player *p, int rank, double sender_start)
+/* Accounts a blocked interval: the idle parts its rounds added (waiting for a peer that had
+ * not sent yet), the sums the device ran (compute, counted there), communication the rest. */
+static void unblock(struct player *p, int rank)
 {
     struct rankstate *r = &p->rs[rank];
-    double now = dt_sim_now(p->sim);
-    double idle = fmin(fmax(0, sender_start - r->block_t), now - r->block_t);
+    double blocked = dt_sim_now(p->sim) - r->block_t;
+    double idle = fmin(r->blk_idle, blocked);
     p->res->rank[rank].idle_s += idle;
-    p->res->rank[rank].comm_s += now - r->block_t - idle;
+    p->res->rank[rank].comm_s += fmax(0, blocked - idle - r->blk_reduce);
     r->blocked = false;
     r->wait_act = -1;
 }
@@ -442,9 +464,8 @@ static int advance(struct player *p, int rank)
             double d = dt_cost_op(&p->cpr[rank], device_of(p, rank), m, op);
             if (op->kind == DT_OP_LOSS && d <= 0) /* folded into the last forward: no event */
                 break;
-            r->blocked = true;
             r->wait_act = -1;
-            r->block_t = now;
+            block(r, now);
             rc = dt_sim_compute(p->sim, rank, d, make_tag(TAG_COMPUTE, (uint32_t)rank), p->err);
             break;
         }
@@ -463,9 +484,8 @@ static int advance(struct player *p, int rank)
                 continue;
             }
             if (!p->acts[ai].done) {
-                r->blocked = true;
                 r->wait_act = ai;
-                r->block_t = now;
+                block(r, now);
             }
             break;
         case DT_OP_WAIT:
@@ -476,9 +496,8 @@ static int advance(struct player *p, int rank)
                                op->handle);
             ai = r->handle_act[op->handle];
             if (!p->acts[ai].done) {
-                r->blocked = true;
                 r->wait_act = ai;
-                r->block_t = now;
+                block(r, now);
             }
             break;
         }
@@ -503,7 +522,7 @@ static int activity_progress(struct player *p, int ai)
         if (p->opt && p->opt->trace) /* names are formatted only for a trace */
             trace(p, a->rank, dt_op_name(p->plan, op, buf, sizeof buf), "comm", r->op_start,
                   dt_sim_now(p->sim));
-        unblock(p, a->rank, a->latest_sender_start);
+        unblock(p, a->rank);
         r->pc++;
         return advance(p, a->rank);
     }
@@ -561,6 +580,9 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     if (k == TAG_REDUCE) {
         struct activity *a = &p->acts[idx];
         p->res->rank[a->rank].compute_s += c->t_end - c->t_start;
+        struct rankstate *rr = &p->rs[a->rank];
+        if (rr->blocked) /* compute, not the wait's communication */
+            rr->blk_reduce += after(c->t_start, c->t_end, rr->block_t);
         trace(p, a->rank, "sum", "compute", c->t_start, c->t_end);
         if (a->round >= a->s.n_rounds) {
             a->done = true;
@@ -577,8 +599,9 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
         trace(p, rank, dt_op_trace_name(p->plan, op, buf, sizeof buf), "compute", c->t_start,
               c->t_end);
     p->res->rank[rank].compute_s += c->t_end - c->t_start;
-    /* time queued behind a reduction on the same device counts as communication */
-    p->res->rank[rank].comm_s += c->t_start - r->block_t;
+    /* time queued behind another collective's sums is theirs (compute, counted there); the
+     * rest of the wait is communication */
+    p->res->rank[rank].comm_s += fmax(0, c->t_start - r->block_t - r->blk_reduce);
     r->blocked = false;
     r->pc++;
     return advance(p, rank);

@@ -183,6 +183,42 @@ static void test_linear_reduce_contends_at_root(void **state)
                  ALPHA + 3 * n / BETA_BPS);
 }
 
+/* Ensure that a ring allreduce's breakdown counts all of its 2(p-1) steps as communication:
+ * p = 4 uncontended nodes start together, so no rank ever waits for a peer that has not sent
+ * (idle 0), and each rank is blocked exactly 2(p-1)(alpha + n/(p beta)) moving data. With
+ * summing at reduce_bw = 1 GB/s, each of the p-1 reduce-scatter steps then adds 12 bytes per
+ * float of its chunk, (p-1) 12 (n/4/p) / 1e9 s on the device: compute, not communication, and
+ * the communication stays 2(p-1)(alpha + n/(p beta)). */
+static void test_ring_breakdown_all_comm(void **state)
+{
+    (void)state;
+    const int p = 4;
+    const long floats = 1 << 20;
+    const double n = 4.0 * floats, steps = 2 * (p - 1) * (ALPHA + n / p / BETA_BPS);
+    for (int summing = 0; summing < 2; summing++) {
+        struct dt_topology *t = cluster(p, 1, "100 GB/s", "10 GB/s");
+        struct dt_plan *plan = one_collective(t, DT_COLL_ALLREDUCE, DT_ALG_RING, floats);
+        struct dt_cost_params cp;
+        comm_only(&cp);
+        cp.reduce_Bps = summing ? 1e9 : INFINITY;
+        double sums = summing ? (p - 1) * 12.0 * (floats / p) / 1e9 : 0;
+        struct dt_sim_result res;
+        struct dt_error err;
+        if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+            fail_msg("sim: %s", err.msg);
+        assert_close(res.iter_s, steps + sums);
+        for (int r = 0; r < p; r++) {
+            assert_close(res.rank[r].comm_s, steps);
+            assert_true(res.rank[r].idle_s <= REL_TOL * steps);
+            if (summing)
+                assert_close(res.rank[r].compute_s, sums);
+        }
+        dt_sim_result_free(&res);
+        dt_plan_destroy(plan);
+        dt_topology_destroy(t);
+    }
+}
+
 static struct dt_model *load_model(const char *name)
 {
     const char *top = getenv("top_srcdir");
@@ -252,6 +288,51 @@ static double rank0_compute(const struct dt_model *m, const struct dt_topology *
     double c = res.rank[0].compute_s;
     dt_sim_result_free(&res);
     return c;
+}
+
+/* Ensure that every rank's compute + comm + idle is the iteration, for every strategy (data
+ * parallel with and without buckets, the pipelines) on 2 nodes x 2 devices, with default
+ * costs: nothing is counted twice (a sum of received data is compute only) or left out. */
+static void test_breakdown_sums_to_iteration(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"mlp-fmnist", "cnn690k"};
+    struct dt_topology *t = cluster(2, 2, "100 GB/s", "10 GB/s");
+    for (size_t mi = 0; mi < 2; mi++) {
+        struct dt_model *m = load_model(models[mi]);
+        for (int s = 0; s < DT_STRAT_COUNT; s++)
+            for (int buckets = 0; buckets < 2; buckets++) {
+                struct dt_plan_options po;
+                dt_plan_options_init(&po);
+                po.strategy = s;
+                po.batch = 32;
+                po.bucket_bytes = buckets ? 65536 : 0;
+                char why[512];
+                if (!dt_strategy_fits_options(&po, m, t, dt_plan_ranks(&po, t), why, sizeof why))
+                    continue;
+                struct dt_plan *plan;
+                struct dt_error err;
+                if (dt_plan_build(m, t, &po, &plan, &err) != DT_OK)
+                    fail_msg("%s: %s", dt_strategy_name(s), err.msg);
+                struct dt_cost_params cp;
+                dt_cost_defaults(&cp, DT_DEV_GPU);
+                struct dt_sim_result res;
+                if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+                    fail_msg("%s: %s", dt_strategy_name(s), err.msg);
+                for (int r = 0; r < res.n_ranks; r++) {
+                    const struct dt_rank_stats *st = &res.rank[r];
+                    double sum = st->compute_s + st->comm_s + st->idle_s;
+                    if (!(fabs(sum - res.iter_s) <= 1e-9 * res.iter_s))
+                        fail_msg("%s%s rank %d: compute %.9g + comm %.9g + idle %.9g = %.9g, "
+                                 "iteration %.9g", dt_strategy_name(s), buckets ? " buckets" : "",
+                                 r, st->compute_s, st->comm_s, st->idle_s, sum, res.iter_s);
+                }
+                dt_sim_result_free(&res);
+                dt_plan_destroy(plan);
+            }
+        dt_model_destroy(m);
+    }
+    dt_topology_destroy(t);
 }
 
 /* Ensure the player charges each rank the iteration overhead and its ops, the first being the
@@ -536,6 +617,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_allreduce_closed_form),
+        cmocka_unit_test(test_ring_breakdown_all_comm),
+        cmocka_unit_test(test_breakdown_sums_to_iteration),
         cmocka_unit_test(test_recursive_doubling_closed_form),
         cmocka_unit_test(test_rabenseifner_closed_form),
         cmocka_unit_test(test_binomial_closed_form),
