@@ -47,6 +47,7 @@ struct options {
     long dataset_size;
     enum format format;
     bool summary, dump_plan, detect;
+    FILE *out;                    /* where the table, --summary and --dump-plan go */
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
     int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
 };
@@ -127,6 +128,9 @@ static int parse_list(const char *flag, const char *list, int *vals, int *n)
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     *n = 0;
+    size_t len = strlen(list);
+    if (!len || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,"))
+        return bad_flag(flag, "an empty item in '%s'", list);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         long v;
         if (*n == MAX_SWEEP)
@@ -146,10 +150,13 @@ static int parse_sweep(struct options *o, const char *spec)
     char buf[512];
     snprintf(buf, sizeof buf, "%s", spec);
     for (char *save, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-        if (strncmp(w, "nodes=", 6) == 0) {
+        bool nodes = strncmp(w, "nodes=", 6) == 0, ppn = strncmp(w, "ppn=", 4) == 0;
+        if ((nodes && o->n_sweep_nodes) || (ppn && o->n_sweep_ppn))
+            return bad_flag("--sweep", "'%s' repeats a key already given", w);
+        if (nodes) {
             if (parse_list("--sweep", w + 6, o->sweep_nodes, &o->n_sweep_nodes))
                 return 2;
-        } else if (strncmp(w, "ppn=", 4) == 0) {
+        } else if (ppn) {
             if (parse_list("--sweep", w + 4, o->sweep_ppn, &o->n_sweep_ppn))
                 return 2;
         } else {
@@ -231,6 +238,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'o': o->output = optarg; break;
         case 'T': o->trace = optarg; break;
         case 'w':
+            if (sweeping)
+                return bad_flag("--sweep", "given twice (%s): put every key in one --sweep",
+                                optarg);
             if (parse_sweep(o, optarg))
                 return 2;
             sweeping = true;
@@ -265,6 +275,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         if (parse_sweep(o, argv[optind]))
             return 2;
     }
+    if (o->detect && o->topology)
+        return bad_flag("--detect", "%s", "describes this machine: give it or --topology, not both");
+    if ((o->dump_plan || o->summary) && o->format != FMT_TABLE)
+        return bad_flag(o->dump_plan ? "--dump-plan" : "--summary", "%s",
+                        "prints text only: drop --format");
     return 0;
 }
 
@@ -348,7 +363,7 @@ static int simulate(const struct options *o, const struct dt_model *model,
     if (rc)
         return rc;
     if (o->dump_plan) {
-        dt_plan_print(plan, stdout);
+        dt_plan_print(plan, o->out);
         dt_plan_destroy(plan);
         return DT_OK;
     }
@@ -671,17 +686,17 @@ int main(int argc, char **argv)
         dt_model_destroy(model);
         return rc;
     }
-    if (o.summary) {
-        dt_model_print_summary(model, stdout);
-        dt_model_destroy(model);
-        return 0;
-    }
     FILE *out = stdout, *trace = NULL;
     struct row *rows = NULL;
     int n_rows = 0, cap = 0, trace_pid = 1;
     if (o.output && !(out = fopen(o.output, "w"))) {
         fprintf(stderr, "%s: --output %s: %s\n", prog, o.output, strerror(errno));
         rc = 2;
+        goto done;
+    }
+    o.out = out;
+    if (o.summary) {
+        dt_model_print_summary(model, out);
         goto done;
     }
     if (o.trace) {
@@ -730,12 +745,17 @@ int main(int argc, char **argv)
     else
         print_json(out, &o, model, topo, rows, n_rows);
 done:
+    /* a full disk or a closed pipe is an error, not a silent success */
     if (trace) {
         fprintf(trace, "\n]}\n");
-        fclose(trace);
+        if ((ferror(trace) | fclose(trace)) && !rc) {
+            fprintf(stderr, "%s: --trace %s: cannot write it all\n", prog, o.trace);
+            rc = 1;
+        }
     }
-    if (out && out != stdout && fclose(out) != 0 && !rc) {
-        fprintf(stderr, "%s: --output %s: %s\n", prog, o.output, strerror(errno));
+    if (out && (ferror(out) | (out == stdout ? fflush(out) : fclose(out))) && !rc) {
+        fprintf(stderr, "%s: %s: cannot write it all\n", prog,
+                out == stdout ? "standard output" : o.output);
         rc = 1;
     }
     for (int i = 0; i < n_rows; i++)

@@ -109,5 +109,30 @@ expect_error "missing topology file" "nothere.yaml" -t "$tmp/nothere.yaml"
 printf 'name: m\nsource: s\ninput: {shape: [1, 3, 3]}\nclasses: 2\nlayers:\n  - {kind: conv2d, filters: 2, kernel: 5}\n' >"$tmp/m.yaml"
 expect_error "kernel larger than input" "m.yaml:6:" -t 2n4p -m "$tmp/m.yaml"
 
+# No silent accepts (issue 15): sweeps, conflicting flags, -o everywhere, write errors.
+expect_error "sweep empty item" "an empty item" -t 1n1p --sweep "nodes=1,,2"
+expect_error "sweep trailing comma" "an empty item" -t 1n1p --sweep "ppn=1,2,"
+expect_error "sweep repeated key" "repeats a key" -t 1n1p --sweep "nodes=1 nodes=2"
+expect_error "sweep given twice" "given twice" -t 1n1p --sweep nodes=1 --sweep ppn=2
+expect_error "detect with a topology" "--detect" --detect -t 2n4p
+expect_error "dump-plan as json" "--dump-plan" -t 2n4p --dump-plan -f json
+expect_error "summary as csv" "--summary" -m cnn690k --summary -f csv
+if "$dtsim" -m cnn690k --summary -o "$tmp/sum.txt" >"$tmp/sum.out" 2>&1 &&
+   [ ! -s "$tmp/sum.out" ] && grep -q "Total params: 690,590" "$tmp/sum.txt"
+then ok "--summary -o FILE writes FILE"
+else bad "--summary -o: stdout '$(cat "$tmp/sum.out")', file '$(cat "$tmp/sum.txt" 2>&1)'"; fi
+if "$dtsim" -t 1n2p -s ring --dump-plan -o "$tmp/plan.txt" >"$tmp/plan.out" 2>&1 &&
+   [ ! -s "$tmp/plan.out" ] && grep -q "^rank 1:" "$tmp/plan.txt"
+then ok "--dump-plan -o FILE writes FILE"
+else bad "--dump-plan -o: stdout '$(cat "$tmp/plan.out")'"; fi
+if [ -w /dev/full ]; then
+  "$dtsim" -t 2n4p --trace /dev/full >/dev/null 2>"$tmp/full.err"; rc=$?
+  if [ $rc -eq 1 ] && grep -q "cannot write" "$tmp/full.err"; then ok "trace write error: exit 1"
+  else bad "trace to /dev/full: exit $rc, $(cat "$tmp/full.err")"; fi
+  "$dtsim" -t 2n4p >/dev/full 2>"$tmp/full.err"; rc=$?
+  if [ $rc -eq 1 ] && grep -q "standard output" "$tmp/full.err"; then ok "stdout write error: exit 1"
+  else bad "stdout to /dev/full: exit $rc, $(cat "$tmp/full.err")"; fi
+fi
+
 echo "$fails failed"
 [ $fails -eq 0 ]
