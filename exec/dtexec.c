@@ -228,12 +228,8 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
     /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
     struct option longs[64];
     const struct option *par = dt_parallel_longopts();
-    int n_longs = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        longs[n_longs++] = own[i];
-    for (int i = 0; par[i].name; i++)
-        longs[n_longs++] = par[i];
-    longs[n_longs] = (struct option){NULL, 0, NULL, 0};
+    if (dt_parallel_merge_longopts(own, (int)(sizeof own / sizeof own[0]), longs, 64) < 0)
+        return bad(msg, len, "--help", "internal: too many options");
     struct dt_error perr;
     memset(o, 0, sizeof *o);
     dt_plan_options_init(&o->par);

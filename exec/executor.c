@@ -804,11 +804,20 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
         s[i] /= (float)size;
 }
 
+/* Copies a rank's packed parameters (its view's layers) to their places in the full vector. */
+static void unpack(float *full, const float *packed, const struct dt_layer_view *v,
+                   const struct dt_model *m)
+{
+    for (int l = 0; l < m->n_layers; l++)
+        if (v[l].runs)
+            memcpy(full + m->layers[l].param_offset, packed + v[l].param_offset,
+                   (size_t)m->layers[l].params * sizeof *packed);
+}
+
 int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double *sum,
                            struct dt_error *err)
 {
     const struct dt_plan *plan = ex->plan;
-    const struct dt_model *m = plan->model;
     const float *p = dtk_net_params(ex->net);
     /* replica 0 of every stage contributes its layers: sums first, then the vector */
     bool mine = ex->rp->dp_index == 0;
@@ -820,37 +829,32 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
     MPI_Allreduce(local, tot, 2, MPI_DOUBLE, MPI_SUM, ex->comm);
     *l2 = sqrt(tot[0]);
     *sum = tot[1];
-    if (!full && ex->rank == 0)
-        return DT_OK;
-    int rc = DT_OK;
-    for (int r = 0; r < ex->size; r++) {
+    /* rank 0 receives into one buffer of the largest contribution; every rank learns whether
+     * it could before anything is sent */
+    long largest = 0;
+    for (int r = 1; r < ex->size; r++)
+        if (plan->ranks[r].dp_index == 0 && plan->ranks[r].n_params > largest)
+            largest = plan->ranks[r].n_params;
+    float *buf = ex->rank == 0 && full ? malloc((size_t)(largest + 1) * sizeof *buf) : NULL;
+    int ok = largest <= INT_MAX && (ex->rank != 0 || (full && buf));
+    MPI_Bcast(&ok, 1, MPI_INT, 0, ex->comm);
+    if (!ok) {
+        free(buf);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "cannot gather the parameters");
+    }
+    if (ex->rank == 0)
+        unpack(full, p, plan->views[ex->rp->view], plan->model);
+    for (int r = 1; r < ex->size; r++) {
         const struct dt_rank_plan *rp = &plan->ranks[r];
-        if (rp->dp_index != 0 || rp->n_params > INT_MAX) {
-            if (rp->n_params > INT_MAX)
-                rc = DT_EINPUT;
+        if (rp->dp_index != 0)
             continue;
-        }
-        const struct dt_layer_view *v = plan->views[rp->view];
-        if (r == 0 && ex->rank == 0) {
-            for (int l = 0; l < m->n_layers && full; l++)
-                if (v[l].runs)
-                    memcpy(full + m->layers[l].param_offset, p + v[l].param_offset,
-                           (size_t)m->layers[l].params * sizeof *p);
-            continue;
-        }
         if (ex->rank == r)
             MPI_Send(p, (int)rp->n_params, MPI_FLOAT, 0, 0, ex->comm);
-        if (ex->rank != 0 || r == 0)
+        if (ex->rank != 0)
             continue;
-        float *buf = malloc((size_t)(rp->n_params + 1) * sizeof *buf);
-        MPI_Recv(buf ? buf : full, buf ? (int)rp->n_params : 0, MPI_FLOAT, r, 0, ex->comm,
-                 MPI_STATUS_IGNORE);
-        for (int l = 0; l < m->n_layers && buf && full; l++)
-            if (v[l].runs)
-                memcpy(full + m->layers[l].param_offset, buf + v[l].param_offset,
-                       (size_t)m->layers[l].params * sizeof *buf);
-        rc = buf ? rc : DT_ENOMEM;
-        free(buf);
+        MPI_Recv(buf, (int)rp->n_params, MPI_FLOAT, r, 0, ex->comm, MPI_STATUS_IGNORE);
+        unpack(full, buf, plan->views[rp->view], plan->model);
     }
-    return rc ? dt_fail(err, rc, NULL, 0, 0, "cannot gather the parameters") : DT_OK;
+    free(buf);
+    return DT_OK;
 }

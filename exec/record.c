@@ -181,13 +181,6 @@ int dtx_record_append(const char *path, const struct dtx_record *r, struct dt_er
     return DT_OK;
 }
 
-static const char *kind_name(enum dt_op_kind k)
-{
-    static const char *const n[] = {"compute", "send", "recv", "coll", "wait",
-                                    "load",    "zero", "loss", "update", "copy"};
-    return (unsigned)k < sizeof n / sizeof *n ? n[k] : "?";
-}
-
 static double op_bytes(const struct dt_op *op)
 {
     switch (op->kind) {
@@ -219,7 +212,7 @@ int dtx_write_ops_csv(const char *path, const struct dt_plan *plan,
                 const struct dtx_op_time *t = &tm->t[r][(long)k * tm->n_ops[r] + i];
                 bool compute = op->kind == DT_OP_COMPUTE;
                 fprintf(f, "%d,%d,%ld,%d,%s,\"%s\",%d,%s,%s,%s,%d,%.9f,%.9f,%.9f,%.0f,%.0f,%.0f\n",
-                        r, tm->epoch_of[k], tm->iter_index[k], i, kind_name(op->kind),
+                        r, tm->epoch_of[k], tm->iter_index[k], i, dt_op_kind_name(op->kind),
                         dt_op_name(plan, op, buf, sizeof buf), compute ? op->layer : -1,
                         compute ? dt_phase_name(op->phase) : "",
                         op->kind == DT_OP_COLL ? dt_coll_kind_name(op->coll) : "",

@@ -27,6 +27,18 @@ static const struct option longopts[F_COUNT + 1] = {
 
 const struct option *dt_parallel_longopts(void) { return longopts; }
 
+int dt_parallel_merge_longopts(const struct option *own, int n_own, struct option *out,
+                               int cap)
+{
+    if (n_own + F_COUNT + 1 > cap)
+        return -1;
+    for (int i = 0; i < n_own; i++)
+        out[i] = own[i];
+    for (int f = 0; f <= F_COUNT; f++) /* the terminating zero entry too */
+        out[n_own + f] = longopts[f];
+    return n_own + F_COUNT;
+}
+
 void dt_parallel_usage(FILE *out)
 {
     fprintf(out,

@@ -33,6 +33,8 @@ struct pipe {
     int S, V, D, M, C;
     int *chunk_of;        /* per layer */
     int *owner;           /* per layer: the layer whose storage it is (through flatten views) */
+    int *reader;          /* stage x layer: the lowest chunk of the stage that reads the layer
+                             while it runs on another stage, or -1 (first_readers) */
     int first_train;
 };
 
@@ -121,18 +123,33 @@ static bool chunk_reads(const struct pipe *p, int c, int o)
     return false;
 }
 
-/* The lowest chunk of stage s that reads o while o runs on another stage; -1 if none. */
-static int first_reader(const struct pipe *p, int s, int o)
+/* For every stage and storage owner o running on another stage, the lowest chunk of the
+ * stage that reads o; computed once, the emitters ask for it on every schedule unit. */
+static int first_readers(struct pipe *p)
 {
-    if (stage_of_chunk(p, p->chunk_of[o]) == s)
+    int n = p->m->n_layers;
+    p->reader = malloc((size_t)p->S * (size_t)n * sizeof *p->reader);
+    if (!p->reader)
         return -1;
-    for (int c = s; c < p->C; c += p->S)
-        if (chunk_reads(p, c, o))
-            return c;
-    return -1;
+    for (int s = 0; s < p->S; s++)
+        for (int o = 0; o < n; o++) {
+            int *r = &p->reader[s * n + o];
+            *r = -1;
+            if (p->owner[o] != o || stage_of_chunk(p, p->chunk_of[o]) == s)
+                continue;
+            for (int c = s; c < p->C && *r < 0; c += p->S)
+                if (chunk_reads(p, c, o))
+                    *r = c;
+        }
+    return 0;
 }
 
-/* Stages other than o's that read o, as a bit per stage in `readers` (S <= 256 entries). */
+static int first_reader(const struct pipe *p, int s, int o)
+{
+    return p->reader[s * p->m->n_layers + o];
+}
+
+/* The stages other than o's that read o, into stages (S <= 256 entries); how many. */
 static int reader_stages(const struct pipe *p, int o, int *stages)
 {
     int n = 0;
@@ -236,7 +253,7 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
         rc = push(plan, e, dtc_load(plan, e->rank, i, slot, row0, rows));
     }
     for (int o = 0; o < m->n_layers && !rc; o++)
-        if (p->owner[o] == o && first_reader(p, e->stage, o) == c)
+        if (first_reader(p, e->stage, o) == c)
             rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
                       tag_of(p, o, 0, i), act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows),
                       false);
@@ -245,7 +262,7 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
     if (!rc && c == p->C - 1)
         rc = push(plan, e, dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch));
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
-        int st[DT_MAX_STAGES], n = p->owner[o] == o ? reader_stages(p, o, st) : 0;
+        int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
         if (n && !e->eval && dt_layer_needs_dact(m, o))
             rc = push(plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
                                               .region = act_region(p, DT_BUF_DACT, o, slot, rows,
@@ -267,7 +284,7 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
     const struct dt_rank_plan *rp = &plan->ranks[e->rank];
     int slot = e->slot_of[i], rc = 0;
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
-        int st[DT_MAX_STAGES], n = p->owner[o] == o ? reader_stages(p, o, st) : 0;
+        int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
         for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
             rc = wait_recv(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i));
     }
@@ -275,7 +292,7 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
         if (l >= p->first_train)
             rc = push(plan, e, dtc_compute(DT_PH_BACKWARD, l, i, slot, rows));
     for (int o = 0; o < m->n_layers && !rc; o++)
-        if (p->owner[o] == o && first_reader(p, e->stage, o) == c && dt_layer_needs_dact(m, o))
+        if (first_reader(p, e->stage, o) == c && dt_layer_needs_dact(m, o))
             rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
                       tag_of(p, o, 1, i), act_region(p, DT_BUF_DACT, o, slot, rows,
                                                      rp->slot_rows), slot);
@@ -347,7 +364,7 @@ static int stage_view(struct pipe *p, int s, long *n_params)
             for (int j = m->layers[l].in[k]; j >= 0; j = p->owner[j] == j ? -1 : m->layers[j].in[0])
                 lv[j].holds = true;
         int st[DT_MAX_STAGES];
-        lv[l].dact_received = p->owner[l] == l && reader_stages(p, l, st) > 0;
+        lv[l].dact_received = reader_stages(p, l, st) > 0;
     }
     *n_params = off;
     return v;
@@ -536,6 +553,8 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         if (L->params > 0 && l < p.first_train)
             p.first_train = l;
     }
+    if (!rc && first_readers(&p))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && replica_groups(&p, group_of_stage))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int s = 0; s < p.S && !rc; s++) {
@@ -564,6 +583,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
                      "posted before its wait");
     free(p.chunk_of);
     free(p.owner);
+    free(p.reader);
     free(group_of_stage);
     free(handles);
     free(w);

@@ -24,6 +24,14 @@ const char *dt_buf_name(enum dt_buf b)
     return b < DT_BUF_COUNT ? n[b] : "?";
 }
 
+const char *dt_op_kind_name(enum dt_op_kind k)
+{
+    static const char *const n[] = {"compute", "send", "recv", "coll", "wait",
+                                    "load",    "zero", "loss", "update", "copy"};
+    _Static_assert(sizeof n / sizeof n[0] == DT_OP_COPY + 1, "a name for every op kind");
+    return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
 const char *dt_coll_kind_name(enum dt_coll_kind k)
 {
     static const char *const n[] = {"allreduce", "reduce", "bcast", "reduce-scatter",
@@ -98,7 +106,7 @@ int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt
     return DT_OK;
 }
 
-static int add_view(struct dt_plan *plan)
+int dt_plan_add_view(struct dt_plan *plan)
 {
     int n = plan->model ? plan->model->n_layers : 0;
     struct dt_layer_view **v = realloc(plan->views, (size_t)(plan->n_views + 1) * sizeof *v);
@@ -125,7 +133,7 @@ int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
     plan->dp = n_ranks;
     plan->lr_scale = 1;
     plan->ranks = calloc((size_t)(n_ranks > 0 ? n_ranks : 1), sizeof *plan->ranks);
-    if (!plan->ranks || add_view(plan) < 0) {
+    if (!plan->ranks || dt_plan_add_view(plan) < 0) {
         dt_plan_destroy(plan);
         return DT_ENOMEM;
     }
@@ -145,11 +153,6 @@ int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
     }
     *out = plan;
     return DT_OK;
-}
-
-int dt_plan_add_view(struct dt_plan *plan)
-{
-    return add_view(plan);
 }
 
 void dt_plan_destroy(struct dt_plan *plan)

@@ -181,12 +181,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
-    int n_opts = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        longopts[n_opts++] = own[i];
-    for (int i = 0; par[i].name; i++)
-        longopts[n_opts++] = par[i];
-    longopts[n_opts] = (struct option){NULL, 0, NULL, 0};
+    if (dt_parallel_merge_longopts(own, (int)(sizeof own / sizeof own[0]), longopts, 64) < 0)
+        return bad_flag("--help", "%s", "internal: too many options");
     long v;
     struct dt_error perr;
     int c;

@@ -16,7 +16,7 @@ TESTS += tests/test_dtsim_cli.sh
 EXTRA_DIST += tests/test_dtsim_cli.sh
 
 # Benchmark: the seed 002 grid x all strategies (target: under 1 s).
-EXTRA_DIST += sim/bench_grid.sh
+EXTRA_DIST += sim/bench_grid.sh sim/bench_1k.sh
 BENCH_TARGETS += bench-dtsim-grid
 DP_STRATEGIES = sequential,reduce-bcast-linear,reduce-bcast,ring,recursive-doubling,rabenseifner,hierarchical,mpi-allreduce,ps-central,ps-sharded
 bench-dtsim-grid: dtsim$(EXEEXT)
@@ -24,3 +24,8 @@ bench-dtsim-grid: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_grid.sh ./dtsim$(EXEEXT) \
 	  $(DP_STRATEGIES)
 .PHONY: bench-dtsim-grid
+# Benchmark: one ring iteration on 1,024 ranks, end to end (DTSIM_BEFORE=old/dtsim: alternately).
+BENCH_TARGETS += bench-dtsim-1k
+bench-dtsim-1k: dtsim$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_1k.sh ./dtsim$(EXEEXT) $(DTSIM_BEFORE)
+.PHONY: bench-dtsim-1k

@@ -15,13 +15,6 @@
 #include "fit.h"
 #include "predict.h"
 
-/* dtexec's names of op kinds in the trace's kind column (exec/record.c), in enum dt_op_kind
- * order. */
-static const char *const kind_names[] = {"compute", "send", "recv", "coll", "wait",
-                                         "load",    "zero", "loss", "update", "copy"};
-_Static_assert(sizeof kind_names / sizeof kind_names[0] == DT_OP_COPY + 1,
-               "a name for every op kind");
-
 struct samples {
     int n, cap;
     double *v;
@@ -133,10 +126,10 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
             break;
         }
         int kind = rp->ops[op].kind;
-        if (strcmp(fl[c_kind], kind_names[kind]) != 0) {
+        if (strcmp(fl[c_kind], dt_op_kind_name(kind)) != 0) {
             rc = dt_fail(err, DT_EINPUT, path, lineno, cols[c_kind],
                          "op %ld of rank %ld is a %s op in the run's plan, the trace says '%s': "
-                         "the trace is of another run", op, rank, kind_names[kind], fl[c_kind]);
+                         "the trace is of another run", op, rank, dt_op_kind_name(kind), fl[c_kind]);
             break;
         }
         char buf[160];
@@ -299,7 +292,7 @@ int dtv_ops_compare(const struct dtv_run *run, const char *path,
         med[i] = median(&per_rank[0][i]);
         char nbuf[128];
         double flops = 0, bytes = 0, pred = NAN;
-        const char *cname = kind_names[op->kind];
+        const char *cname = dt_op_kind_name(op->kind);
         if (is_local(op))
             pred = dt_cost_op(&cp, dev, run->model, op);
         if (has_class(op)) {

@@ -257,6 +257,9 @@ const char *dt_strategy_description(enum dt_strategy s);
 /* Parses a strategy name ("ring", "gpipe", ...); -1 if unknown. */
 int dt_strategy_parse(const char *name);
 const char *dt_coll_kind_name(enum dt_coll_kind k);
+/* "compute", "send", "recv", "coll", "wait", "load", "zero", "loss", "update", "copy": the
+ * kind column of dtexec's per-op CSV, which dtvalidate reads back. */
+const char *dt_op_kind_name(enum dt_op_kind k);
 const char *dt_coll_alg_name(enum dt_coll_alg a);
 const char *dt_phase_name(enum dt_phase p);
 const char *dt_optimizer_name(enum dt_optimizer o);
@@ -280,6 +283,10 @@ int dt_parallel_set_pairs(struct dt_plan_options *o, const char *text, int *at,
  * has_arg = required_argument and val = 0x400 + index. */
 struct option;
 const struct option *dt_parallel_longopts(void);
+/* A program's own long options followed by the parallel config's, terminated, into out (cap
+ * entries); returns how many, or -1 when they do not fit. */
+int dt_parallel_merge_longopts(const struct option *own, int n_own, struct option *out,
+                               int cap);
 /* One line per parallel-config flag for --help. */
 void dt_parallel_usage(FILE *out);
 /* Writes "key=value" pairs of the config that differ from the defaults, e.g.
