@@ -776,7 +776,9 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
 
     /* data: the stages of one pipeline read the same shard, that of their replica */
     const struct dt_model *m = R->model;
-    struct dtx_data_shape want = {.input = m->input, .classes = m->classes,
+    /* a sigmoid output learns each of its outputs as a yes/no label (binary cross-entropy) */
+    bool yes_no = m->layers[m->n_layers - 1].kind == DT_L_SIGMOID;
+    struct dtx_data_shape want = {.input = m->input, .classes = yes_no ? 2 : m->classes,
                                   .vocab = m->input_is_tokens ? m->vocab : 0};
     want.label_rows = (int)dtk_net_labels_per_sample(R->net);
     const int shard = rp->dp_index, shards_n = rp->dp_count;

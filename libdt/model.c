@@ -466,6 +466,29 @@ static int check_classes(struct loader *L, const struct dt_ynode *classes_node)
                     buf);
 }
 
+/* Layer sequences that train nothing sensible but would otherwise run: a softmax of a
+ * softmax (gradients flattened to near zero) and a dropout after the output (the loss would
+ * see randomly zeroed probabilities). */
+static int check_output_head(struct loader *L)
+{
+    const struct dt_model *m = L->m;
+    for (int i = 0; i < m->n_layers; i++) {
+        const struct dt_layer *l = &m->layers[i];
+        int j = l->n_in == 1 ? l->in[0] : -1;
+        if (l->kind == DT_L_SOFTMAX && j >= 0 && m->layers[j].kind == DT_L_SOFTMAX)
+            return dt_fail(L->err, DT_EINPUT, dt_ydoc_name(L->doc), l->line, l->col,
+                           "layer '%s' is a softmax of softmax '%s': one softmax is enough",
+                           l->name, m->layers[j].name);
+    }
+    const struct dt_layer *last = &m->layers[m->n_layers - 1];
+    if (last->kind == DT_L_DROPOUT)
+        return dt_fail(L->err, DT_EINPUT, dt_ydoc_name(L->doc), last->line, last->col,
+                       "dropout '%s' is the last layer: it would drop the outputs the loss "
+                       "reads (put dropout before the output layer)",
+                       last->name);
+    return DT_OK;
+}
+
 static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_error *err)
 {
     const struct dt_ynode *root = dt_ydoc_root(doc);
@@ -485,6 +508,10 @@ static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_err
     if ((rc = read_input(&L, input)) ||
         (rc = dt_yget_long(doc, root, "classes", true, 1, DT_MODEL_MAX_UNITS, &m->classes, err)))
         return rc;
+    if (m->classes < 2)
+        return dt_yfail(doc, dt_ymap_get(root, "classes"), err,
+                        "classes is 1: one class leaves nothing to learn (a yes/no output is "
+                        "classes: 2 with one sigmoid unit)");
     const struct dt_ynode *layers = dt_ymap_get(root, "layers");
     if (!layers)
         return dt_yfail(doc, root, err, "missing required key 'layers'");
@@ -506,6 +533,8 @@ static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_err
     free(L.names.slots);
     if (rc == DT_OK)
         rc = finish(&L);
+    if (rc == DT_OK)
+        rc = check_output_head(&L);
     if (rc == DT_OK)
         rc = check_classes(&L, dt_ymap_get(root, "classes"));
     return rc;

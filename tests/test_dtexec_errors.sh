@@ -142,6 +142,22 @@ expect "label out of range" "$tmp/label/train-labels-idx1-ubyte" 2 --model "$mod
 
 expect "missing data dir" "$tmp/none" 2 --model "$model" --data "$tmp/none"
 
+# A multi-label sigmoid output trains on synthetic data (each output a yes/no label): it used
+# to die mid-run with MPI_Abort on a label out of [0, 2).
+cat >"$tmp/multilabel.yaml" <<'EOF2'
+name: multilabel
+source: test
+input: {shape: [8]}
+classes: 4
+layers:
+  - {kind: dense, units: 16, activation: relu}
+  - {kind: dense, units: 4, activation: sigmoid}
+EOF2
+if timeout 60 $MPIEXEC -n 2 "$dtexec" -m "$tmp/multilabel.yaml" --synthetic 512 -e 1 -q \
+     >"$tmp/out" 2>"$tmp/err"
+then ok "multi-label sigmoid on --synthetic"
+else bad "multi-label sigmoid on --synthetic: $(cat "$tmp/err")"; fi
+
 # --help and --version succeed on every rank.
 if timeout 60 $MPIEXEC -n 2 "$dtexec" --help | grep -q -- '--strategy' &&
    timeout 60 $MPIEXEC -n 2 "$dtexec" --version | grep -q dtexec

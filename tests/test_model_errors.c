@@ -170,6 +170,35 @@ static void test_zero_classes(void **state)
                  4, 10, "out of range");
 }
 
+/* Ensure that one class, which leaves nothing to learn, is refused at the classes value. */
+static void test_one_class(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {shape: [4]}\nclasses: 1\nlayers:\n"
+                 "  - {kind: dense, units: 1, activation: softmax}\n",
+                 4, 10, "classes is 1");
+}
+
+/* Ensure that a softmax layer reading a dense layer's softmax activation is refused at the
+ * second softmax. */
+static void test_softmax_of_softmax(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {shape: [4]}\nclasses: 4\nlayers:\n"
+                 "  - {kind: dense, units: 4, activation: softmax}\n  - {kind: softmax}\n",
+                 7, 5, "softmax of softmax");
+}
+
+/* Ensure that a dropout after the output layer is refused at the dropout. */
+static void test_dropout_after_output(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {shape: [4]}\nclasses: 4\nlayers:\n"
+                 "  - {kind: dense, units: 4, activation: softmax}\n"
+                 "  - {kind: dropout, rate: 0.5}\n",
+                 7, 5, "is the last layer");
+}
+
 /* Ensure that a list where a string belongs is a type error. */
 static void test_description_not_string(void **state)
 {
@@ -702,6 +731,9 @@ int main(void)
         cmocka_unit_test(test_missing_input),
         cmocka_unit_test(test_wrong_type),
         cmocka_unit_test(test_zero_classes),
+        cmocka_unit_test(test_one_class),
+        cmocka_unit_test(test_softmax_of_softmax),
+        cmocka_unit_test(test_dropout_after_output),
         cmocka_unit_test(test_description_not_string),
         cmocka_unit_test(test_negative_tokens),
         cmocka_unit_test(test_shape_and_tokens),
