@@ -440,6 +440,33 @@ static int derive_topology(const struct world *w, struct dt_topology **out, stru
     return dt_topology_load_string("mpi-layout", text, out, err);
 }
 
+/* dtexec executes on this machine's CPU cores: a topology of GPUs would have the record
+ * claim a run on devices it never touched (the CPU topologies of an emulated cluster are
+ * fine: their ranks are CPU processes, as here). */
+static int refuse_gpu_topology(const struct dt_topology *t, struct dt_error *err)
+{
+    for (int g = 0; g < t->n_groups; g++)
+        if (t->groups[g].device.kind == DT_DEV_GPU)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                           "--topology %s: its nodes have GPUs (%s) but dtexec runs on this "
+                           "machine's CPUs; give a topology of CPU nodes (such as "
+                           "topologies/localhost.yaml) or none (derived from the MPI layout)",
+                           t->path, t->groups[g].device.name);
+    return DT_OK;
+}
+
+/* The CPU this process runs on, for the record (whatever topology the plan was built for). */
+static void detected_cpu(char *name, size_t len)
+{
+    struct dt_topology *det = NULL;
+    struct dt_error err;
+    dt_error_clear(&err);
+    snprintf(name, len, "unknown");
+    if (dt_topology_detect(&det, &err) == DT_OK && det->groups[0].device.name[0])
+        snprintf(name, len, "%s", det->groups[0].device.name);
+    dt_topology_destroy(det);
+}
+
 /* ---- BLAS threads ---- */
 
 static int blas_threads(const struct world *w, int requested)
@@ -720,6 +747,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if (o->topology) {
         dt_find_data_file("topologies", o->topology, R->topo_path, sizeof R->topo_path);
         rc = dt_topology_load(R->topo_path, &R->topo, err);
+        if (!rc)
+            rc = refuse_gpu_topology(R->topo, err);
     } else {
         rc = derive_topology(w, &R->topo, err);
     }
@@ -1070,6 +1099,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         MPI_Get_library_version(mpi, &mlen);
         mpi_summary(mpi);
         char *cmd = join_args(argc, argv);
+        char cpu[96];
+        detected_cpu(cpu, sizeof cpu);
         /* absolute paths, so that the record can be read from anywhere */
         char model_abs[PATH_MAX], topo_abs[PATH_MAX];
         if (!realpath(R->model_path, model_abs))
@@ -1104,6 +1135,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .max_iters = o->max_iters,
             .iters_per_epoch = iters,
             .host = host,
+            .cpu = cpu,
             .mpi_library = mpi,
             .git_revision = GIT_REVISION,
             .version = PACKAGE_VERSION,

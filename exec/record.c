@@ -139,6 +139,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_close(&w);
     j_open(&w, "environment");
     j_str(&w, "host", r->host);
+    j_str(&w, "cpu", r->cpu ? r->cpu : "");
     j_str(&w, "mpi_library", r->mpi_library);
     j_str(&w, "git_revision", r->git_revision);
     j_int(&w, "blas_threads", r->blas_threads);

@@ -39,6 +39,7 @@ struct dtx_record {
     long iters_per_epoch;
     /* environment */
     const char *host;
+    const char *cpu;       /* the CPU the run executed on, as detected (not the topology's) */
     const char *mpi_library;
     const char *git_revision;
     const char *version;

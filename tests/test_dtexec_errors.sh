@@ -142,6 +142,10 @@ expect "label out of range" "$tmp/label/train-labels-idx1-ubyte" 2 --model "$mod
 
 expect "missing data dir" "$tmp/none" 2 --model "$model" --data "$tmp/none"
 
+# A topology of GPU nodes for a run on this machine's CPUs: the record would claim H100s.
+expect "GPU topology for a CPU run" "its nodes have GPUs" 2 --model "$model" --synthetic 64 \
+  --topology "$top_srcdir/topologies/dgx-h100.yaml"
+
 # A multi-label sigmoid output trains on synthetic data (each output a yes/no label): it used
 # to die mid-run with MPI_Abort on a label out of [0, 2).
 cat >"$tmp/multilabel.yaml" <<'EOF2'
