@@ -738,15 +738,18 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     int rc;
 
     /* model */
-    dt_find_data_file("models", o->model, R->model_path, sizeof R->model_path);
-    rc = dt_model_load(R->model_path, &R->model, err);
+    rc = dt_locate_data("--model", "models", o->model, R->model_path, sizeof R->model_path, err);
+    if (!rc)
+        rc = dt_model_load(R->model_path, &R->model, err);
     if ((rc = agree(w, rc, err)))
         return rc;
 
     /* topology */
     if (o->topology) {
-        dt_find_data_file("topologies", o->topology, R->topo_path, sizeof R->topo_path);
-        rc = dt_topology_load(R->topo_path, &R->topo, err);
+        rc = dt_locate_data("--topology", "topologies", o->topology, R->topo_path,
+                            sizeof R->topo_path, err);
+        if (!rc)
+            rc = dt_topology_load(R->topo_path, &R->topo, err);
         if (!rc)
             rc = refuse_gpu_topology(R->topo, err);
     } else {

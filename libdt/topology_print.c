@@ -99,3 +99,21 @@ void dt_topology_print(const struct dt_topology *topo, FILE *out)
     else
         fprintf(out, "  network: none (one node)\n");
 }
+
+void dt_topology_print_shape(const struct dt_topology *topo, FILE *out)
+{
+    const struct dt_node_group *first = &topo->groups[0];
+    bool same_ppn = true, same_kind = true;
+    for (int g = 1; g < topo->n_groups; g++) {
+        same_ppn &= topo->groups[g].devices == first->devices;
+        same_kind &= topo->groups[g].device.kind == first->device.kind;
+    }
+    const char *kind = first->device.kind == DT_DEV_GPU ? "gpu" : "cpu";
+    fprintf(out, "name=%s\nnodes=%d\nranks=%d\n", topo->name, topo->n_nodes, topo->n_ranks);
+    if (same_ppn)
+        fprintf(out, "ranks_per_node=%d\n", first->devices);
+    else
+        fprintf(out, "ranks_per_node=mixed\n");
+    fprintf(out, "device_kind=%s\ncores_per_rank=%d\ngroups=%d\n", same_kind ? kind : "mixed",
+            first->device.kind == DT_DEV_GPU ? 0 : first->device.cores, topo->n_groups);
+}

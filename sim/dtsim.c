@@ -46,7 +46,7 @@ struct options {
     int epochs;
     long dataset_size;
     enum format format;
-    bool summary, dump_plan, detect;
+    bool summary, dump_plan, detect, topology_info;
     FILE *out;                    /* where the table, --summary and --dump-plan go */
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
     int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
@@ -81,6 +81,7 @@ static void usage(FILE *out)
         "      --detect             use this machine as the topology (hwloc)\n"
         "  -m, --model FILE         network description (default: %s)\n"
         "      --summary            print the model's layer table and exit\n"
+        "      --topology-info      print the topology's job shape (key=value lines) and exit\n"
         "  -s, --strategy LIST      comma-separated strategies (default: all that fit)\n"
         "  -e, --epochs N           epochs (default 1)\n"
         "      --dataset-size N     training samples per epoch (default 60000)\n"
@@ -177,7 +178,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"sweep", required_argument, NULL, 'w'},    {"summary", no_argument, NULL, 'y'},
         {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
-        {"calibration", required_argument, NULL, 'C'}};
+        {"calibration", required_argument, NULL, 'C'},
+        {"topology-info", no_argument, NULL, 'I'}};
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
@@ -244,6 +246,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'y': o->summary = true; break;
         case 'P': o->dump_plan = true; break;
         case 'd': o->detect = true; break;
+        case 'I': o->topology_info = true; break;
         case 'C': calibration_path = optarg; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("dtsim %s\n", PACKAGE_VERSION); exit(0);
@@ -273,9 +276,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     }
     if (o->detect && o->topology)
         return bad_flag("--detect", "%s", "describes this machine: give it or --topology, not both");
-    if ((o->dump_plan || o->summary) && o->format != FMT_TABLE)
-        return bad_flag(o->dump_plan ? "--dump-plan" : "--summary", "%s",
-                        "prints text only: drop --format");
+    if ((o->dump_plan || o->summary || o->topology_info) && o->format != FMT_TABLE)
+        return bad_flag(o->dump_plan ? "--dump-plan" : o->summary ? "--summary" : "--topology-info",
+                        "%s", "prints text only: drop --format");
+    if (o->topology_info && (o->summary || o->dump_plan))
+        return bad_flag("--topology-info", "%s", "give one of --topology-info, --summary and --dump-plan");
     return 0;
 }
 
@@ -285,8 +290,10 @@ static int load_inputs(const struct options *o, struct dt_model **model,
     struct dt_error err;
     char path[1024];
     dt_error_clear(&err);
-    dt_find_data_file("models", o->model, path, sizeof path);
-    if (dt_model_load(path, model, &err)) {
+    /* --topology-info needs no model */
+    if (!o->topology_info && (dt_locate_data("--model", "models", o->model, path, sizeof path,
+                                             &err) ||
+                              dt_model_load(path, model, &err))) {
         dt_error_print(prog, &err);
         return 2;
     }
@@ -304,8 +311,8 @@ static int load_inputs(const struct options *o, struct dt_model **model,
                 prog);
         return 2;
     }
-    dt_find_data_file("topologies", o->topology, path, sizeof path);
-    if (dt_topology_load(path, topo, &err)) {
+    if (dt_locate_data("--topology", "topologies", o->topology, path, sizeof path, &err) ||
+        dt_topology_load(path, topo, &err)) {
         dt_error_print(prog, &err);
         return 2;
     }
@@ -693,6 +700,10 @@ int main(int argc, char **argv)
     o.out = out;
     if (o.summary) {
         dt_model_print_summary(model, out);
+        goto done;
+    }
+    if (o.topology_info) {
+        dt_topology_print_shape(topo, out);
         goto done;
     }
     if (o.trace) {

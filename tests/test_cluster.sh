@@ -114,6 +114,16 @@ grep -q '^#SBATCH --nodes=2$' "$tmp/job" && grep -q '^#SBATCH --ntasks-per-node=
   grep -q '^srun .*DTEXEC" --topology 2n4p.yaml' "$tmp/job" && ok "sbatch 2n4p" ||
   bad "sbatch: $(cat "$tmp/job")"
 
+# sbatch reads the topology with the project's loader: count 0 is dtsim's file:line:column
+# error (the old parser wrote --nodes=0), and GPU nodes are refused (dtexec runs on CPUs).
+sed 's/count: 2 /count: 0 /' "$top_srcdir/topologies/2n4p.yaml" >"$tmp/zero.yaml"
+bash "$dtc" sbatch "$tmp/zero.yaml" >"$tmp/job" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "zero.yaml:[0-9]*:[0-9]*: count: 0" "$tmp/job" && ok "sbatch count 0" ||
+  bad "sbatch count 0 (exit $rc): $(cat "$tmp/job")"
+bash "$dtc" sbatch "$top_srcdir/topologies/dgx-h100.yaml" >"$tmp/job" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "GPUs" "$tmp/job" && ok "sbatch GPU topology refused" ||
+  bad "sbatch GPU topology (exit $rc): $(cat "$tmp/job")"
+
 # down removes every namespace and file, and a second down is fine.
 bash "$dtc" down && bash "$dtc" down
 left=$(ip netns list | grep "^$DTC_PREFIX-")

@@ -134,5 +134,30 @@ if [ -w /dev/full ]; then
   else bad "stdout to /dev/full: exit $rc, $(cat "$tmp/full.err")"; fi
 fi
 
+# From any directory: the build-tree program finds the default model and topology names in
+# its source tree; a name found nowhere says where it looked, under the flag's name.
+if (cd "$tmp" && "$dtsim" -t 2n4p -s ring >"$tmp/anydir" 2>&1) && grep -q "cnn690k" "$tmp/anydir"
+then ok "runs from another directory"
+else bad "from another directory: $(cat "$tmp/anydir")"; fi
+expect_error "model not found" "--model no-such-model: not found (looked for" -t 2n4p -m no-such-model
+expect_error "topology path not found" "--topology $tmp/none.yaml: no such file" -t "$tmp/none.yaml"
+if DTSIM_DATADIR="$tmp/data" "$dtsim" -t 2n4p -m nothing-here >/dev/null 2>"$tmp/err"; then
+  bad "DTSIM_DATADIR: a missing model ran"
+elif grep -q "$tmp/data/models/nothing-here" "$tmp/err"; then ok "DTSIM_DATADIR searched"
+else bad "DTSIM_DATADIR not in the message: $(cat "$tmp/err")"; fi
+mkdir -p "$tmp/data/models"
+cp models/mlp-fmnist.yaml "$tmp/data/models/private-net.yaml"
+if (cd / && DTSIM_DATADIR="$tmp/data" "$dtsim" -t 2n4p -m private-net -s ring >"$tmp/out" 2>&1)
+then ok "a model from DTSIM_DATADIR"
+else bad "DTSIM_DATADIR model: $(cat "$tmp/out")"; fi
+
+# --topology-info: the job shape, as scripts read it, without a model
+if "$dtsim" -t 2n4p -m no-such-model --topology-info >"$tmp/info" 2>&1 &&
+   grep -qx "nodes=2" "$tmp/info" && grep -qx "ranks_per_node=4" "$tmp/info" &&
+   grep -qx "device_kind=cpu" "$tmp/info"
+then ok "--topology-info"
+else bad "--topology-info: $(cat "$tmp/info")"; fi
+expect_error "--topology-info with --format" "--topology-info" -t 2n4p --topology-info -f csv
+
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -121,6 +121,10 @@ int dt_topology_reshape(const struct dt_topology *topo, int nodes, int ppn,
                         struct dt_topology **out, struct dt_error *err);
 
 void dt_topology_print(const struct dt_topology *topo, FILE *out);
+/* The job shape as key=value lines for scripts (dtcluster sbatch): name, nodes, ranks,
+ * ranks_per_node and device_kind ("mixed" when the node groups differ), cores_per_rank (the
+ * first group's; 0 for GPUs), groups. */
+void dt_topology_print_shape(const struct dt_topology *topo, FILE *out);
 
 /* A one-node topology of this machine: one device (rank) per core, core count and memory from
  * hwloc when built with it, else from sysconf; FLOP rates from the clock and vector flags in
