@@ -705,7 +705,7 @@ int dtx_sampler_init(struct dtx_sampler *s, const struct dtx_data *data, bool wh
         s->global_batch += local_batches[r];
     }
     if (whole) {
-        s->iters = data->total / s->global_batch;
+        s->iters = dt_epoch_iterations(data->total, s->global_batch);
         s->n_order = data->total;
     } else {
         s->iters = -1;

@@ -7,6 +7,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/units.c \
 	libdt/topology.c \
 	libdt/topology_print.c \
+	libdt/table.c \
 	libdt/topology_detect.c \
 	libdt/model.c \
 	libdt/model_layers.c \

@@ -288,3 +288,8 @@ int dt_parallel_set_pairs(struct dt_plan_options *o, const char *text, int *at,
             return rc;
     }
 }
+
+long dt_epoch_iterations(long samples, long global_batch)
+{
+    return global_batch > 0 && samples > 0 ? samples / global_batch : 0;
+}

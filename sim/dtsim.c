@@ -11,6 +11,7 @@
 #include "dt/calibration.h"
 #include "dt/costmodel.h"
 #include "dt/datafile.h"
+#include "dt/table.h"
 #include "dt/model.h"
 #include "dt/plan.h"
 #include "dt/topology.h"
@@ -26,6 +27,7 @@ struct row {
     int nodes, ppn, ranks;
     enum dt_strategy strategy;
     int global_batch;
+    long iters;                    /* per epoch */
     double iter_s, epoch_s, compute_s, comm_s, idle_s, samples_per_s;
     double epoch_lo_s, epoch_hi_s; /* --calibration: 95% prediction interval */
     double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
@@ -397,7 +399,8 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->ppn = topo->groups[0].devices;
     row->global_batch = plan->global_batch;
     row->iter_s = res.iter_s;
-    long iters = (o->dataset_size + plan->global_batch - 1) / plan->global_batch;
+    long iters = dt_epoch_iterations(o->dataset_size, plan->global_batch);
+    row->iters = iters;
     row->epoch_s = iters * res.iter_s;
     row->epoch_lo_s = iters * (calibration_path ? iter_lo : res.iter_s);
     row->epoch_hi_s = iters * (calibration_path ? iter_hi : res.iter_s);
@@ -477,57 +480,106 @@ static void stage_list(char *buf, size_t len, const double *v, int n, const char
         k += (size_t)snprintf(buf + k, len - k, "%s%.9g", s ? sep : "", v[s]);
 }
 
-static void print_table(FILE *out, const struct options *o, const struct dt_model *m,
-                        const struct dt_topology *t, const struct row *rows, int n)
+/* The ranked table: one section per topology shape, one row per strategy. */
+static void fill_ranking(struct dt_table *tb, const struct options *o, const struct row *rows,
+                         int n)
+{
+    const char *heads[] = {"rank", "strategy", "ranks", "epoch (s)", "run (h)", "iter (ms)",
+                           "compute (ms)", "comm (ms)", "idle (ms)", "samples/s", "mem (MiB)",
+                           "speedup", "eff (%)", "epoch 95% interval (s)"};
+    bool run_col = o->epochs > 1;
+    for (int c = 0, k = 0; c < 14; c++)
+        if ((c != 4 || run_col) && (c != 13 || calibration_path))
+            dt_table_column(tb, k++, heads[c], c < 2);
+    int shape_n = -1, shape_p = -1, rank = 0;
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (r->nodes != shape_n || r->ppn != shape_p) {
+            char line[96];
+            snprintf(line, sizeof line, "%d node%s x %d per node:", r->nodes,
+                     r->nodes > 1 ? "s" : "", r->ppn);
+            dt_table_section(tb, line);
+            shape_n = r->nodes;
+            shape_p = r->ppn;
+            rank = 0;
+        }
+        dt_table_cell(tb, "%d", ++rank);
+        dt_table_cell(tb, "%s", dt_strategy_name(r->strategy));
+        dt_table_cell(tb, "%d", r->ranks);
+        dt_table_cell(tb, "%.2f", r->epoch_s);
+        if (run_col)
+            dt_table_cell(tb, "%.2f", r->epoch_s * o->epochs / 3600);
+        dt_table_cell(tb, "%.3f", r->iter_s * 1e3);
+        dt_table_cell(tb, "%.3f", r->compute_s * 1e3);
+        dt_table_cell(tb, "%.3f", r->comm_s * 1e3);
+        dt_table_cell(tb, "%.3f", r->idle_s * 1e3);
+        dt_table_cell(tb, "%.0f", r->samples_per_s);
+        dt_table_cell(tb, "%.1f", r->mem_total / MIB);
+        dt_table_cell(tb, "%.2f", r->speedup);
+        dt_table_cell(tb, "%.1f", r->efficiency * 100);
+        if (calibration_path)
+            dt_table_cell(tb, "[%.2f, %.2f]", r->epoch_lo_s, r->epoch_hi_s);
+    }
+}
+
+static void fill_memory(struct dt_table *tb, const struct row *rows, int n)
+{
+    const char *heads[] = {"strategy", "ranks", "weights", "grads", "optimizer",
+                           "activations", "buffers", "total"};
+    for (int c = 0; c < 8; c++)
+        dt_table_column(tb, c, heads[c], c < 1);
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        dt_table_cell(tb, "%s", dt_strategy_name(r->strategy));
+        dt_table_cell(tb, "%d", r->ranks);
+        double v[] = {r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act, r->mem_comm,
+                      r->mem_total};
+        for (int k = 0; k < 6; k++)
+            dt_table_cell(tb, "%.1f", v[k] / MIB);
+    }
+}
+
+static int print_tables(FILE *out, const struct options *o, const struct row *rows, int n)
+{
+    struct dt_table *rank = dt_table_new(12 + (o->epochs > 1) + (calibration_path != NULL));
+    struct dt_table *mem = dt_table_new(8);
+    int rc = rank && mem ? 0 : -1;
+    if (!rc) {
+        fill_ranking(rank, o, rows, n);
+        fill_memory(mem, rows, n);
+        rc = dt_table_print(rank, out);
+        fprintf(out, "\nMemory of the largest rank (MiB):\n");
+        if (!rc)
+            rc = dt_table_print(mem, out);
+    }
+    dt_table_destroy(rank);
+    dt_table_destroy(mem);
+    return rc;
+}
+
+static int print_table(FILE *out, const struct options *o, const struct dt_model *m,
+                       const struct dt_topology *t, const struct row *rows, int n)
 {
     fprintf(out, "model %s (%ld parameters), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
             m->name, m->total_params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
             o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device (per pipeline replica for pipelines)" : "global", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
-    int shape_n = -1, shape_p = -1;
-    for (int i = 0; i < n; i++) {
-        const struct row *r = &rows[i];
-        if (r->nodes != shape_n || r->ppn != shape_p) {
-            fprintf(out, "\n%d node%s x %d per node:\n", r->nodes, r->nodes > 1 ? "s" : "",
-                    r->ppn);
-            fprintf(out, "%-4s %-20s %5s %11s %10s %12s %10s %9s %11s %9s %8s %7s%s\n", "rank",
-                    "strategy", "ranks", "epoch (s)", "iter (ms)", "compute (ms)", "comm (ms)",
-                    "idle (ms)", "samples/s", "mem (MiB)", "speedup", "eff (%)",
-                    calibration_path ? "   epoch 95% interval (s)" : "");
-            shape_n = r->nodes;
-            shape_p = r->ppn;
-        }
-        int rank = 1;
-        for (int j = i - 1; j >= 0 && rows[j].nodes == r->nodes && rows[j].ppn == r->ppn; j--)
-            rank++;
-        fprintf(out, "%-4d %-20s %5d %11.2f %10.3f %12.3f %10.3f %9.3f %11.0f %9.1f %8.2f %7.1f",
-                rank, dt_strategy_name(r->strategy), r->ranks, r->epoch_s * o->epochs,
-                r->iter_s * 1e3, r->compute_s * 1e3, r->comm_s * 1e3, r->idle_s * 1e3,
-                r->samples_per_s, r->mem_total / MIB, r->speedup, r->efficiency * 100);
-        if (calibration_path)
-            fprintf(out, "   [%.2f, %.2f]", r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
-        fputc('\n', out);
-    }
-    fprintf(out, "\nMemory of the largest rank (MiB):\n%-4s %-20s %5s %9s %9s %10s %12s %9s %9s\n",
-            "", "strategy", "ranks", "weights", "grads", "optimizer", "activations", "buffers",
-            "total");
-    for (int i = 0; i < n; i++) {
-        const struct row *r = &rows[i];
-        fprintf(out, "%-4s %-20s %5d %9.1f %9.1f %10.1f %12.1f %9.1f %9.1f\n", "",
-                dt_strategy_name(r->strategy), r->ranks, r->mem_weights / MIB,
-                r->mem_grads / MIB, r->mem_opt / MIB, r->mem_act / MIB, r->mem_comm / MIB,
-                r->mem_total / MIB);
-    }
+    if (print_tables(out, o, rows, n))
+        return -1;
     print_pipelines(out, m, rows, n);
     if (calibration_path)
         fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs; 95%% prediction interval "
                      "from the parameters' covariance and the fit's residual spread)\n",
                 calibration_path, calibration.tool[0] ? calibration.tool : "dtvalidate",
                 calibration.n_obs);
-    fprintf(out, "\nepoch = iterations x iteration time; compute/comm/idle: mean per rank per "
-                 "iteration; mem: the largest rank (weights + gradients + optimizer + "
-                 "activations + receive buffers); speedup against sequential on one device.\n");
+    fprintf(out, "\nepoch = floor(samples / global batch) iterations x iteration time (the "
+                 "final partial batch is dropped, as dtexec does)%s; compute/comm/idle: mean "
+                 "per rank per iteration; mem: the largest rank (weights + gradients + "
+                 "optimizer + activations + receive buffers); speedup against sequential on "
+                 "one device.\n",
+            o->epochs > 1 ? "; run = all the epochs" : "");
+    return 0;
 }
 
 static void print_csv(FILE *out, const struct options *o, const struct dt_model *m,
@@ -537,7 +589,7 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
                  "epoch_s,iter_s,compute_s,comm_s,idle_s,samples_per_s,mem_weights_B,"
                  "mem_grads_B,mem_optimizer_B,mem_activations_B,mem_comm_B,mem_total_B,"
                  "speedup,efficiency,events,flows,stages,micro_batches,bubble,stage_compute_s,"
-                 "stage_activations_B%s\n",
+                 "stage_activations_B,iterations,run_s%s\n",
             calibration_path ? ",epoch_low_s,epoch_high_s" : "");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -545,16 +597,17 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
                      "%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%ld,%ld",
                 m->name, t->name, r->nodes, r->ppn, r->ranks, dt_strategy_name(r->strategy),
                 o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", o->par.batch, r->global_batch,
-                o->epochs, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s,
+                o->epochs, r->epoch_s, r->iter_s, r->compute_s, r->comm_s,
                 r->idle_s, r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt,
                 r->mem_act, r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events,
                 r->flows);
         char sc[4096], sa[4096];
         stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ";");
         stage_list(sa, sizeof sa, r->stage_act_B, r->stages, ";");
-        fprintf(out, ",%d,%d,%.6g,%s,%s", r->stages, r->micro_batches, r->bubble, sc, sa);
+        fprintf(out, ",%d,%d,%.6g,%s,%s,%ld,%.9g", r->stages, r->micro_batches, r->bubble, sc,
+                sa, r->iters, r->epoch_s * o->epochs);
         if (calibration_path)
-            fprintf(out, ",%.9g,%.9g", r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
+            fprintf(out, ",%.9g,%.9g", r->epoch_lo_s, r->epoch_hi_s);
         fputc('\n', out);
     }
 }
@@ -572,7 +625,7 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
         char iv[128] = "", pj[8400] = "";
         if (calibration_path)
             snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
-                     r->epoch_lo_s * o->epochs, r->epoch_hi_s * o->epochs);
+                     r->epoch_lo_s, r->epoch_hi_s);
         if (r->stages) {
             char sc[4096], sa[4096];
             stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ", ");
@@ -582,14 +635,15 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
                      r->micro_batches, r->bubble, sc, sa);
         }
         fprintf(out, "    {\"strategy\": \"%s\", \"nodes\": %d, \"ppn\": %d, \"ranks\": %d, "
-                     "\"global_batch\": %d, \"epoch_s\": %.9g, \"iter_s\": %.9g, "
+                     "\"global_batch\": %d, \"iterations\": %ld, \"epoch_s\": %.9g, "
+                     "\"run_s\": %.9g, \"iter_s\": %.9g, "
                      "\"compute_s\": %.9g, \"comm_s\": %.9g, \"idle_s\": %.9g, "
                      "\"samples_per_s\": %.9g, \"memory_B\": {\"weights\": %.0f, "
                      "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
                      "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
                      "\"events\": %ld, \"flows\": %ld%s%s}%s\n",
                 dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
-                r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
+                r->iters, r->epoch_s, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
                 r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
                 r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows, iv,
                 pj, i + 1 < n ? "," : "");
@@ -654,6 +708,14 @@ static int run_shape(const struct options *o, const struct dt_model *model,
             fprintf(stderr, "%s: strategy %s skipped on %s: needs %.2f GiB per device, the "
                             "device has %.2f GiB\n", prog, dt_strategy_name(s), topo->name,
                     r->mem_total / (1 << 30), mem_cap / (1 << 30));
+            row_free(r);
+            continue;
+        }
+        if (dt_epoch_iterations(o->dataset_size, r->global_batch) == 0) {
+            fprintf(stderr, "%s: strategy %s skipped on %s: its global batch %d is larger than "
+                            "the dataset (--dataset-size %ld): an epoch holds no full batch\n",
+                    prog, dt_strategy_name(s), topo->name, r->global_batch, o->dataset_size);
+            row_free(r);
             continue;
         }
         /* Speedup in throughput against one device with the baseline's batch. */
@@ -745,12 +807,14 @@ int main(int argc, char **argv)
         goto done;
     }
     qsort(rows, (size_t)n_rows, sizeof *rows, cmp_rows);
-    if (o.format == FMT_TABLE)
-        print_table(out, &o, model, topo, rows, n_rows);
-    else if (o.format == FMT_CSV)
+    if (o.format == FMT_CSV)
         print_csv(out, &o, model, topo, rows, n_rows);
-    else
+    else if (o.format == FMT_JSON)
         print_json(out, &o, model, topo, rows, n_rows);
+    else if (print_table(out, &o, model, topo, rows, n_rows)) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        rc = 1;
+    }
 done:
     /* a full disk or a closed pipe is an error, not a silent success */
     if (trace) {

@@ -151,6 +151,27 @@ if (cd / && DTSIM_DATADIR="$tmp/data" "$dtsim" -t 2n4p -m private-net -s ring >"
 then ok "a model from DTSIM_DATADIR"
 else bad "DTSIM_DATADIR model: $(cat "$tmp/out")"; fi
 
+# One epoch rule: epoch_s is one epoch of floor(samples / global batch) iterations (60000 /
+# 1024 = 58), run_s all of them; a global batch larger than the dataset is skipped, and with
+# nothing left dtsim exits 2.
+"$dtsim" -t 2n4p -s ring -e 3 -f csv >"$tmp/e3.csv" 2>&1
+if awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            { it = $c["iterations"]; e = $c["epoch_s"]; r = $c["run_s"]; s = $c["iter_s"]
+              ok = it == 58 && (e / (58 * s) - 1) ^ 2 < 1e-12 && (r / (3 * e) - 1) ^ 2 < 1e-12 }
+            END { exit !(NR == 2 && ok) }' "$tmp/e3.csv"
+then ok "epoch_s one epoch of floor(60000/1024) iterations, run_s three"
+else bad "epochs: $(cat "$tmp/e3.csv")"; fi
+expect_error "global batch above the dataset" "larger than the dataset" -t 2n4p -s ring \
+  --dataset-size 1000
+
+# Columns fit their widest value: with a huge epoch count and a 59 GiB model every line of the
+# ranked table (right-aligned to its last column) has the header's length.
+"$dtsim" -t 1n1p -m vgg16-imagenet -e 100000 --dataset-size 1281167 -b 256 >"$tmp/big" 2>&1
+if awk '/^rank / { n = length($0); on = 1; next } on && /^$/ { exit } on { if (length($0) != n) bad = 1; rows++ }
+        END { exit !(n && rows && !bad) }' "$tmp/big"
+then ok "table aligned with large values"
+else bad "table alignment: $(cat "$tmp/big")"; fi
+
 # --topology-info: the job shape, as scripts read it, without a model
 if "$dtsim" -t 2n4p -m no-such-model --topology-info >"$tmp/info" 2>&1 &&
    grep -qx "nodes=2" "$tmp/info" && grep -qx "ranks_per_node=4" "$tmp/info" &&

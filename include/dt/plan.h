@@ -274,6 +274,10 @@ void dt_plan_options_init(struct dt_plan_options *o);
  * DT_EINPUT with err naming the flag on a bad value. */
 int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *value,
                     struct dt_error *err);
+/* Iterations in an epoch, for dtsim and dtexec alike: every step takes a full global batch
+ * and the final partial batch is dropped (as PyTorch's DistributedSampler with drop_last):
+ * floor(samples / global_batch); 0 when the dataset holds no full batch (an error for both). */
+long dt_epoch_iterations(long samples, long global_batch);
 /* Sets every "key=value" pair of text (blank-separated, keys as flag names without dashes:
  * what dt_parallel_format writes, a run record's "parallel"). On error, *at is the offset of
  * the bad pair in text and err says what is wrong with it (DT_EINPUT). */
