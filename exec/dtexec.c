@@ -942,9 +942,11 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     struct dtx_progress pg;
     dtx_progress_init(&pg, stdout, root && dtx_progress_on_terminal(), o->quiet || !root);
     if (root && !o->quiet) {
-        printf("%s: %s (%ld parameters) on %d rank%s, strategy %s, %s scaling, global batch %d "
+        char params[96];
+        dt_model_describe_params(R->model, params, sizeof params);
+        printf("%s: %s (parameters: %s) on %d rank%s, strategy %s, %s scaling, global batch %d "
                "(%d on rank 0), %s lr %g%s\n",
-               prog, R->model->name, R->model->total_params, w->size, w->size > 1 ? "s" : "",
+               prog, R->model->name, params, w->size, w->size > 1 ? "s" : "",
                dt_strategy_name(plan->strategy),
                o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
                optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),

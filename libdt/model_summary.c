@@ -60,6 +60,9 @@ void dt_model_print_summary(const struct dt_model *model, FILE *out)
         fprintf(out, "Source: %s\n", model->source);
     dt_shape_format(&model->input, shape, sizeof shape);
     fprintf(out, "Input: %s%s\n", shape, model->input_is_tokens ? " token ids" : "");
+    char what[96];
+    dt_model_describe_params(model, what, sizeof what);
+    fprintf(out, "Parameters: %s\n", what);
     rule(out, '_', width);
     fprintf(out, "%-*s  %-20s  %14s  %12s\n", name_w, "Layer (type)", "Output Shape", "Param #",
             "FLOPs fwd");
@@ -79,7 +82,8 @@ void dt_model_print_summary(const struct dt_model *model, FILE *out)
     with_commas(model->total_state_floats, state, sizeof state);
     fprintf(out, "Total params: %s\n", total);
     fprintf(out, "Trainable params: %s\n", trainable);
-    fprintf(out, "Non-trainable params: %s\n", state);
+    fprintf(out, "Non-trainable params: %s%s\n", state,
+            model->total_state_floats ? " (running statistics of batch normalisation)" : "");
     si(model->fwd_flops, "FLOP", buf, sizeof buf);
     fprintf(out, "Forward FLOPs per sample: %s\n", buf);
     si(model->bwd_flops, "FLOP", buf, sizeof buf);
@@ -89,4 +93,13 @@ void dt_model_print_summary(const struct dt_model *model, FILE *out)
     si(4.0 * (double)model->total_params, "B", buf, sizeof buf);
     fprintf(out, "Parameter memory (fp32): %s\n", buf);
     rule(out, '_', width);
+}
+
+void dt_model_describe_params(const struct dt_model *m, char *buf, size_t len)
+{
+    if (m->total_state_floats)
+        snprintf(buf, len, "%ld trainable + %ld running statistics", m->total_params,
+                 m->total_state_floats);
+    else
+        snprintf(buf, len, "%ld trainable", m->total_params);
 }

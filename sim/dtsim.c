@@ -560,9 +560,11 @@ static int print_tables(FILE *out, const struct options *o, const struct row *ro
 static int print_table(FILE *out, const struct options *o, const struct dt_model *m,
                        const struct dt_topology *t, const struct row *rows, int n)
 {
-    fprintf(out, "model %s (%ld parameters), topology %s, %s scaling, batch %d %s, "
+    char params[96];
+    dt_model_describe_params(m, params, sizeof params);
+    fprintf(out, "model %s (parameters: %s), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
-            m->name, m->total_params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
+            m->name, params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
             o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device (per pipeline replica for pipelines)" : "global", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
     if (print_tables(out, o, rows, n))

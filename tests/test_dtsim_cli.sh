@@ -172,6 +172,16 @@ if awk '/^rank / { n = length($0); on = 1; next } on && /^$/ { exit } on { if (l
 then ok "table aligned with large values"
 else bad "table alignment: $(cat "$tmp/big")"; fi
 
+# Trainable parameters and running statistics, labelled, in the summary and the table header
+# (resnet50-imagenet: 25,557,032 trained + 53,120 batch-norm statistics = 25,610,152).
+"$dtsim" -m resnet50-imagenet --summary >"$tmp/sum" 2>&1
+"$dtsim" -t dgx-h100 -m resnet50-imagenet -s ring >"$tmp/hdr" 2>&1
+if grep -q "^Parameters: 25557032 trainable + 53120 running statistics$" "$tmp/sum" &&
+   grep -q "^Total params: 25,610,152$" "$tmp/sum" &&
+   grep -q "(parameters: 25557032 trainable + 53120 running statistics)" "$tmp/hdr"
+then ok "parameters and running statistics labelled"
+else bad "parameter counts: $(head -5 "$tmp/sum") $(head -1 "$tmp/hdr")"; fi
+
 # --topology-info: the job shape, as scripts read it, without a model
 if "$dtsim" -t 2n4p -m no-such-model --topology-info >"$tmp/info" 2>&1 &&
    grep -qx "nodes=2" "$tmp/info" && grep -qx "ranks_per_node=4" "$tmp/info" &&

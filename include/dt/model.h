@@ -136,6 +136,9 @@ void dt_model_destroy(struct dt_model *model);
 int dt_model_find_layer(const struct dt_model *model, const char *name);
 
 /* Keras-like summary table: layer, kind, output shape, params, forward FLOPs; totals. */
+/* "25557032 parameters + 53120 running statistics" (the second part only when the model
+ * keeps running statistics, which are not trained but are saved and averaged). */
+void dt_model_describe_params(const struct dt_model *m, char *buf, size_t len);
 void dt_model_print_summary(const struct dt_model *model, FILE *out);
 
 #endif
