@@ -4,9 +4,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define BAR_WIDTH 30
+#define MIN_BAR 8
 
 /* The parent of pid from /proc/pid/stat ("pid (comm) state ppid ..."), or -1. */
 static long parent_of(long pid)
@@ -26,14 +29,17 @@ static long parent_of(long pid)
     return ppid;
 }
 
-bool dtx_progress_on_terminal(void)
+/* The terminal rank 0's output reaches: its own stdout, or, under mpiexec (which forwards
+ * each rank's output through a pipe), mpiexec's stdout; "" for the own stdout. */
+static bool terminal_path(char *tty, size_t len)
 {
+    tty[0] = 0;
     if (isatty(STDOUT_FILENO))
         return true;
     /* mpiexec -> hydra_pmi_proxy -> this rank: look a few generations up */
     long pid = (long)getppid();
     for (int depth = 0; depth < 4 && pid > 1; depth++) {
-        char path[64], comm[64] = "", link[256];
+        char path[64], comm[64] = "";
         snprintf(path, sizeof path, "/proc/%ld/comm", pid);
         FILE *f = fopen(path, "r");
         if (!f)
@@ -43,15 +49,39 @@ bool dtx_progress_on_terminal(void)
         fclose(f);
         if (strncmp(comm, "mpiexec", 7) == 0 || strncmp(comm, "mpirun", 6) == 0) {
             snprintf(path, sizeof path, "/proc/%ld/fd/1", pid);
-            ssize_t n = readlink(path, link, sizeof link - 1);
+            ssize_t n = readlink(path, tty, len - 1);
             if (n <= 0)
                 return false;
-            link[n] = 0;
-            return strncmp(link, "/dev/pts/", 9) == 0 || strncmp(link, "/dev/tty", 8) == 0;
+            tty[n] = 0;
+            return strncmp(tty, "/dev/pts/", 9) == 0 || strncmp(tty, "/dev/tty", 8) == 0;
         }
         pid = parent_of(pid);
     }
     return false;
+}
+
+bool dtx_progress_on_terminal(void)
+{
+    char tty[256];
+    return terminal_path(tty, sizeof tty);
+}
+
+int dtx_terminal_columns(void)
+{
+    const char *env = getenv("COLUMNS");
+    char *end;
+    long c = env ? strtol(env, &end, 10) : 0;
+    if (env && *env && !*end && c > 0 && c < 10000)
+        return (int)c;
+    char tty[256];
+    struct winsize ws;
+    if (!terminal_path(tty, sizeof tty))
+        return 80;
+    int fd = tty[0] ? open(tty, O_RDONLY | O_NOCTTY) : STDOUT_FILENO;
+    bool got = fd >= 0 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0;
+    if (fd >= 0 && fd != STDOUT_FILENO)
+        close(fd);
+    return got ? ws.ws_col : 80;
 }
 
 void dtx_progress_init(struct dtx_progress *p, FILE *out, bool tty, bool quiet)
@@ -60,6 +90,7 @@ void dtx_progress_init(struct dtx_progress *p, FILE *out, bool tty, bool quiet)
     p->out = out;
     p->tty = tty;
     p->quiet = quiet;
+    p->columns = tty ? dtx_terminal_columns() : 80;
 }
 
 void dtx_progress_epoch(struct dtx_progress *p, int epoch, int epochs, long total, double now_s)
@@ -87,17 +118,17 @@ static void duration(char *buf, size_t len, double s)
         snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-void dtx_progress_format(char *buf, size_t len, long done, long total, double elapsed_s,
-                         double loss, double accuracy)
+static void format_bar(char *buf, size_t len, long done, long total, double elapsed_s,
+                       double loss, double accuracy, int bar_width)
 {
     int digits = snprintf(NULL, 0, "%ld", total);
     char bar[BAR_WIDTH + 1];
-    long filled = total > 0 ? BAR_WIDTH * done / total : BAR_WIDTH;
-    for (int i = 0; i < BAR_WIDTH; i++)
+    long filled = total > 0 ? bar_width * done / total : bar_width;
+    for (int i = 0; i < bar_width; i++)
         bar[i] = i < filled ? '=' : '.';
-    if (done < total && filled < BAR_WIDTH)
+    if (done < total && filled < bar_width)
         bar[filled] = '>';
-    bar[BAR_WIDTH] = 0;
+    bar[bar_width] = 0;
     char t[32];
     int n;
     if (done >= total) {
@@ -114,6 +145,27 @@ void dtx_progress_format(char *buf, size_t len, long done, long total, double el
         snprintf(buf + n, len - (size_t)n, " - loss: %.4f - accuracy: %.4f", loss, accuracy);
 }
 
+void dtx_progress_format(char *buf, size_t len, long done, long total, double elapsed_s,
+                         double loss, double accuracy)
+{
+    format_bar(buf, len, done, total, elapsed_s, loss, accuracy, BAR_WIDTH);
+}
+
+void dtx_progress_fit(char *buf, size_t len, long done, long total, double elapsed_s,
+                      double loss, double accuracy, int columns)
+{
+    /* as Keras does: the bar gives way first (down to MIN_BAR cells), then the line is cut
+     * one column short of the edge, where a terminal would wrap it */
+    format_bar(buf, len, done, total, elapsed_s, loss, accuracy, BAR_WIDTH);
+    int over = (int)strlen(buf) - (columns - 1);
+    if (over <= 0)
+        return;
+    int bar = BAR_WIDTH - over < MIN_BAR ? MIN_BAR : BAR_WIDTH - over;
+    format_bar(buf, len, done, total, elapsed_s, loss, accuracy, bar);
+    if (columns > 1 && strlen(buf) > (size_t)(columns - 1) && (size_t)(columns - 1) < len)
+        buf[columns - 1] = 0;
+}
+
 void dtx_progress_step(struct dtx_progress *p, long done, double loss, double accuracy,
                        double now_s)
 {
@@ -123,7 +175,8 @@ void dtx_progress_step(struct dtx_progress *p, long done, double loss, double ac
         return;
     p->last_draw_s = now_s;
     char line[256];
-    dtx_progress_format(line, sizeof line, done, p->total, now_s - p->start_s, loss, accuracy);
+    dtx_progress_fit(line, sizeof line, done, p->total, now_s - p->start_s, loss, accuracy,
+                     p->columns);
     fprintf(p->out, "\r%s\033[K", line);
     fflush(p->out);
 }
@@ -134,12 +187,14 @@ void dtx_progress_end(struct dtx_progress *p, long steps, double train_s, double
     if (p->quiet)
         return;
     if (p->tty) {
-        char line[256];
-        dtx_progress_format(line, sizeof line, steps, steps, train_s, loss, accuracy);
-        fprintf(p->out, "\r%s", line);
+        char line[256], test[96] = "";
+        dtx_progress_fit(line, sizeof line, steps, steps, train_s, loss, accuracy, p->columns);
         if (!isnan(test_loss))
-            fprintf(p->out, " - test_loss: %.4f - test_accuracy: %.4f", test_loss, test_accuracy);
-        fprintf(p->out, "\033[K\n");
+            snprintf(test, sizeof test, "test_loss: %.4f - test_accuracy: %.4f", test_loss,
+                     test_accuracy);
+        /* the test figures go on a line of their own when they would not fit beside */
+        bool beside = strlen(line) + 3 + strlen(test) <= (size_t)(p->columns - 1);
+        fprintf(p->out, "\r%s\033[K%s%s\n", line, !test[0] ? "" : beside ? " - " : "\n", test);
     } else {
         fprintf(p->out, "epoch %d/%d: %ld steps in %.3f s (%.2f ms/step) - loss: %.4f - accuracy: "
                         "%.4f",

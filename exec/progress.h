@@ -16,6 +16,7 @@ struct dtx_progress {
     long total;        /* steps in the epoch */
     double start_s;    /* when the epoch started (any clock, seconds) */
     double last_draw_s;
+    int columns;       /* the terminal's width: lines are fitted to it */
 };
 
 void dtx_progress_init(struct dtx_progress *p, FILE *out, bool tty, bool quiet);
@@ -37,5 +38,14 @@ bool dtx_progress_on_terminal(void);
  * (elapsed_s: since the epoch started; used for the ETA, or the total when done == total). */
 void dtx_progress_format(char *buf, size_t len, long done, long total, double elapsed_s,
                          double loss, double accuracy);
+
+/* The same, fitted to a terminal of `columns` columns (at most columns - 1 characters): the bar
+ * shrinks first, then the line is cut. */
+void dtx_progress_fit(char *buf, size_t len, long done, long total, double elapsed_s,
+                      double loss, double accuracy, int columns);
+
+/* The width of the terminal progress goes to: $COLUMNS when set, else the terminal's own
+ * (TIOCGWINSZ, mpiexec's terminal under mpiexec), else 80. */
+int dtx_terminal_columns(void);
 
 #endif

@@ -47,6 +47,32 @@ static void test_bar_no_loss(void **state)
     assert_string_equal(buf, "469/469 [==============================] - 4s 9ms/step");
 }
 
+/* Ensure that an 80-column terminal gets a line of at most 79 characters: the bar shrinks (the
+ * full line is 87), nothing else changes. */
+static void test_bar_fits_80_columns(void **state)
+{
+    (void)state;
+    char buf[256];
+    dtx_progress_fit(buf, sizeof buf, 469, 469, 4.2, 0.291, 0.8921, 80);
+    assert_string_equal(buf, "469/469 [=====================] - 4s 9ms/step - loss: 0.2910 "
+                             "- accuracy: 0.8921");
+    assert_int_equal(strlen(buf), 79);
+}
+
+/* Ensure that a wide terminal keeps Keras's 30-cell bar, and a narrow one gets the smallest
+ * bar and a line cut one column short of the edge. */
+static void test_bar_wide_and_narrow(void **state)
+{
+    (void)state;
+    char buf[256], full[256];
+    dtx_progress_format(full, sizeof full, 47, 470, 1.0, 0.5, 0.75);
+    dtx_progress_fit(buf, sizeof buf, 47, 470, 1.0, 0.5, 0.75, 200);
+    assert_string_equal(buf, full);
+    dtx_progress_fit(buf, sizeof buf, 47, 470, 1.0, 0.5, 0.75, 40);
+    assert_string_equal(buf, " 47/470 [>.......] - ETA: 9s - loss: 0.");
+    assert_int_equal(strlen(buf), 39);
+}
+
 /* Ensure the median of odd and even counts (the middle value; the mean of the middle two). */
 static void test_median(void **state)
 {
@@ -109,6 +135,8 @@ int main(void)
         cmocka_unit_test(test_bar_done),
         cmocka_unit_test(test_bar_running),
         cmocka_unit_test(test_bar_no_loss),
+        cmocka_unit_test(test_bar_fits_80_columns),
+        cmocka_unit_test(test_bar_wide_and_narrow),
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_json_string),
         cmocka_unit_test(test_record_line),
