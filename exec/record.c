@@ -255,19 +255,19 @@ int dtx_write_trace(const char *path, const struct dt_plan *plan, const struct d
                 const char *cat = comm ? "comm" : "compute";
                 fprintf(f, ",\n{\"name\": ");
                 dtx_json_string(f, dt_op_trace_name(plan, op, buf, sizeof buf));
-                fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
-                           "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"epoch\": %d, "
-                           "\"iteration\": %ld, \"op\": %d, \"bytes\": %.0f}}",
-                        cat, r, t->start_s * 1e6, t->dur_s * 1e6, tm->epoch_of[k],
-                        tm->iter_index[k], i, op_bytes(op));
+                fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, ", cat, r);
+                dt_trace_span(f, t->start_s, t->start_s + t->dur_s);
+                fprintf(f, ", \"args\": {\"epoch\": %d, \"iteration\": %ld, \"op\": %d, "
+                           "\"bytes\": %.0f}}",
+                        tm->epoch_of[k], tm->iter_index[k], i, op_bytes(op));
                 if (op->nonblocking && op->kind != DT_OP_WAIT) {
                     fprintf(f, ",\n{\"name\": ");
                     dtx_json_string(f, dt_op_trace_name(plan, op, buf, sizeof buf));
-                    fprintf(f, ", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, "
-                               "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"handle\": %d, "
-                               "\"bytes\": %.0f}}",
-                            1000 + r, t->start_s * 1e6, (t->end_s - t->start_s) * 1e6,
-                            op->handle, op_bytes(op));
+                    fprintf(f, ", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, ",
+                            1000 + r);
+                    dt_trace_span(f, t->start_s, t->end_s);
+                    fprintf(f, ", \"args\": {\"handle\": %d, \"bytes\": %.0f}}", op->handle,
+                            op_bytes(op));
                 }
             }
     fprintf(f, "\n]}\n");

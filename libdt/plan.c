@@ -2,6 +2,7 @@
  * pipeline.c, its memory in memory.c, its checker in plan_check.c. */
 #include "dt/plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,4 +298,11 @@ void dt_plan_print(const struct dt_plan *plan, FILE *out)
             print_op(plan, &rp->eval.ops[i], out);
         }
     }
+}
+
+void dt_trace_span(FILE *f, double t0_s, double t1_s)
+{
+    long long a = llround(t0_s * 1e9), b = llround(t1_s * 1e9);
+    fprintf(f, "\"ts\": %lld.%03lld, \"dur\": %lld.%03lld", a / 1000, a % 1000, (b - a) / 1000,
+            (b - a) % 1000);
 }

@@ -384,8 +384,11 @@ static int simulate(const struct options *o, const struct dt_model *model,
         }
         dt_calibration_apply(&calibration, &cp);
     }
-    struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++,
-                                .trace_name = dt_strategy_name(s)};
+    /* a sweep's traces hold one process per strategy and shape: name both */
+    char name[96];
+    snprintf(name, sizeof name, "%s on %d node%s x %d", dt_strategy_name(s), topo->n_nodes,
+             topo->n_nodes > 1 ? "s" : "", topo->groups[0].devices);
+    struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name};
     struct dt_sim_result res;
     rc = dt_sim_run(plan, &cp, &so, &res, err);
     if (rc) {

@@ -134,9 +134,10 @@ static void trace(struct player *p, int tid, const char *name, const char *cat, 
     if (!f || p->trace_events > 2000000)
         return;
     p->trace_events++;
-    fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
-               "\"ts\": %.3f, \"dur\": %.3f}",
-            name, cat, p->opt->trace_pid, tid, t0 * 1e6, (t1 - t0) * 1e6);
+    fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, ",
+            name, cat, p->opt->trace_pid, tid);
+    dt_trace_span(f, t0, t1);
+    fputc('}', f);
 }
 
 static int grow(void **arr, int *cap, int need, size_t size)

@@ -182,6 +182,27 @@ if grep -q "^Parameters: 25557032 trainable + 53120 running statistics$" "$tmp/s
 then ok "parameters and running statistics labelled"
 else bad "parameter counts: $(head -5 "$tmp/sum") $(head -1 "$tmp/hdr")"; fi
 
+# Traces: a sweep names each process by strategy and shape (no two alike), and no op on a
+# rank starts before the previous one on that rank ends (rounding once made them overlap 1 ns).
+"$dtsim" -t 1n1p --sweep nodes=1,2 ppn=1,2 -s ring,sequential --trace "$tmp/sweep.json" \
+  >/dev/null 2>&1
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/sweep.json" <<'EOF2' && ok "sweep trace names and no overlaps" || bad "sweep trace"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [e["args"]["name"] for e in ev if e.get("name") == "process_name" and e["pid"] > 0]
+assert len(names) == len(set(names)) and "ring on 2 nodes x 2" in names, names
+spans = {}
+for e in ev:
+    if e.get("ph") == "X" and e.get("cat") == "compute":
+        spans.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+for s in spans.values():
+    s.sort()
+    for (a0, a1), (b0, b1) in zip(s, s[1:]):
+        assert b0 >= a1 - 1e-9, (a0, a1, b0, b1)
+EOF2
+fi
+
 # --topology-info: the job shape, as scripts read it, without a model
 if "$dtsim" -t 2n4p -m no-such-model --topology-info >"$tmp/info" 2>&1 &&
    grep -qx "nodes=2" "$tmp/info" && grep -qx "ranks_per_node=4" "$tmp/info" &&

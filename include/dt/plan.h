@@ -362,6 +362,11 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
 const char *dt_op_trace_name(const struct dt_plan *plan, const struct dt_op *op, char *buf,
                              size_t len);
 
+/* A trace event's `"ts": T, "dur": D` (microseconds) for the span [t0_s, t1_s]: both ends are
+ * rounded to the nanosecond and the duration is their difference, so that an op that starts
+ * when the previous one ends never overlaps it in the trace. */
+void dt_trace_span(FILE *f, double t0_s, double t1_s);
+
 /* Human-readable listing of every rank's ops (for --dump-plan and tests). */
 void dt_plan_print(const struct dt_plan *plan, FILE *out);
 
