@@ -161,7 +161,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_num(&w, "final_test_accuracy", r->epochs > 0 ? r->test_accuracy[r->epochs - 1] : NAN);
     j_num(&w, "samples_per_s", r->samples_per_s);
     j_num(&w, "peak_rss_bytes", r->peak_rss_bytes);
-    j_num(&w, "net_bytes", r->net_bytes);
+    j_num(&w, "layers_alloc_bytes", r->net_bytes);
     j_bool(&w, "params_agree", r->params_agree);
     if (r->alloc_bytes)
         j_arr(&w, "alloc_bytes", r->alloc_bytes, r->ranks);

@@ -58,7 +58,7 @@ struct dtx_record {
     double *test_loss, *test_accuracy;
     double samples_per_s;
     double peak_rss_bytes; /* largest over ranks */
-    double net_bytes;      /* the network's allocations on one rank */
+    double net_bytes;      /* rank 0's neural-network allocations (layers_alloc_bytes) */
     bool params_agree;     /* every rank ended with identical parameters */
     const char *parallel;  /* the parallel config beyond strategy, batch, scaling and buckets,
                               as dt_parallel_format writes it ("pp=2 micro-batches=4") */
