@@ -1228,6 +1228,11 @@ int main(int argc, char **argv)
     }
     teardown(&R);
 out:
+    /* a full disk or a closed pipe on standard output is an error, not a silent success */
+    if ((ferror(stdout) | fflush(stdout)) && !rc) {
+        fprintf(stderr, "%s: rank %d: standard output: cannot write it all\n", prog, R.w.rank);
+        rc = DT_ESYS;
+    }
     MPI_Comm_free(&R.w.comm);
     MPI_Finalize();
     return rc;

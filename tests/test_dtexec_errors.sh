@@ -162,6 +162,19 @@ if timeout 60 $MPIEXEC -n 2 "$dtexec" -m "$tmp/multilabel.yaml" --synthetic 512 
 then ok "multi-label sigmoid on --synthetic"
 else bad "multi-label sigmoid on --synthetic: $(cat "$tmp/err")"; fi
 
+# Write errors on every output: exit status 4 and a message, never a silent success.
+if [ -w /dev/full ]; then
+  for out in record trace ops-csv dump-params; do
+    "$dtexec" -m "$model" --synthetic 200 --batch 20 -e 1 -q --$out /dev/full >/dev/null \
+      2>"$tmp/err"; rc=$?
+    if [ $rc -eq 4 ] && grep -q "cannot write" "$tmp/err"; then ok "--$out to a full disk"
+    else bad "--$out /dev/full: exit $rc, $(cat "$tmp/err")"; fi
+  done
+  "$dtexec" -m "$model" --synthetic 200 --batch 20 -e 1 >/dev/full 2>"$tmp/err"; rc=$?
+  if [ $rc -eq 4 ] && grep -q "standard output" "$tmp/err"; then ok "stdout to a full disk"
+  else bad "stdout /dev/full: exit $rc, $(cat "$tmp/err")"; fi
+fi
+
 # --help and --version succeed on every rank.
 if timeout 60 $MPIEXEC -n 2 "$dtexec" --help | grep -q -- '--strategy' &&
    timeout 60 $MPIEXEC -n 2 "$dtexec" --version | grep -q dtexec
