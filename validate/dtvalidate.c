@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "check.h"
@@ -285,6 +286,58 @@ static int fail(const struct dt_error *err, int rc)
     return status_of(rc);
 }
 
+/* The directory given to flag, made (one level, as mkdir does) and proved writable before
+ * anything is fitted: a bad one is an error now (exit 2), not after the fits. */
+static int prepare_dir(const char *flag, const char *dir)
+{
+    const char *why = NULL;
+    char probe[PATH_MAX];
+    struct stat st;
+    if (strchr(dir, '\''))
+        why = "may not contain single quotes (gnuplot runs in it)";
+    else if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        why = strerror(errno);
+    else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        why = "exists and is not a directory";
+    else if (snprintf(probe, sizeof probe, "%s/.dtvalidate-XXXXXX", dir) >= (int)sizeof probe)
+        why = "name too long";
+    if (!why) {
+        int fd = mkstemp(probe);
+        if (fd < 0) {
+            why = strerror(errno);
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+    }
+    if (why) {
+        fprintf(stderr, "%s: %s '%s': cannot create the directory or write into it: %s\n",
+                prog, flag, dir, why);
+        return 2;
+    }
+    return 0;
+}
+
+/* The file -o will write, checked before anything is fitted: not a directory, and in a
+ * directory this process may write into. */
+static int check_output(const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    const char *why = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        why = "is a directory";
+    else if (stat(path, &st) == 0 ? access(path, W_OK) != 0 : access(dir, W_OK | X_OK) != 0)
+        why = strerror(errno);
+    if (why) {
+        fprintf(stderr, "%s: --output '%s': cannot write the file: %s\n", prog, path, why);
+        return 2;
+    }
+    return 0;
+}
+
 static int load_inputs(const struct options *o, struct dtv_runset *set, struct dt_error *err)
 {
     if (o->n_inputs == 0) {
@@ -333,7 +386,9 @@ static int cmd_calibrate(const struct options *o)
     struct dt_error err;
     dt_error_clear(&err);
     dtv_runset_init(&set);
-    int rc = load_inputs(o, &set, &err);
+    int rc = o->output ? check_output(o->output) : 0;
+    if (!rc)
+        rc = load_inputs(o, &set, &err);
     bool *use = NULL;
     struct dtv_fitspec spec;
     bool given;
@@ -438,15 +493,6 @@ static enum dtv_mode mode_of(const struct options *o)
     return DTV_MODE_LOO;
 }
 
-static int make_dir(const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s: cannot create %s: %s\n", prog, dir, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
-
 /* compare and plot: one validation of the inputs. */
 static int cmd_compare(const struct options *o, bool plot)
 {
@@ -460,6 +506,8 @@ static int cmd_compare(const struct options *o, bool plot)
         fprintf(stderr, "%s: plot needs --dir DIR\n", prog);
         return 2;
     }
+    if (dir && prepare_dir(plot ? "--dir" : "--plots", dir))
+        return 2;
     struct dtv_fitspec spec;
     bool given;
     int rc = load_inputs(o, &set, &err);
@@ -484,7 +532,7 @@ static int cmd_compare(const struct options *o, bool plot)
         }
         if (!plot)
             dtv_check_print(stdout, &set, &c, o->csv);
-        if (dir && !(rc = make_dir(dir))) {
+        if (dir) {
             const struct dt_calibration *pc = o->calibration ? &cal
                                               : c.have_calib ? &c.calib.cal
                                                              : NULL;
@@ -519,6 +567,8 @@ static void seed002_consistency(const struct dtv_runset *set)
 
 static int cmd_seed002(const struct options *o)
 {
+    if ((o->plots && prepare_dir("--plots", o->plots)) || (o->output && check_output(o->output)))
+        return 2;
     char path[1024];
     if (dt_find_data_file("validate/data", SEED002_TABLE, path, sizeof path)) {
         fprintf(stderr, "%s: cannot find validate/data/%s (run from the source tree, or set "
@@ -587,7 +637,7 @@ static int cmd_seed002(const struct options *o)
         if (o->output)
             rc = save_calibration(o->output, &all.cal, o->quiet);
     }
-    if (!e && !rc && o->plots && !(rc = make_dir(o->plots))) {
+    if (!e && !rc && o->plots) {
         e = dtv_plot(o->plots, "seed002-split", "seed 002, fitted on the 1-node rows", &set,
                      &c1, &c1.calib.cal, verbose, &err);
         if (!e)
@@ -611,6 +661,8 @@ static int cmd_ops(const struct options *o)
                         "the same dtexec run)\n", prog);
         return 2;
     }
+    if (o->output && check_output(o->output))
+        return 2;
     struct dtv_runset set;
     struct dt_error err;
     struct dt_calibration cal;
@@ -650,6 +702,8 @@ static int cmd_loop(const struct options *o, const char *argv0)
 {
     struct dtv_loop_options lo = o->loop;
     lo.dir = o->dir ? o->dir : "dtvalidate-loop";
+    if (prepare_dir("--dir", lo.dir))
+        return 2;
     if (!lo.train)
         lo.train = o->train;
     struct dt_error err;
@@ -668,6 +722,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Rows on stdout and notes on stderr often go to one file (2>&1): a fully buffered
+     * stdout would be written in blocks that cut rows where a note falls. Line buffered, each
+     * row is written whole, and each note is one fprintf. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     struct options o;
     memset(&o, 0, sizeof o);
     const char *cmd = argv[1];
