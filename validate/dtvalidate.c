@@ -160,6 +160,53 @@ enum {
     OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES
 };
 
+/* The commands that read each option: any other command refuses it, since a flag silently
+ * ignored looks as if it had taken effect. -q, -h and -V apply to all. */
+static const struct {
+    int code;
+    const char *name, *commands;
+} option_use[] = {
+    {'c', "--calibration", " predict compare plot ops "},
+    {OPT_LOO, "--loo", " compare plot "},
+    {OPT_TRAIN, "--train", " compare plot loop "},
+    {OPT_UNCAL, "--uncalibrated", " compare plot "},
+    {OPT_USE, "--use", " calibrate "},
+    {OPT_FIT, "--fit", " calibrate compare plot seed002 loop "},
+    {'o', "--output", " calibrate seed002 ops "},
+    {'d', "--dir", " plot loop "},
+    {OPT_PLOTS, "--plots", " compare seed002 "},
+    {'f', "--format", " predict compare "},
+    {OPT_TOPOLOGY, "--topology", " calibrate predict compare plot ops loop "},
+    {OPT_FASTEST, "--fastest", " calibrate predict compare plot "},
+    {OPT_DTEXEC, "--dtexec", " loop "},
+    {OPT_MPIEXEC, "--mpiexec", " loop "},
+    {OPT_MODELS, "--models", " loop "},
+    {OPT_MAXITERS, "--max-iters", " loop "},
+    {OPT_EPOCHS, "--epochs", " loop "},
+    {OPT_BATCH, "--batch", " loop "},
+    {OPT_RANKS, "--ranks", " loop "},
+    {OPT_REUSE, "--reuse", " loop "},
+    {OPT_REPEAT, "--repeat", " loop "},
+    {OPT_PIPELINES, "--pipelines", " loop "},
+    {OPT_PIPELINE_MODELS, "--pipeline-models", " loop "},
+    {OPT_MICRO_BATCHES, "--micro-batches", " loop "},
+};
+
+/* 0 when command reads the option `code`; else says so (exit 2). */
+static int check_applies(const char *command, int code)
+{
+    char word[32];
+    snprintf(word, sizeof word, " %s ", command);
+    for (size_t i = 0; i < sizeof option_use / sizeof option_use[0]; i++)
+        if (option_use[i].code == code && !strstr(option_use[i].commands, word)) {
+            const char *c = option_use[i].commands + 1;
+            fprintf(stderr, "%s: %s does not apply to %s (only to %.*s)\n", prog,
+                    option_use[i].name, command, (int)strlen(c) - 1, c);
+            return 2;
+        }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
@@ -187,6 +234,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:o:d:f:qhV", longopts, NULL)) != -1) {
+        if (check_applies(o->command, c))
+            return 2;
         switch (c) {
         case 'c': o->calibration = optarg; break;
         case OPT_LOO: o->loo = true; break;
