@@ -146,7 +146,15 @@ listed() { # LIST LINE: whether LINE is one of LIST's lines
 # same_form EXAMPLE: the example as compared with those already run (the build tree is on
 # PATH, so "_build/dtsim" is "dtsim"; a trailing comment and blanks do not count)
 same_form() {
-  printf '%s\n' "$1" | sed -e 's|_build/||g' -e 's/[ \t][ \t]*#[^"'"'"']*$//' -e 's/[ \t][ \t]*/ /g'
+  printf '%s\n' "$1" | sed -e 's|_build/||g' -e 's/[ \t][ \t]*/ /g' | awk '{
+    # the comment: from the first " #" outside quotes
+    for (i = 1; i <= length($0); i++) {
+      c = substr($0, i, 1)
+      if (c == "\"" && !sq) dq = !dq
+      else if (c == "'"'"'" && !dq) sq = !sq
+      else if (c == "#" && !dq && !sq && substr($0, i - 1, 1) == " ") { $0 = substr($0, 1, i - 2); break }
+    }
+    print }'
 }
 : >"$tmp/done"
 
