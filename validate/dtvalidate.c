@@ -376,9 +376,10 @@ static int check_output(const char *path)
     const char *slash = strrchr(path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
     const char *why = NULL;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
         why = "is a directory";
-    else if (stat(path, &st) == 0 ? access(path, W_OK) != 0 : access(dir, W_OK | X_OK) != 0)
+    else if (exists ? access(path, W_OK) != 0 : access(dir, W_OK | X_OK) != 0)
         why = strerror(errno);
     if (why) {
         fprintf(stderr, "%s: --output '%s': cannot write the file: %s\n", prog, path, why);

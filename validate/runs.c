@@ -762,7 +762,7 @@ static int row_times(const struct table *t, const struct row *r, struct dtv_run 
                                          meas[i].out, err)))
             return rc;
     }
-    for (int k = C_EPOCH; k <= C_ITER; k++)
+    for (int k = C_EPOCH; k <= C_ITER; k++) /* meas[0] and meas[1] */
         if (r->val[k] && !(*meas[k - C_EPOCH].out > 0))
             return dt_fail(err, DT_EINPUT, t->path, r->line[k], r->col[k],
                            "%s: a measured time must be positive", col_names[k]);
