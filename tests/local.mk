@@ -32,3 +32,10 @@ check_PROGRAMS += tests/test_parallel
 TESTS += tests/test_parallel
 tests_test_parallel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_parallel_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# Every command example of README.md and the man pages, run against the build tree.
+TESTS += tests/test_examples.sh
+EXTRA_DIST += tests/test_examples.sh
+# Every option of dtsim/dtexec/dtvalidate --help is in the man page's OPTIONS.
+TESTS += tests/test_man_flags.sh
+EXTRA_DIST += tests/test_man_flags.sh

@@ -145,6 +145,56 @@ expect_error "table value with a unit" "t.csv:7:5: epoch_s: expected a plain num
 printf 'nodes,ppn,epoch_s\n1,2,82\n' >"$tmp/t2.csv"
 expect_error "table without a model" "t2.csv:2:1: the run has no model" "$dtv" calibrate "$tmp/t2.csv"
 
+# Table settings: each '#%' key once, before the header, never beside a column of its name;
+# counts whole, pointed at where they are written (the row's field or the setting).
+hdr='#%% model: cnn690k\n#%% topology: {nodes}n{ppn}p\n#%% strategy: reduce-bcast\n#%% dataset_size: 60000\n'
+printf "$hdr"'#%% batch: 128\n#%% model: mlp-fmnist\nnodes,ppn,epoch_s\n1,2,82\n' >"$tmp/t3.csv"
+expect_error "table: a setting given twice" "t3.csv:6:4: '#% model' is set twice (first on line 1)" "$dtv" predict "$tmp/t3.csv"
+printf "$hdr"'#%% batch: 128\nnodes,ppn,epoch_s\n1,2,82\n#%% host: b\n1,4,90\n' >"$tmp/t4.csv"
+expect_error "table: a setting after the header" "t4.csv:8:4: '#% host' comes after the header (line 6)" "$dtv" predict "$tmp/t4.csv"
+printf "$hdr"'#%% batch: 128\nnodes,ppn,model,epoch_s\n1,2,mlp-fmnist,82\n' >"$tmp/t5.csv"
+expect_error "table: a setting and a column" "t5.csv:6:11: 'model' is both a column and a '#% model' setting (line 1)" "$dtv" predict "$tmp/t5.csv"
+printf "$hdr"'#%% batch: 128\nnodes,ppn,epoch_s\n1,2.5,82\n' >"$tmp/t6.csv"
+expect_error "table: a fraction of processes" "t6.csv:7:3: ppn = 2.5 must be a whole number" "$dtv" predict "$tmp/t6.csv"
+printf "$hdr"'#%% batch: 12.5\nnodes,ppn,epoch_s\n1,2,82\n' >"$tmp/t7.csv"
+expect_error "table: a fraction in a setting" "t7.csv:5:11: batch = 12.5 must be a whole number" "$dtv" predict "$tmp/t7.csv"
+printf "$hdr"'#%% batch: 128\nnodes,ppn,epoch_s\n1,2,-82\n' >"$tmp/t8.csv"
+expect_error "table: a negative time" "t8.csv:7:5: epoch_s = -82 is out of range" "$dtv" predict "$tmp/t8.csv"
+printf "$hdr"'#%% batch: 128\nnodes,ppn,epoch_s\n1,2,nan\n' >"$tmp/t9.csv"
+expect_error "table: NaN" "t9.csv:7:5: epoch_s: expected a plain number" "$dtv" predict "$tmp/t9.csv"
+{ printf "$hdr"'#%% batch: 128\nnodes,ppn,epoch_s'; i=0
+  while [ $i -lt 70 ]; do printf ',x%d' $i; i=$((i + 1)); done; printf '\n'; } >"$tmp/t10.csv"
+expect_error "table: more columns than read" "t10.csv:6:" "$dtv" predict "$tmp/t10.csv"
+grep -q "too many fields" "$tmp/err" && ok "... named" || bad "too many fields: $(cat "$tmp/err")"
+mkdir "$tmp/dir.csv"
+expect_error "a directory as INPUT" "dir.csv: is a directory, not a records file" "$dtv" predict "$tmp/dir.csv"
+
+# Output places that cannot be written are refused before any fit (exit 2, the flag named).
+: >"$tmp/file"
+start=$(date +%s)
+expect_error "plot -d under a file" "--dir '$tmp/file/plots': cannot create the directory or write into it" \
+  "$dtv" plot --loo -d "$tmp/file/plots" validate/data/seed002-cascadelake-mpi.csv
+grep -q "leave-one-out" "$tmp/err" && bad "plot -d: fitted before refusing the directory" ||
+  ok "plot -d refused before any fit"
+expect_error "compare --plots under a file" "--plots '$tmp/file/p'" \
+  "$dtv" compare --plots "$tmp/file/p" validate/data/seed002-cascadelake-mpi.csv
+expect_error "seed002 --plots under a file" "--plots '$tmp/file/p'" "$dtv" seed002 --plots "$tmp/file/p"
+expect_error "calibrate -o into a missing directory" "--output '$tmp/no/cal.yaml': cannot write the file" \
+  "$dtv" calibrate -o "$tmp/no/cal.yaml" validate/data/seed002-cascadelake-mpi.csv
+grep -q "not identifiable\|iterations" "$tmp/err" && bad "calibrate -o: fitted first" ||
+  ok "calibrate -o refused before the fit"
+
+# Notes (stderr) never cut rows (stdout) when both go to one file: every line of the mixed
+# output is a whole note or a whole row, in the order each stream wrote them. seed002
+# prints notes between its tables (more than a stdio buffer of rows before the last ones).
+"$dtv" seed002 >"$tmp/so" 2>"$tmp/se"
+"$dtv" seed002 >"$tmp/both" 2>&1
+grep '^dtvalidate: ' "$tmp/both" >"$tmp/both.notes"
+grep -v '^dtvalidate: ' "$tmp/both" >"$tmp/both.rows"
+[ -s "$tmp/se" ] && cmp -s "$tmp/both.notes" "$tmp/se" && cmp -s "$tmp/both.rows" "$tmp/so" &&
+  ok "stdout and stderr in one file: whole lines ($(wc -l <"$tmp/se") notes among $(wc -l <"$tmp/so") rows)" ||
+  bad "mixed output: $(grep -n '.dtvalidate: ' "$tmp/both" | head -3)"
+
 # Bad calibration files: file:line:column, exit 2, in dtvalidate and in dtsim.
 printf 'format: dtsim-calibration/1\nparameters:\n  nic_bw: {value: 3 us}\n' >"$tmp/badcal.yaml"
 expect_error "dtvalidate bad calibration" "badcal.yaml:3:19:" "$dtv" compare -c "$tmp/badcal.yaml" validate/data/seed002-cascadelake-mpi.csv
@@ -154,6 +204,11 @@ expect_error "dtsim bad calibration" "badcal.yaml:3:19:" "$dtsim" -t 2n2p --cali
 expect_error "unknown command" "unknown command" "$dtv" frobnicate
 expect_error "unknown fit parameter" "unknown parameter 'eff_gpu'" "$dtv" calibrate --fit eff_gpu validate/data/seed002-cascadelake-mpi.csv
 expect_error "bad selection" "unknown key 'colour'" "$dtv" compare --train colour=red validate/data/seed002-cascadelake-mpi.csv
+# a flag the command does not read is refused, not ignored
+expect_error "-d given to compare" "--dir does not apply to compare (only to plot loop)" \
+  "$dtv" compare -d "$tmp/d" validate/data/seed002-cascadelake-mpi.csv
+expect_error "--fit given to predict" "--fit does not apply to predict" \
+  "$dtv" predict --fit eff_gemm validate/data/seed002-cascadelake-mpi.csv
 
 # The loop without dtexec skips (77) and says why.
 "$dtv" loop --dtexec "$tmp/no-dtexec" -d "$tmp/loop" >"$tmp/out" 2>"$tmp/err"
@@ -170,6 +225,14 @@ if [ -x "$dtexec" ] && [ -n "${MPIEXEC:-}" ] && [ "$MPIEXEC" != no ]; then
     "$dtv" ops "$tmp/ops.jsonl" "$tmp/ops.csv" -o "$tmp/ops-cal.yaml" >"$tmp/ops.out" 2>&1 &&
       grep -q "^Per class" "$tmp/ops.out" && grep -q "eff_dense" "$tmp/ops-cal.yaml" &&
       ok "ops: trace compared, dense efficiency fitted" || bad "ops: $(cat "$tmp/ops.out")"
+    # a fraction of an iteration, and a directory for the trace
+    { head -1 "$tmp/ops.csv"; sed -n 2p "$tmp/ops.csv"; } |
+      awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "iteration") c = i }
+                        NR == 2 { $c = $c ".5" } { print }' >"$tmp/ops-bad.csv"
+    expect_error "ops: iteration not whole" "ops-bad.csv:2:" "$dtv" ops "$tmp/ops.jsonl" "$tmp/ops-bad.csv"
+    grep -q "iteration: expected a whole number" "$tmp/err" && ok "... named" || bad "iteration: $(cat "$tmp/err")"
+    expect_error "ops: a directory for the trace" "is a directory, not a per-op trace" \
+      "$dtv" ops "$tmp/ops.jsonl" "$tmp"
     # the trace of another run (a different model) is refused at its first mismatching line
     rec cnn21k sequential 1 0.2 0.02 >"$tmp/other.jsonl"
     expect_error "ops: trace of another run" "ops.csv:" "$dtv" ops "$tmp/other.jsonl" "$tmp/ops.csv"

@@ -148,11 +148,49 @@ expect_error "parallel outside config" "bad.jsonl:1:14: 'parallel' belongs in 'c
 rec mlp-wide ring 2 64 0.07 "" ', "alloc_bytes": [1]' >"$tmp/bad.jsonl"
 expect_error "alloc_bytes of the wrong length" "'measurements.alloc_bytes' has 1 entries for 2 ranks" "$dtv" predict "$tmp/bad.jsonl"
 rec mlp-wide ring 2 64 0.07 "" ', "alloc_bytes": [1, "2"]' >"$tmp/bad.jsonl"
-expect_error "alloc_bytes not a number" "entry 1 must be a number of bytes" "$dtv" predict "$tmp/bad.jsonl"
+expect_error "alloc_bytes not a number" "entry 1 must be a whole number of bytes >= 0, found a string" "$dtv" predict "$tmp/bad.jsonl"
 rec mlp-wide ring 2 64 0.07 | sed 's/"optimizer": "adam"/"optimizer": "lamb"/' >"$tmp/bad.jsonl"
 expect_error "unknown optimizer" "'config.optimizer': --optimizer: expected adam, adam-torch" "$dtv" predict "$tmp/bad.jsonl"
 rec mlp-wide ring 2 64 0.07 | sed 's/"bucket_bytes": 0/"bucket_bytes": 2/' >"$tmp/bad.jsonl"
 expect_error "bucket below a float" "a bucket holds at least one float" "$dtv" predict "$tmp/bad.jsonl"
+
+# --- silent accepts refused: fractions of counts, repeated keys, NaN, a directory ------------
+# bad_at NAME RECORD NEEDLE MESSAGE: the record alone in a file is refused with exit 2 and
+# MESSAGE at line 1, column of NEEDLE's last character (NEEDLE ends with the first character
+# of the offending value or key)
+bad_at() {
+  printf '%s\n' "$2" >"$tmp/bad.jsonl"
+  col=$(printf '%s\n' "$2" | awk -v p="$3" '{ i = index($0, p); print i ? i + length(p) - 1 : 0 }')
+  expect_error "$1" "bad.jsonl:1:$col: $4" "$dtv" predict "$tmp/bad.jsonl"
+}
+good=$(rec mlp-wide ring 2 64 0.07)
+bad_at "ranks 2.5" "$(printf '%s' "$good" | sed 's/"ranks": 2,/"ranks": 2.5,/')" '"ranks": 2' \
+  "'config.ranks' = 2.5 must be a whole number of ranks"
+bad_at "batch 64.5" "$(printf '%s' "$good" | sed 's/"batch": 64,/"batch": 64.5,/')" '"batch": 6' \
+  "'config.batch' = 64.5 must be a whole number of samples"
+bad_at "negative batch" "$(printf '%s' "$good" | sed 's/"batch": 64,/"batch": -64,/')" '"batch": -' \
+  "'config.batch' = -64 is out of range"
+bad_at "iters_per_epoch 10.5" "$(printf '%s' "$good" | sed 's/"iters_per_epoch": 10/"iters_per_epoch": 10.5/')" \
+  '"iters_per_epoch": 1' "'config.iters_per_epoch' = 10.5 must be a whole number of iterations"
+bad_at "epochs 1.5" "$(printf '%s' "$good" | sed 's/"epochs": 2,/"epochs": 1.5,/')" '"epochs": 1' \
+  "'config.epochs' = 1.5 must be a whole number of epochs"
+bad_at "train_samples fraction" "$(printf '%s' "$good" | sed 's/"train_samples": 100,/"train_samples": 99.5,/')" \
+  '"train_samples": 9' "'config.train_samples' = 99.5 must be a whole number of samples"
+bad_at "bucket_bytes fraction" "$(printf '%s' "$good" | sed 's/"bucket_bytes": 0,/"bucket_bytes": 1048576.5,/')" \
+  '"bucket_bytes": 1' "'config.bucket_bytes' = 1048576.5 must be a whole number of bytes"
+bad_at "alloc_bytes fraction" "$(rec mlp-wide ring 2 64 0.07 "" ', "alloc_bytes": [10, 10.5]')" \
+  '"alloc_bytes": [10, 1' "'measurements.alloc_bytes' entry 1 must be a whole number of bytes >= 0, found a fraction"
+bad_at "repeated key" "$(printf '%s' "$good" | sed 's/"ranks": 2,/"ranks": 2, "ranks": 1,/')" \
+  '"ranks": 2, "' "not a JSON record: key 'ranks' appears twice in this object (first at column"
+printf '%s\n' "$good" | sed 's/^{/{"config": {}, /' >"$tmp/bad.jsonl"
+col=$(awk '{ print index($0, "\"config\": {\"model") }' "$tmp/bad.jsonl")
+expect_error "repeated section" "bad.jsonl:1:$col: not a JSON record: key 'config' appears twice in this object (first at column 2)" \
+  "$dtv" predict "$tmp/bad.jsonl"
+bad_at "NaN" "$(printf '%s' "$good" | sed 's/"epoch_median_s": [0-9.]*/"epoch_median_s": NaN/')" \
+  '"epoch_median_s": N' "not a JSON record: expected a value"
+mkdir "$tmp/dir.jsonl"
+expect_error "a directory as INPUT" "dir.jsonl: is a directory, not a records file" \
+  "$dtv" compare "$tmp/dir.jsonl"
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "check.h"
@@ -159,6 +160,53 @@ enum {
     OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES
 };
 
+/* The commands that read each option: any other command refuses it, since a flag silently
+ * ignored looks as if it had taken effect. -q, -h and -V apply to all. */
+static const struct {
+    int code;
+    const char *name, *commands;
+} option_use[] = {
+    {'c', "--calibration", " predict compare plot ops "},
+    {OPT_LOO, "--loo", " compare plot "},
+    {OPT_TRAIN, "--train", " compare plot loop "},
+    {OPT_UNCAL, "--uncalibrated", " compare plot "},
+    {OPT_USE, "--use", " calibrate "},
+    {OPT_FIT, "--fit", " calibrate compare plot seed002 loop "},
+    {'o', "--output", " calibrate seed002 ops "},
+    {'d', "--dir", " plot loop "},
+    {OPT_PLOTS, "--plots", " compare seed002 "},
+    {'f', "--format", " predict compare "},
+    {OPT_TOPOLOGY, "--topology", " calibrate predict compare plot ops loop "},
+    {OPT_FASTEST, "--fastest", " calibrate predict compare plot "},
+    {OPT_DTEXEC, "--dtexec", " loop "},
+    {OPT_MPIEXEC, "--mpiexec", " loop "},
+    {OPT_MODELS, "--models", " loop "},
+    {OPT_MAXITERS, "--max-iters", " loop "},
+    {OPT_EPOCHS, "--epochs", " loop "},
+    {OPT_BATCH, "--batch", " loop "},
+    {OPT_RANKS, "--ranks", " loop "},
+    {OPT_REUSE, "--reuse", " loop "},
+    {OPT_REPEAT, "--repeat", " loop "},
+    {OPT_PIPELINES, "--pipelines", " loop "},
+    {OPT_PIPELINE_MODELS, "--pipeline-models", " loop "},
+    {OPT_MICRO_BATCHES, "--micro-batches", " loop "},
+};
+
+/* 0 when command reads the option `code`; else says so (exit 2). */
+static int check_applies(const char *command, int code)
+{
+    char word[32];
+    snprintf(word, sizeof word, " %s ", command);
+    for (size_t i = 0; i < sizeof option_use / sizeof option_use[0]; i++)
+        if (option_use[i].code == code && !strstr(option_use[i].commands, word)) {
+            const char *c = option_use[i].commands + 1;
+            fprintf(stderr, "%s: %s does not apply to %s (only to %.*s)\n", prog,
+                    option_use[i].name, command, (int)strlen(c) - 1, c);
+            return 2;
+        }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
@@ -186,6 +234,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":c:o:d:f:qhV", longopts, NULL)) != -1) {
+        if (check_applies(o->command, c))
+            return 2;
         switch (c) {
         case 'c': o->calibration = optarg; break;
         case OPT_LOO: o->loo = true; break;
@@ -285,6 +335,59 @@ static int fail(const struct dt_error *err, int rc)
     return status_of(rc);
 }
 
+/* The directory given to flag, made (one level, as mkdir does) and proved writable before
+ * anything is fitted: a bad one is an error now (exit 2), not after the fits. */
+static int prepare_dir(const char *flag, const char *dir)
+{
+    const char *why = NULL;
+    char probe[PATH_MAX];
+    struct stat st;
+    if (strchr(dir, '\''))
+        why = "may not contain single quotes (gnuplot runs in it)";
+    else if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        why = strerror(errno);
+    else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        why = "exists and is not a directory";
+    else if (snprintf(probe, sizeof probe, "%s/.dtvalidate-XXXXXX", dir) >= (int)sizeof probe)
+        why = "name too long";
+    if (!why) {
+        int fd = mkstemp(probe);
+        if (fd < 0) {
+            why = strerror(errno);
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+    }
+    if (why) {
+        fprintf(stderr, "%s: %s '%s': cannot create the directory or write into it: %s\n",
+                prog, flag, dir, why);
+        return 2;
+    }
+    return 0;
+}
+
+/* The file -o will write, checked before anything is fitted: not a directory, and in a
+ * directory this process may write into. */
+static int check_output(const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    const char *why = NULL;
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+        why = "is a directory";
+    else if (exists ? access(path, W_OK) != 0 : access(dir, W_OK | X_OK) != 0)
+        why = strerror(errno);
+    if (why) {
+        fprintf(stderr, "%s: --output '%s': cannot write the file: %s\n", prog, path, why);
+        return 2;
+    }
+    return 0;
+}
+
 static int load_inputs(const struct options *o, struct dtv_runset *set, struct dt_error *err)
 {
     if (o->n_inputs == 0) {
@@ -333,7 +436,9 @@ static int cmd_calibrate(const struct options *o)
     struct dt_error err;
     dt_error_clear(&err);
     dtv_runset_init(&set);
-    int rc = load_inputs(o, &set, &err);
+    int rc = o->output ? check_output(o->output) : 0;
+    if (!rc)
+        rc = load_inputs(o, &set, &err);
     bool *use = NULL;
     struct dtv_fitspec spec;
     bool given;
@@ -438,15 +543,6 @@ static enum dtv_mode mode_of(const struct options *o)
     return DTV_MODE_LOO;
 }
 
-static int make_dir(const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s: cannot create %s: %s\n", prog, dir, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
-
 /* compare and plot: one validation of the inputs. */
 static int cmd_compare(const struct options *o, bool plot)
 {
@@ -460,6 +556,8 @@ static int cmd_compare(const struct options *o, bool plot)
         fprintf(stderr, "%s: plot needs --dir DIR\n", prog);
         return 2;
     }
+    if (dir && prepare_dir(plot ? "--dir" : "--plots", dir))
+        return 2;
     struct dtv_fitspec spec;
     bool given;
     int rc = load_inputs(o, &set, &err);
@@ -484,7 +582,7 @@ static int cmd_compare(const struct options *o, bool plot)
         }
         if (!plot)
             dtv_check_print(stdout, &set, &c, o->csv);
-        if (dir && !(rc = make_dir(dir))) {
+        if (dir) {
             const struct dt_calibration *pc = o->calibration ? &cal
                                               : c.have_calib ? &c.calib.cal
                                                              : NULL;
@@ -519,6 +617,8 @@ static void seed002_consistency(const struct dtv_runset *set)
 
 static int cmd_seed002(const struct options *o)
 {
+    if ((o->plots && prepare_dir("--plots", o->plots)) || (o->output && check_output(o->output)))
+        return 2;
     char path[1024];
     if (dt_find_data_file("validate/data", SEED002_TABLE, path, sizeof path)) {
         fprintf(stderr, "%s: cannot find validate/data/%s (run from the source tree, or set "
@@ -587,7 +687,7 @@ static int cmd_seed002(const struct options *o)
         if (o->output)
             rc = save_calibration(o->output, &all.cal, o->quiet);
     }
-    if (!e && !rc && o->plots && !(rc = make_dir(o->plots))) {
+    if (!e && !rc && o->plots) {
         e = dtv_plot(o->plots, "seed002-split", "seed 002, fitted on the 1-node rows", &set,
                      &c1, &c1.calib.cal, verbose, &err);
         if (!e)
@@ -611,6 +711,8 @@ static int cmd_ops(const struct options *o)
                         "the same dtexec run)\n", prog);
         return 2;
     }
+    if (o->output && check_output(o->output))
+        return 2;
     struct dtv_runset set;
     struct dt_error err;
     struct dt_calibration cal;
@@ -650,6 +752,8 @@ static int cmd_loop(const struct options *o, const char *argv0)
 {
     struct dtv_loop_options lo = o->loop;
     lo.dir = o->dir ? o->dir : "dtvalidate-loop";
+    if (prepare_dir("--dir", lo.dir))
+        return 2;
     if (!lo.train)
         lo.train = o->train;
     struct dt_error err;
@@ -668,6 +772,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Rows on stdout and notes on stderr often go to one file (2>&1): a fully buffered
+     * stdout would be written in blocks that cut rows where a note falls. Line buffered, each
+     * row is written whole, and each note is one fprintf. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     struct options o;
     memset(&o, 0, sizeof o);
     const char *cmd = argv[1];

@@ -181,6 +181,15 @@ static int parse_container(struct reader *r, struct dtv_json *v, char close)
             key_col = col_of(r, r->p);
             if (parse_string(r, &key))
                 return -1;
+            /* a second value for a key would silently win or lose: refuse it */
+            for (int i = 0; i < v->n; i++)
+                if (strcmp(v->keys[i], key) == 0) {
+                    char msg[160];
+                    snprintf(msg, sizeof msg, "key '%.80s' appears twice in this object (first "
+                             "at column %d)", key, v->key_cols[i]);
+                    free(key);
+                    return fail(r, r->text + key_col - 1, msg);
+                }
             skip_ws(r);
             if (*r->p != ':') {
                 free(key);

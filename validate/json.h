@@ -1,7 +1,8 @@
 /* A small JSON reader for dtexec's run records (one object per line). It keeps the column of
  * every value so that a bad field is reported as file:line:column. Strings are UTF-8 as
- * written (\uXXXX escapes outside ASCII become '?'); numbers are doubles. Nesting is limited
- * to DTV_JSON_MAX_DEPTH, so no input can exhaust the stack. */
+ * written (\uXXXX escapes outside ASCII become '?'); numbers are doubles. A key repeated in
+ * one object is an error (which value was meant?). Nesting is limited to DTV_JSON_MAX_DEPTH, so
+ * no input can exhaust the stack. */
 #ifndef DTV_JSON_H
 #define DTV_JSON_H
 

@@ -72,9 +72,9 @@ static int find_col(char **f, int n, const char *name)
 static int read_trace(const struct dtv_run *run, const char *path, struct samples **per_rank,
                       struct dtv_ops_report *rep, struct dt_error *err)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = dtv_open_input(path, "a per-op trace (dtexec --ops-csv)", err);
     if (!f)
-        return dt_fail(err, DT_EINPUT, path, 0, 0, "cannot open: %s", strerror(errno));
+        return DT_EINPUT;
     const struct dt_plan *plan = run->plan;
     char line[4096], *fl[64];
     int cols[64], lineno = 0, rc = DT_OK, c_rank = -1, c_op = -1, c_kind = -1, c_dur = -1,
@@ -82,12 +82,17 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
     long max_iter = -1, min_iter = -1;
     while (!rc && fgets(line, sizeof line, f)) {
         lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = dt_fail(err, DT_EINPUT, path, lineno, 0, "line longer than %zu bytes",
+                         sizeof line - 2);
+            break;
+        }
         line[strcspn(line, "\r\n")] = '\0';
         if (!line[0])
             continue;
         int bad = 0, n = dtv_split_csv(line, fl, cols, 64, &bad);
         if (n < 0) {
-            rc = dt_fail(err, DT_EINPUT, path, lineno, bad, "unterminated quoted field");
+            rc = dt_fail(err, DT_EINPUT, path, lineno, bad, "%s", dtv_csv_why(n));
             break;
         }
         if (lineno == 1) {
@@ -148,6 +153,11 @@ static int read_trace(const struct dtv_run *run, const char *path, struct sample
             break;
         }
         long it = strtol(fl[c_iter], &end, 10);
+        if (*end || end == fl[c_iter] || it < 0) {
+            rc = dt_fail(err, DT_EINPUT, path, lineno, cols[c_iter],
+                         "iteration: expected a whole number >= 0, found '%s'", fl[c_iter]);
+            break;
+        }
         if (max_iter < 0 || it > max_iter)
             max_iter = it;
         if (min_iter < 0 || it < min_iter)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dt/datafile.h"
 #include "json.h"
@@ -307,6 +308,20 @@ static int want_num(struct rec_ctx *c, const struct dtv_json *rec, const char *s
     return DT_OK;
 }
 
+/* A whole number in [min, max]: a count of ranks, samples or iterations, or bytes. A fraction
+ * would be truncated silently into another configuration than the run's. */
+static int want_count(struct rec_ctx *c, const struct dtv_json *rec, const char *section,
+                      const char *key, bool required, double min, double max, const char *unit,
+                      double *out)
+{
+    int rc = want_num(c, rec, section, key, required, min, max, unit, out);
+    const struct dtv_json *v = field(rec, section, key);
+    if (!rc && v && v->type == DTV_J_NUM && v->num != floor(v->num))
+        return rec_fail(c, v, "'%s.%s' = %.10g must be a whole number of %s", section, key,
+                        v->num, unit);
+    return rc;
+}
+
 /* A field that belongs in `section` but was written elsewhere (top level or another section)
  * is an error: read from nowhere, it would leave the plan silently different from the run's. */
 static int misplaced(struct rec_ctx *c, const struct dtv_json *rec, const char *section,
@@ -347,7 +362,7 @@ static int read_plan_options(struct rec_ctx *c, const struct dtv_json *rec, stru
     if ((rc = misplaced(c, rec, "config", "parallel")) ||
         (rc = want_str(c, rec, "config", "optimizer", false, &optimizer)) ||
         (rc = want_num(c, rec, "config", "momentum", false, 0, 1, "(a fraction)", &momentum)) ||
-        (rc = want_num(c, rec, "config", "bucket_bytes", false, 0, 1e15, "bytes", &bucket)))
+        (rc = want_count(c, rec, "config", "bucket_bytes", false, 0, 1e15, "bytes", &bucket)))
         return rc;
     struct dt_plan_options *o = &run->opt;
     struct dt_error perr;
@@ -398,10 +413,11 @@ static int read_alloc(struct rec_ctx *c, const struct dtv_json *rec, struct dtv_
     double worst = 0;
     for (int r = 0; r < a->n; r++) {
         const struct dtv_json *v = a->items[r];
-        if (v->type != DTV_J_NUM || !(v->num >= 0))
-            return rec_fail(c, v, "'measurements.alloc_bytes' entry %d must be a number of "
-                            "bytes >= 0, found %s", r, v->type == DTV_J_NUM ? "a negative "
-                            "number" : dtv_json_type_name(v->type));
+        if (v->type != DTV_J_NUM || !(v->num >= 0) || v->num != floor(v->num))
+            return rec_fail(c, v, "'measurements.alloc_bytes' entry %d must be a whole number "
+                            "of bytes >= 0, found %s", r, v->type != DTV_J_NUM
+                            ? dtv_json_type_name(v->type) : v->num < 0 ? "a negative number"
+                            : "a fraction");
         struct dt_memory mem;
         dt_plan_rank_memory(run->plan, r, &mem);
         /* the record keeps 9 significant digits */
@@ -448,13 +464,13 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
         (rc = want_str(c, rec, "config", "strategy", true, &strategy)) ||
         (rc = want_str(c, rec, "config", "scaling", false, &scaling)) ||
         (rc = want_str(c, rec, "config", "data", false, &data)) ||
-        (rc = want_num(c, rec, "config", "ranks", true, 1, 1 << 20, "ranks", &ranks)) ||
-        (rc = want_num(c, rec, "config", "batch", true, 1, 1 << 24, "samples", &batch)) ||
-        (rc = want_num(c, rec, "config", "epochs", true, 1, 1e6, "epochs", &epochs)) ||
-        (rc = want_num(c, rec, "config", "iters_per_epoch", true, 1, 1e12, "iterations",
+        (rc = want_count(c, rec, "config", "ranks", true, 1, 1 << 20, "ranks", &ranks)) ||
+        (rc = want_count(c, rec, "config", "batch", true, 1, 1 << 24, "samples", &batch)) ||
+        (rc = want_count(c, rec, "config", "epochs", true, 1, 1e6, "epochs", &epochs)) ||
+        (rc = want_count(c, rec, "config", "iters_per_epoch", true, 1, 1e12, "iterations",
                        &iters)) ||
-        (rc = want_num(c, rec, "config", "train_samples", false, 0, 1e12, "samples", &train)) ||
-        (rc = want_num(c, rec, "config", "test_samples", false, 0, 1e12, "samples", &test)) ||
+        (rc = want_count(c, rec, "config", "train_samples", false, 0, 1e12, "samples", &train)) ||
+        (rc = want_count(c, rec, "config", "test_samples", false, 0, 1e12, "samples", &test)) ||
         (rc = want_str(c, rec, "environment", "host", false, &host)) ||
         (rc = want_str(c, rec, "environment", "git_revision", false, &git)))
         return rc;
@@ -587,11 +603,13 @@ int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col)
     int n = 0;
     char *start = s;
     for (;;) {
-        if (n == max)
-            return n;
         char *p = s;
         while (*p == ' ')
             p++;
+        if (n == max) {
+            *bad_col = (int)(p - start) + 1;
+            return -2;
+        }
         cols[n] = (int)(p - start) + 1;
         if (*p == '"') {
             char *out = ++p;
@@ -631,6 +649,11 @@ int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col)
     }
 }
 
+const char *dtv_csv_why(int rc)
+{
+    return rc == -2 ? "too many fields (at most 64)" : "unterminated quoted field";
+}
+
 enum col_key {
     C_NODES, C_PPN, C_PROCS, C_EPOCH, C_ITER, C_READ, C_UPDATE, C_TOTAL, C_MODEL, C_STRATEGY,
     C_SCALING, C_BATCH, C_DATASET, C_TOPOLOGY, C_HOST, C_WHEN, C_DATA_BYTES, C_COUNT
@@ -651,29 +674,118 @@ static int col_parse(const char *name)
 struct table {
     const char *path;
     char defaults[C_COUNT][256];
-    bool has_default[C_COUNT];
+    int default_line[C_COUNT];  /* the line of each '#% key: value' setting, 0 if none */
+    int default_col[C_COUNT];   /* the column of its value */
     int col_of[C_COUNT];        /* field index of each key, -1 if absent */
+    int header_line;            /* 0 until the header is read */
     int n_cols;
 };
 
-/* A number column: plain decimal, finite, in [min, max]. */
-static int table_num(const struct table *t, int line, int col, const char *key, const char *s,
-                     double min, double max, double *out, struct dt_error *err)
+/* One row's value of every key and where it was written: the row's field, else the table's
+ * '#%' setting (so that a bad setting is reported where it is), else NULL. */
+struct row {
+    const char *val[C_COUNT];
+    int line[C_COUNT], col[C_COUNT];
+};
+
+/* A number: plain decimal, finite, in [min, max], whole when asked. */
+static int table_num(const struct table *t, const struct row *r, int k, double min, double max,
+                     bool whole, double *out, struct dt_error *err)
 {
+    const char *s = r->val[k], *key = col_names[k];
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     const char *d = s + (*s == '-' || *s == '+');
     if (!*s || end == s || *end || errno == ERANGE || !isfinite(v) || isalpha((unsigned char)*d))
-        return dt_fail(err, DT_EINPUT, t->path, line, col,
+        return dt_fail(err, DT_EINPUT, t->path, r->line[k], r->col[k],
                        "%s: expected a plain number%s, found '%s'", key,
                        strstr(key, "_s") ? " of seconds (the unit is in the column name)" : "",
                        s);
     if (v < min || v > max)
-        return dt_fail(err, DT_EINPUT, t->path, line, col, "%s = %g is out of range [%g, %g]",
-                       key, v, min, max);
+        return dt_fail(err, DT_EINPUT, t->path, r->line[k], r->col[k],
+                       "%s = %g is out of range [%g, %g]", key, v, min, max);
+    if (whole && v != floor(v))
+        return dt_fail(err, DT_EINPUT, t->path, r->line[k], r->col[k],
+                       "%s = %s must be a whole number", key, s);
     *out = v;
     return DT_OK;
+}
+
+static void row_values(const struct table *t, int line, char **f, const int *cols,
+                       struct row *r)
+{
+    for (int k = 0; k < C_COUNT; k++) {
+        int i = t->col_of[k];
+        r->val[k] = i >= 0 ? f[i] : t->default_line[k] ? t->defaults[k] : NULL;
+        r->line[k] = i >= 0 ? line : t->default_line[k];
+        r->col[k] = i >= 0 ? cols[i] : t->default_col[k];
+        if (r->val[k] && !*r->val[k])
+            r->val[k] = NULL;
+    }
+}
+
+/* The shape and sizes of a row: nodes, ppn, procs (0 when absent), batch and dataset_size. */
+static int row_counts(const struct table *t, const struct row *r, double *nodes, double *ppn,
+                      double *procs, double *batch, double *dataset, struct dt_error *err)
+{
+    *nodes = *ppn = *procs = 0;
+    int rc;
+    if ((r->val[C_NODES] &&
+         (rc = table_num(t, r, C_NODES, 1, DT_TOPO_MAX_NODES, true, nodes, err))) ||
+        (r->val[C_PPN] && (rc = table_num(t, r, C_PPN, 1, DT_TOPO_MAX_DEVICES, true, ppn, err))) ||
+        (r->val[C_PROCS] &&
+         (rc = table_num(t, r, C_PROCS, 1, DT_TOPO_MAX_RANKS, true, procs, err))) ||
+        (rc = table_num(t, r, C_BATCH, 1, 1 << 24, true, batch, err)) ||
+        (rc = table_num(t, r, C_DATASET, 1, 1e12, true, dataset, err)))
+        return rc;
+    if (*nodes && *ppn && *procs && *procs != *nodes * *ppn)
+        return dt_fail(err, DT_EINPUT, t->path, r->line[C_PROCS], r->col[C_PROCS],
+                       "procs (%g) is not nodes x ppn (%g x %g)", *procs, *nodes, *ppn);
+    return DT_OK;
+}
+
+/* The measured times (and data_bytes) of a row into run. */
+static int row_times(const struct table *t, const struct row *r, struct dtv_run *run,
+                     struct dt_error *err)
+{
+    struct {
+        int k;
+        double *out;
+        double max;
+    } meas[] = {{C_EPOCH, &run->epoch_s, 1e8},  {C_ITER, &run->iter_s, 1e6},
+                {C_READ, &run->read_s, 1e6},    {C_UPDATE, &run->update_s, 1e6},
+                {C_TOTAL, &run->total_s, 1e9},  {C_DATA_BYTES, &run->data_bytes, 1e18}};
+    for (size_t i = 0; i < sizeof meas / sizeof meas[0]; i++) {
+        int k = meas[i].k, rc;
+        if (r->val[k] && (rc = table_num(t, r, k, 0, meas[i].max, k == C_DATA_BYTES,
+                                         meas[i].out, err)))
+            return rc;
+    }
+    for (int k = C_EPOCH; k <= C_ITER; k++) /* meas[0] and meas[1] */
+        if (r->val[k] && !(*meas[k - C_EPOCH].out > 0))
+            return dt_fail(err, DT_EINPUT, t->path, r->line[k], r->col[k],
+                           "%s: a measured time must be positive", col_names[k]);
+    return DT_OK;
+}
+
+/* The topology name with {nodes} and {ppn} substituted. */
+static void topology_name(const char *pattern, int nodes, int ppn, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *p = pattern; *p && o + 12 < len; p++) {
+        if (strncmp(p, "{nodes}", 7) == 0) {
+            o += (size_t)snprintf(out + o, len - o, "%d", nodes);
+            p += 6;
+        } else if (strncmp(p, "{ppn}", 5) == 0) {
+            o += (size_t)snprintf(out + o, len - o, "%d", ppn);
+            p += 4;
+        } else {
+            out[o++] = *p;
+            out[o] = '\0';
+        }
+    }
 }
 
 static int table_row(struct dtv_runset *set, const struct table *t, int line, char **f,
@@ -682,107 +794,119 @@ static int table_row(struct dtv_runset *set, const struct table *t, int line, ch
     if (n != t->n_cols)
         return dt_fail(err, DT_EINPUT, t->path, line, 0,
                        "%d fields where the header has %d", n, t->n_cols);
-    /* value of a key: the row's field, else the table default, else NULL */
-    const char *val[C_COUNT];
-    int vcol[C_COUNT];
-    for (int k = 0; k < C_COUNT; k++) {
-        val[k] = t->col_of[k] >= 0 ? f[t->col_of[k]] : t->has_default[k] ? t->defaults[k] : NULL;
-        vcol[k] = t->col_of[k] >= 0 ? cols[t->col_of[k]] : 0;
-        if (val[k] && !*val[k])
-            val[k] = NULL;
-    }
+    struct row r;
+    row_values(t, line, f, cols, &r);
     struct dtv_run *run = new_run(set, t->path, line);
     if (!run)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     static const char *const need[] = {"model", "strategy", "batch", "dataset_size", "topology"};
     static const int need_k[] = {C_MODEL, C_STRATEGY, C_BATCH, C_DATASET, C_TOPOLOGY};
     for (int i = 0; i < 5; i++)
-        if (!val[need_k[i]])
+        if (!r.val[need_k[i]])
             return dt_fail(err, DT_EINPUT, t->path, line, 0,
                            "the run has no %s: add a '%s' column or a '#%% %s: ...' line",
                            need[i], need[i], need[i]);
-    if (!val[C_EPOCH] && !val[C_ITER])
+    if (!r.val[C_EPOCH] && !r.val[C_ITER])
         return dt_fail(err, DT_EINPUT, t->path, line, 0, "the run has no epoch_s (or iter_s)");
-    double nodes = 0, ppn = 0, procs = 0, batch, dataset, x;
+    double nodes, ppn, procs, batch, dataset;
     int rc;
-    if ((val[C_NODES] && (rc = table_num(t, line, vcol[C_NODES], "nodes", val[C_NODES], 1,
-                                         DT_TOPO_MAX_NODES, &nodes, err))) ||
-        (val[C_PPN] && (rc = table_num(t, line, vcol[C_PPN], "ppn", val[C_PPN], 1,
-                                       DT_TOPO_MAX_DEVICES, &ppn, err))) ||
-        (val[C_PROCS] && (rc = table_num(t, line, vcol[C_PROCS], "procs", val[C_PROCS], 1,
-                                         DT_TOPO_MAX_RANKS, &procs, err))) ||
-        (rc = table_num(t, line, vcol[C_BATCH], "batch", val[C_BATCH], 1, 1 << 24, &batch,
-                        err)) ||
-        (rc = table_num(t, line, vcol[C_DATASET], "dataset_size", val[C_DATASET], 1, 1e12,
-                        &dataset, err)))
+    if ((rc = row_counts(t, &r, &nodes, &ppn, &procs, &batch, &dataset, err)) ||
+        (rc = row_times(t, &r, run, err)))
         return rc;
-    if (nodes != floor(nodes) || ppn != floor(ppn) || procs != floor(procs) ||
-        batch != floor(batch) || dataset != floor(dataset))
-        return dt_fail(err, DT_EINPUT, t->path, line, 0,
-                       "nodes, ppn, procs, batch and dataset_size must be whole numbers");
-    if (nodes && ppn && procs && procs != nodes * ppn)
-        return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_PROCS],
-                       "procs (%g) is not nodes x ppn (%g x %g)", procs, nodes, ppn);
-    struct {
-        int k;
-        double *out;
-        double max;
-    } meas[] = {{C_EPOCH, &run->epoch_s, 1e8},  {C_ITER, &run->iter_s, 1e6},
-                {C_READ, &run->read_s, 1e6},    {C_UPDATE, &run->update_s, 1e6},
-                {C_TOTAL, &run->total_s, 1e9},  {C_DATA_BYTES, &run->data_bytes, 1e18}};
-    for (size_t i = 0; i < sizeof meas / sizeof meas[0]; i++)
-        if (val[meas[i].k] && (rc = table_num(t, line, vcol[meas[i].k], col_names[meas[i].k],
-                                              val[meas[i].k], 0, meas[i].max, &x, err)))
-            return rc;
-        else if (val[meas[i].k])
-            *meas[i].out = x;
-    if ((val[C_EPOCH] && !(run->epoch_s > 0)) || (val[C_ITER] && !(run->iter_s > 0)))
-        return dt_fail(err, DT_EINPUT, t->path, line, vcol[val[C_EPOCH] ? C_EPOCH : C_ITER],
-                       "a measured time must be positive");
-    int s = dt_strategy_parse(val[C_STRATEGY]);
+    int s = dt_strategy_parse(r.val[C_STRATEGY]);
     if (s < 0)
-        return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_STRATEGY],
-                       "unknown strategy '%s'", val[C_STRATEGY]);
+        return dt_fail(err, DT_EINPUT, t->path, r.line[C_STRATEGY], r.col[C_STRATEGY],
+                       "unknown strategy '%s'", r.val[C_STRATEGY]);
     run->strategy = (enum dt_strategy)s;
-    if (val[C_SCALING]) {
-        if (strcmp(val[C_SCALING], "weak") && strcmp(val[C_SCALING], "strong"))
-            return dt_fail(err, DT_EINPUT, t->path, line, vcol[C_SCALING],
-                           "scaling must be weak or strong, found '%s'", val[C_SCALING]);
-        run->scaling = strcmp(val[C_SCALING], "strong") == 0 ? DT_SCALING_STRONG
-                                                               : DT_SCALING_WEAK;
-    }
+    const char *scaling = r.val[C_SCALING];
+    if (scaling && strcmp(scaling, "weak") && strcmp(scaling, "strong"))
+        return dt_fail(err, DT_EINPUT, t->path, r.line[C_SCALING], r.col[C_SCALING],
+                       "scaling must be weak or strong, found '%s'", scaling);
+    if (scaling && strcmp(scaling, "strong") == 0)
+        run->scaling = DT_SCALING_STRONG;
     run->batch = (int)batch;
     run->ranks = (int)(procs ? procs : nodes && ppn ? nodes * ppn : 0);
-    snprintf(run->model_name, sizeof run->model_name, "%s", val[C_MODEL]);
-    snprintf(run->host, sizeof run->host, "%s", val[C_HOST] ? val[C_HOST] : "");
-    snprintf(run->when, sizeof run->when, "%s", val[C_WHEN] ? val[C_WHEN] : "");
-    /* topology name with {nodes} and {ppn} substituted */
-    char tname[256] = "";
-    size_t o = 0;
-    for (const char *p = val[C_TOPOLOGY]; *p && o < sizeof tname - 12; p++) {
-        if (strncmp(p, "{nodes}", 7) == 0) {
-            o += (size_t)snprintf(tname + o, sizeof tname - o, "%d", (int)nodes);
-            p += 6;
-        } else if (strncmp(p, "{ppn}", 5) == 0) {
-            o += (size_t)snprintf(tname + o, sizeof tname - o, "%d", (int)ppn);
-            p += 4;
-        } else {
-            tname[o++] = *p;
-            tname[o] = '\0';
-        }
-    }
-    snprintf(run->topo_name, sizeof run->topo_name, "%s", tname);
-    if ((rc = get_model(set, val[C_MODEL], t->path, line, vcol[C_MODEL], &run->model, err)) ||
-        (rc = get_topo(set, tname, (int)nodes, (int)ppn, t->path, line, vcol[C_TOPOLOGY],
-                       &run->topo, err)) ||
-        (rc = finish_run(run, vcol[C_STRATEGY], err)))
+    snprintf(run->model_name, sizeof run->model_name, "%s", r.val[C_MODEL]);
+    snprintf(run->host, sizeof run->host, "%s", r.val[C_HOST] ? r.val[C_HOST] : "");
+    snprintf(run->when, sizeof run->when, "%s", r.val[C_WHEN] ? r.val[C_WHEN] : "");
+    topology_name(r.val[C_TOPOLOGY], (int)nodes, (int)ppn, run->topo_name,
+                  sizeof run->topo_name);
+    if ((rc = get_model(set, r.val[C_MODEL], t->path, r.line[C_MODEL], r.col[C_MODEL],
+                        &run->model, err)) ||
+        (rc = get_topo(set, run->topo_name, (int)nodes, (int)ppn, t->path, r.line[C_TOPOLOGY],
+                       r.col[C_TOPOLOGY], &run->topo, err)) ||
+        (rc = finish_run(run, r.col[C_STRATEGY], err)))
         return rc;
     run->iters_per_epoch = ((long)dataset + run->global_batch - 1) / run->global_batch;
-    if (val[C_EPOCH] && !val[C_ITER])
+    if (r.val[C_EPOCH] && !r.val[C_ITER])
         run->iter_s = run->epoch_s / run->iters_per_epoch;
-    if (!val[C_EPOCH])
+    if (!r.val[C_EPOCH])
         run->epoch_s = run->iter_s * run->iters_per_epoch;
     set->n++;
+    return DT_OK;
+}
+
+/* "#% key: value" at p (line lineno): a table-wide value of a column the table does not
+ * have. Each key once, before the header: a second value, or a setting after rows that
+ * were read without it, would leave it unclear which value a run had. */
+static int table_setting(struct table *t, char *line, char *p, int lineno,
+                         struct dt_error *err)
+{
+    char *k = p + 2;
+    while (*k == ' ')
+        k++;
+    int kcol = (int)(k - line) + 1;
+    char *colon = strchr(k, ':');
+    if (!colon)
+        return dt_fail(err, DT_EINPUT, t->path, lineno, kcol, "expected '#%% key: value'");
+    *colon = '\0';
+    for (char *q = colon - 1; q >= k && *q == ' '; q--)
+        *q = '\0';
+    int key = col_parse(k);
+    if (key < 0 || key <= C_TOTAL)
+        return dt_fail(err, DT_EINPUT, t->path, lineno, kcol,
+                       "'%s' cannot be a table-wide setting (settings: model, strategy, "
+                       "scaling, batch, dataset_size, topology, host, when, data_bytes)", k);
+    if (t->header_line)
+        return dt_fail(err, DT_EINPUT, t->path, lineno, kcol,
+                       "'#%% %s' comes after the header (line %d): settings go before it", k,
+                       t->header_line);
+    if (t->default_line[key])
+        return dt_fail(err, DT_EINPUT, t->path, lineno, kcol,
+                       "'#%% %s' is set twice (first on line %d)", k, t->default_line[key]);
+    char *v = colon + 1;
+    while (*v == ' ')
+        v++;
+    v[strcspn(v, "\r\n")] = '\0';
+    for (char *q = v + strlen(v) - 1; q >= v && *q == ' '; q--)
+        *q = '\0';
+    snprintf(t->defaults[key], sizeof t->defaults[key], "%s", v);
+    t->default_line[key] = lineno;
+    t->default_col[key] = (int)(v - line) + 1;
+    return DT_OK;
+}
+
+static int table_header(struct table *t, char **fields, const int *cols, int n, int lineno,
+                        struct dt_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        int k = col_parse(fields[i]);
+        if (k < 0)
+            continue; /* other columns (test accuracy...) are kept in the file, not used */
+        if (t->col_of[k] >= 0)
+            return dt_fail(err, DT_EINPUT, t->path, lineno, cols[i],
+                           "column '%s' appears twice", fields[i]);
+        if (t->default_line[k])
+            return dt_fail(err, DT_EINPUT, t->path, lineno, cols[i],
+                           "'%s' is both a column and a '#%% %s' setting (line %d)", fields[i],
+                           fields[i], t->default_line[k]);
+        t->col_of[k] = i;
+    }
+    t->n_cols = n;
+    t->header_line = lineno;
+    if (t->col_of[C_EPOCH] < 0 && t->col_of[C_ITER] < 0)
+        return dt_fail(err, DT_EINPUT, t->path, lineno, 1,
+                       "the header has no epoch_s or iter_s column");
     return DT_OK;
 }
 
@@ -796,7 +920,6 @@ static int load_table(struct dtv_runset *set, const char *path, FILE *f,
     char *fields[MAX_COLS];
     int cols[MAX_COLS];
     int lineno = 0, rc = DT_OK, rows = 0;
-    bool header = false;
     while (!rc && fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f))
@@ -808,62 +931,39 @@ static int load_table(struct dtv_runset *set, const char *path, FILE *f,
         if (*p == '\n' || *p == '\r' || !*p)
             continue;
         if (strncmp(p, "#%", 2) == 0) {
-            /* "#% key: value" */
-            char *k = p + 2;
-            while (*k == ' ')
-                k++;
-            char *colon = strchr(k, ':');
-            if (!colon)
-                return dt_fail(err, DT_EINPUT, path, lineno, (int)(k - line) + 1,
-                               "expected '#%% key: value'");
-            *colon = '\0';
-            for (char *q = colon - 1; q >= k && *q == ' '; q--)
-                *q = '\0';
-            int key = col_parse(k);
-            if (key < 0 || key <= C_TOTAL)
-                return dt_fail(err, DT_EINPUT, path, lineno, (int)(k - line) + 1,
-                               "'%s' cannot be a table-wide setting (settings: model, "
-                               "strategy, scaling, batch, dataset_size, topology, host, when, "
-                               "data_bytes)", k);
-            char *v = colon + 1;
-            while (*v == ' ')
-                v++;
-            v[strcspn(v, "\r\n")] = '\0';
-            for (char *q = v + strlen(v) - 1; q >= v && *q == ' '; q--)
-                *q = '\0';
-            snprintf(t.defaults[key], sizeof t.defaults[key], "%s", v);
-            t.has_default[key] = true;
+            rc = table_setting(&t, line, p, lineno, err);
             continue;
         }
         if (*p == '#')
             continue;
         int bad = 0, n = dtv_split_csv(line, fields, cols, MAX_COLS, &bad);
         if (n < 0)
-            return dt_fail(err, DT_EINPUT, path, lineno, bad, "unterminated quoted field");
-        if (!header) {
-            for (int i = 0; i < n; i++) {
-                int k = col_parse(fields[i]);
-                if (k >= 0) {
-                    if (t.col_of[k] >= 0)
-                        return dt_fail(err, DT_EINPUT, path, lineno, cols[i],
-                                       "column '%s' appears twice", fields[i]);
-                    t.col_of[k] = i;
-                }
-                /* other columns (test accuracy...) are kept in the file, not used */
-            }
-            t.n_cols = n;
-            header = true;
-            if (t.col_of[C_EPOCH] < 0 && t.col_of[C_ITER] < 0)
-                return dt_fail(err, DT_EINPUT, path, lineno, 1,
-                               "the header has no epoch_s or iter_s column");
+            return dt_fail(err, DT_EINPUT, path, lineno, bad, "%s", dtv_csv_why(n));
+        if (!t.header_line) {
+            rc = table_header(&t, fields, cols, n, lineno, err);
             continue;
         }
         rc = table_row(set, &t, lineno, fields, cols, n, err);
         rows++;
     }
+    if (!rc && ferror(f))
+        rc = dt_fail(err, DT_ESYS, path, 0, 0, "read error: %s", strerror(errno));
     if (!rc && !rows)
         rc = dt_fail(err, DT_EINPUT, path, 0, 0, "no runs in the table");
     return rc;
+}
+
+FILE *dtv_open_input(const char *path, const char *what, struct dt_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        dt_fail(err, DT_EINPUT, path, 0, 0, "is a directory, not %s", what);
+        return NULL;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f)
+        dt_fail(err, DT_EINPUT, path, 0, 0, "cannot open: %s", strerror(errno));
+    return f;
 }
 
 int dtv_runset_load(struct dtv_runset *set, const char *path,
@@ -872,9 +972,10 @@ int dtv_runset_load(struct dtv_runset *set, const char *path,
     char found[1024];
     if (dt_find_data_file("validate/data", path, found, sizeof found))
         snprintf(found, sizeof found, "%s", path);
-    FILE *f = fopen(found, "r");
+    FILE *f = dtv_open_input(found, "a records file (dtexec --record) or a reference table "
+                             "(.csv)", err);
     if (!f)
-        return dt_fail(err, DT_EINPUT, path, 0, 0, "cannot open: %s", strerror(errno));
+        return DT_EINPUT;
     size_t len = strlen(found);
     bool csv = len > 4 && strcmp(found + len - 4, ".csv") == 0;
     int first = set->n;

@@ -20,6 +20,7 @@
 #define DTV_RUNS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "dt/error.h"
 #include "dt/model.h"
@@ -96,10 +97,15 @@ void dtv_runset_free(struct dtv_runset *set);
 int dtv_runset_load(struct dtv_runset *set, const char *path,
                     const struct dtv_load_options *opt, struct dt_error *err);
 
+/* Opens an input file for reading; a directory or a file that cannot be opened is DT_EINPUT
+ * (NULL, with err set; `what` says what the file should have been). */
+FILE *dtv_open_input(const char *path, const char *what, struct dt_error *err);
+
 /* Splits a CSV line in place (double quotes allowed around a field); returns the number of
- * fields, or -1 with *bad_col on an unterminated quote. cols[] gets each field's 1-based
- * column. */
+ * fields, or, with *bad_col, -1 on an unterminated quote and -2 on a field past max (at most
+ * 64: dtv_csv_why says which). cols[] gets each field's 1-based column. */
 int dtv_split_csv(char *s, char **fields, int *cols, int max, int *bad_col);
+const char *dtv_csv_why(int rc);
 
 /* Repeated runs of one configuration: keeps the fastest (smallest median iteration), the one
  * least disturbed by other work on the machine, with every repeat's time in repeat_iter_s;
