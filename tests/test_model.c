@@ -209,6 +209,29 @@ static void test_params_bert_base(void **state)
     dt_model_destroy(m);
 }
 
+/* Ensure that BERT-large up to its pooler has Hugging Face BertModel's 335,141,888 parameters
+ * (bert-large-uncased: 31,782,912 embeddings incl. LayerNorm + 24 x 12,596,224 + 1,049,600
+ * pooler) and that the next-sentence head adds 1024*2+2 = 2,050: 335,143,938 (BertForPreTraining
+ * less its masked-LM head, which a one-output model cannot hold). */
+static void test_params_bert_large(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_zoo("bert-large");
+    const struct dt_layer *nsp = layer(m, "cls.seq_relationship");
+    assert_int_equal(nsp->param_offset, 335141888);
+    assert_int_equal(nsp->params, 2050);
+    assert_int_equal(m->total_params, 335143938);
+    /* (30522 + 512 + 2) * 1024: word, position and token-type tables */
+    assert_int_equal(layer(m, "embeddings")->params, 31780864);
+    /* 4 * (1024*1024 + 1024): Q, K, V and output projections */
+    assert_int_equal(layer(m, "encoder.layer.23.attention")->params, 4198400);
+    /* 1024*4096 + 4096 and 4096*1024 + 1024 */
+    assert_int_equal(layer(m, "encoder.layer.23.intermediate.dense")->params, 4198400);
+    assert_int_equal(layer(m, "encoder.layer.23.output.dense")->params, 4195328);
+    assert_int_equal(layer(m, "pooler.dense")->params, 1049600);
+    dt_model_destroy(m);
+}
+
 /* ---- shapes, padding, state ---- */
 
 /* Ensure that the seed 002 CNN has Figure 1's output shapes and per-layer counts. */
@@ -518,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_params_unet),
         cmocka_unit_test(test_params_lstm_sentiment),
         cmocka_unit_test(test_params_bert_base),
+        cmocka_unit_test(test_params_bert_large),
         cmocka_unit_test(test_shapes_cnn690k),
         cmocka_unit_test(test_shapes_resnet50),
         cmocka_unit_test(test_batchnorm_state),

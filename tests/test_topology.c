@@ -62,13 +62,15 @@ static struct dt_topology *load_text(const char *text)
 #define ETH "nic: {kind: ethernet, bandwidth: 100 Gbit/s, latency: 1 us}"
 
 /* Ensure that every file of the zoo loads, and that the files the project relies on are there
- * (seed 002's nine shapes, the seed machines, the DGX and cluster files, localhost). */
+ * (seed 002's nine shapes, the seed machines, the DGX and cluster files, localhost, and the
+ * DGX systems of validate/data/gpu-published.csv). */
 static void test_every_zoo_file_loads(void **state)
 {
     (void)state;
     static const char *const required[] = {
         "1n1p", "1n2p", "1n4p", "1n8p", "2n1p", "2n2p", "2n4p", "4n1p", "4n2p",
-        "rtx3070x2", "titanxp", "gcp-t4x4", "dgx-h100", "h100-128n-fattree", "localhost"};
+        "rtx3070x2", "titanxp", "gcp-t4x4", "dgx-h100", "h100-128n-fattree", "localhost",
+        "dgx1-v100", "dgx2-v100", "dgx-a100", "dgx-a100-40gb", "dgx-a100-32n"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         dt_topology_destroy(load_zoo(required[i]));
     char dir[1024];
@@ -196,6 +198,112 @@ static void test_dgx_h100(void **state)
     assert_int_equal(t->net.kind, DT_NET_RAIL);
     assert_int_equal(t->net.n_leaves, 8);
     dt_topology_destroy(t);
+}
+
+/* Ensure that the V100 DGX files read their datasheet values: NVLink 2 300 GB/s both ways =
+ * 150 GB/s per direction per GPU (on the DGX-1 a crossbar approximates the cube-mesh), dense
+ * Tensor Core FP16 125 TFLOP/s, no TF32 or BF16 on Volta, 900 GB/s of HBM2, 32 GiB, EDR NICs
+ * of 100 Gbit/s = 12.5 GB/s: 4 on the DGX-1, 8 on the DGX-2; one EDR switch (assumed). */
+static void test_dgx_v100(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int ranks, nics;
+    } files[] = {{"dgx1-v100", 8, 4}, {"dgx2-v100", 16, 8}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct dt_topology *t = load_zoo(files[i].name);
+        const struct dt_node_group *g = &t->groups[0];
+        assert_int_equal(t->n_ranks, files[i].ranks);
+        assert_int_equal(g->device.kind, DT_DEV_GPU);
+        assert_close(g->device.peak_flops[DT_FP32], 15.7e12);
+        assert_close(g->device.peak_flops[DT_FP64], 7.8e12);
+        assert_close(g->device.peak_flops[DT_FP16], 125e12);
+        assert_true(g->device.peak_flops[DT_TF32] == 0);
+        assert_true(g->device.peak_flops[DT_BF16] == 0);
+        assert_close(g->device.mem_bytes, 32 * GiB);
+        assert_close(g->device.mem_bw_Bps, 900e9);
+        assert_close(g->intra.bw_Bps, 150e9);
+        assert_int_equal(g->intra.sharing, DT_LINK_CROSSBAR);
+        assert_int_equal(g->nics, files[i].nics);
+        assert_close(g->nic.bw_Bps, 12.5e9);
+        assert_int_equal(t->net.kind, DT_NET_SWITCH);
+        dt_topology_destroy(t);
+    }
+    /* AWS p3dn.24xlarge; the DGX-2 has no hourly price. */
+    struct dt_topology *t = load_zoo("dgx1-v100");
+    assert_close(dt_topology_price_per_h(t), 31.212);
+    dt_topology_destroy(t);
+    t = load_zoo("dgx2-v100");
+    assert_true(dt_topology_price_per_h(t) == 0);
+    dt_topology_destroy(t);
+}
+
+/* Ensure that the DGX A100 files read their datasheet values: NVLink 3 600 GB/s both ways =
+ * 300 GB/s per direction, dense TF32 156 and FP16 312 TFLOP/s, FP64 Tensor 19.5, 8 HDR NICs of
+ * 200 Gbit/s = 25 GB/s; 80 GiB at 2,039 GB/s, or 40 GiB at 1,555 GB/s. */
+static void test_dgx_a100(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double mem_gib, mem_bw, price;
+    } files[] = {{"dgx-a100", 80, 2039e9, 40.966}, {"dgx-a100-40gb", 40, 1555e9, 32.7726}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct dt_topology *t = load_zoo(files[i].name);
+        const struct dt_node_group *g = &t->groups[0];
+        assert_int_equal(t->n_ranks, 8);
+        assert_close(g->device.peak_flops[DT_FP32], 19.5e12);
+        assert_close(g->device.peak_flops[DT_FP64], 19.5e12);
+        assert_close(g->device.peak_flops[DT_TF32], 156e12);
+        assert_close(g->device.peak_flops[DT_BF16], 312e12);
+        assert_close(g->device.peak_flops[DT_FP16], 312e12);
+        assert_true(g->device.peak_flops[DT_FP8] == 0);
+        assert_close(g->device.mem_bytes, files[i].mem_gib * GiB);
+        assert_close(g->device.mem_bw_Bps, files[i].mem_bw);
+        assert_close(g->intra.bw_Bps, 300e9);
+        assert_int_equal(g->intra.sharing, DT_LINK_CROSSBAR);
+        assert_int_equal(g->nics, 8);
+        assert_close(g->nic.bw_Bps, 25e9);
+        assert_int_equal(t->net.kind, DT_NET_FATTREE);
+        assert_close(dt_topology_price_per_h(t), files[i].price);
+        dt_topology_destroy(t);
+    }
+}
+
+/* Ensure that the 32-node DGX A100 fat-tree derives its layout: 32 x 8 = 256 NIC ports; radix
+ * 40 at 1:1 gives 20 down and 20 up per leaf, floor(20 / 8) = 2 nodes per leaf, 32 / 2 = 16
+ * leaves <= 40: two tiers; a leaf sends up 20 x 200 Gbit/s = 500 GB/s; and that dgx-a100
+ * swept to 32 nodes is the same cluster. */
+static void test_dgx_a100_32n(void **state)
+{
+    (void)state;
+    struct dt_topology *file = load_zoo("dgx-a100-32n");
+    struct dt_topology *one = load_zoo("dgx-a100");
+    struct dt_topology *swept = NULL;
+    struct dt_error err;
+    assert_int_equal(dt_topology_reshape(one, 32, 8, &swept, &err), DT_OK);
+    const struct dt_topology *both[] = {file, swept};
+    for (int i = 0; i < 2; i++) {
+        const struct dt_topology *t = both[i];
+        assert_int_equal(t->n_nodes, 32);
+        assert_int_equal(t->n_ranks, 256);
+        assert_int_equal(t->net.kind, DT_NET_FATTREE);
+        assert_int_equal(t->net.endpoints, 256);
+        assert_int_equal(t->net.hosts_per_leaf, 20);
+        assert_int_equal(t->net.nodes_per_leaf, 2);
+        assert_int_equal(t->net.uplinks_per_leaf, 20);
+        assert_close(t->net.leaf_up_bw_Bps, 20 * 25e9);
+        assert_int_equal(t->net.n_leaves, 16);
+        assert_int_equal(t->net.levels, 2);
+        assert_close(t->net.switch_lat_s, 130e-9);
+        assert_close(t->groups[0].device.mem_bw_Bps, 2039e9);
+        /* 32 nodes x 40.966 USD/h (AWS p4de.24xlarge) */
+        assert_close(dt_topology_price_per_h(t), 32 * 40.966);
+    }
+    dt_topology_destroy(swept);
+    dt_topology_destroy(one);
+    dt_topology_destroy(file);
 }
 
 /* Ensure that the 128-node fat-tree derives its layout: 128 x 8 = 1024 NIC ports; radix 64 at
@@ -529,6 +637,9 @@ int main(void)
         cmocka_unit_test(test_seed002_shapes),
         cmocka_unit_test(test_2n4p_units),
         cmocka_unit_test(test_dgx_h100),
+        cmocka_unit_test(test_dgx_v100),
+        cmocka_unit_test(test_dgx_a100),
+        cmocka_unit_test(test_dgx_a100_32n),
         cmocka_unit_test(test_fattree_layout),
         cmocka_unit_test(test_fattree_oversubscribed),
         cmocka_unit_test(test_fattree_tiers),

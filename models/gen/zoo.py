@@ -249,6 +249,27 @@ parameter count: 31,030,658 (summed level by level in models/README.md).""",
 
 # ---- BERT ----
 
+def bert_encoder(m, tokens, layers, hidden, heads, ffn):
+    """Embeddings and `layers` encoder layers of BERT, layer for layer Hugging Face's BertModel
+    (without the pooler); returns the name of the last layer."""
+    m.add("embedding", "embeddings", "word + position + token type", dim=hidden, vocab=30522,
+          positions=512, token_types=2)
+    m.add("layernorm", "embeddings.LayerNorm", eps="1e-12")
+    x = m.add("dropout", "embeddings.dropout", rate=0.1)
+    for i in range(layers):
+        p = "encoder.layer.%d." % i
+        m.add("attention", p + "attention", heads=heads, input=x)
+        m.add("dropout", p + "attention.output.dropout", rate=0.1)
+        m.add("add", p + "attention.output.add", inputs=[p + "attention.output.dropout", x])
+        h = m.add("layernorm", p + "attention.output.LayerNorm", eps="1e-12")
+        m.add("dense", p + "intermediate.dense", units=ffn, activation="gelu")
+        m.add("dense", p + "output.dense", units=hidden)
+        m.add("dropout", p + "output.dropout", rate=0.1)
+        m.add("add", p + "output.add", inputs=[p + "output.dropout", h])
+        x = m.add("layernorm", p + "output.LayerNorm", eps="1e-12")
+    return x
+
+
 def bert_base():
     tokens = 128
     m = Model(
@@ -266,25 +287,43 @@ Parameters: BertModel with pooler 109,482,240 (= 23,837,184 embeddings incl. Lay
 + 12 x 7,087,872 per layer + 590,592 pooler); the 2-way classifier adds 768*2+2 = 1,538:
 total 109,483,778.""" % tokens,
         "{tokens: %d, vocab: 30522}" % tokens, 2)
-    m.add("embedding", "embeddings", "word + position + token type", dim=768, vocab=30522,
-          positions=512, token_types=2)
-    m.add("layernorm", "embeddings.LayerNorm", eps="1e-12")
-    x = m.add("dropout", "embeddings.dropout", rate=0.1)
-    for i in range(12):
-        p = "encoder.layer.%d." % i
-        m.add("attention", p + "attention", heads=12, input=x)
-        m.add("dropout", p + "attention.output.dropout", rate=0.1)
-        m.add("add", p + "attention.output.add", inputs=[p + "attention.output.dropout", x])
-        h = m.add("layernorm", p + "attention.output.LayerNorm", eps="1e-12")
-        m.add("dense", p + "intermediate.dense", units=3072, activation="gelu")
-        m.add("dense", p + "output.dense", units=768)
-        m.add("dropout", p + "output.dropout", rate=0.1)
-        m.add("add", p + "output.add", inputs=[p + "output.dropout", h])
-        x = m.add("layernorm", p + "output.LayerNorm", eps="1e-12")
+    bert_encoder(m, tokens, 12, 768, 12, 3072)
     m.add("seqpool", "pooler.first_token", "the [CLS] token")
     m.add("dense", "pooler.dense", units=768, activation="tanh")
     m.add("dropout", "dropout", rate=0.1)
     m.add("dense", "classifier", units=2)
+    m.add("softmax", "softmax")
+    return m
+
+
+def bert_large():
+    tokens = 128
+    m = Model(
+        "bert-large",
+        "Devlin et al., BERT: Pre-training of Deep Bidirectional Transformers for Language "
+        "Understanding, NAACL 2019 (BERT-LARGE: L=24, H=1024, A=16, 340M parameters); layer for "
+        "layer Hugging Face BertForPreTraining (bert-large-uncased) without its masked-LM head: "
+        "BertModel with pooler 335,141,888 parameters + next-sentence head 2,050 = 335,143,938",
+        """BERT-large (Devlin et al. 2019) for pre-training, as Hugging Face's BertForPreTraining
+with bert-large-uncased's configuration: vocabulary 30522, 512 positions, 2 token types,
+24 layers, hidden 1024, 16 heads, FFN 4096 (GELU), LayerNorm eps 1e-12, dropout 0.1;
+%d-token sequences, the length of pre-training phase 1 (NVIDIA DeepLearningExamples, the
+seq_len 128 rows of validate/data/gpu-published.csv; its phase-2 rows use 512).
+Layers as in bert-base.yaml. Parameters: BertModel with pooler 335,141,888 (= 31,782,912
+embeddings incl. LayerNorm + 24 x 12,596,224 per layer + 1,049,600 pooler) + the
+next-sentence head cls.seq_relationship 1024*2+2 = 2,050: total 335,143,938.
+What a model file cannot hold: BertForPreTraining also has the masked-LM head, whose output is
+per token while a model has one output. It adds 1,082,170 parameters (transform dense
+1,049,600 + LayerNorm 2,048 + decoder bias 30,522; the decoder weight is the word-embedding
+table, tied), so BertForPreTraining has 336,226,108; the paper's "340M" is rounded. Missing
+with it: its FLOPs, about 2 x 1024 x 30522 = 62.5 MFLOP forward per predicted token
+(8.0 GFLOP per sequence if every one of the 128 positions is predicted, as in Hugging Face),
+and its 128 x 30522 logits per sequence.""" % tokens,
+        "{tokens: %d, vocab: 30522}" % tokens, 2)
+    bert_encoder(m, tokens, 24, 1024, 16, 4096)
+    m.add("seqpool", "pooler.first_token", "the [CLS] token")
+    m.add("dense", "pooler.dense", units=1024, activation="tanh")
+    m.add("dense", "cls.seq_relationship", "next-sentence prediction", units=2)
     m.add("softmax", "softmax")
     return m
 
@@ -302,6 +341,7 @@ def main():
         resnet(50, "cifar10", "23,520,842"),
         unet(),
         bert_base(),
+        bert_large(),
     ]
     for m in models:
         with open(os.path.join(out, m.name + ".yaml"), "w") as f:
