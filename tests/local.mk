@@ -39,3 +39,7 @@ EXTRA_DIST += tests/test_examples.sh
 # Every option of dtsim/dtexec/dtvalidate --help is in the man page's OPTIONS.
 TESTS += tests/test_man_flags.sh
 EXTRA_DIST += tests/test_man_flags.sh
+
+# The shape of validate/data/gpu-published.csv (no reader loads it yet).
+TESTS += tests/test_gpu_published.sh
+EXTRA_DIST += tests/test_gpu_published.sh

@@ -31,7 +31,7 @@ dist_man_MANS += man/dtvalidate.1
 
 validatedatadir = $(pkgdatadir)/validate/data
 dist_validatedata_DATA = validate/data/seed002-cascadelake-mpi.csv \
-	validate/data/seed-results-other.csv
+	validate/data/seed-results-other.csv validate/data/gpu-published.csv
 EXTRA_DIST += validate/README.md
 
 check_PROGRAMS += tests/test_calibration tests/test_fit tests/test_ranktest
