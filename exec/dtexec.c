@@ -32,6 +32,7 @@
 #include "dt/units.h"
 #include "executor.h"
 #include "bind.h"
+#include "checkpoint.h"
 #include "progress.h"
 #include "record.h"
 
@@ -53,6 +54,8 @@ static const char *prog = "dtexec";
 struct options {
     const char *model, *topology, *strategy, *data;
     const char *record, *trace, *ops_csv, *dump_params;
+    const char *checkpoint, *resume; /* --checkpoint DIR, --resume DIR */
+    long checkpoint_every;
     struct dt_plan_options par;   /* the parallel config, parsed by the core */
     double lr;
     bool lr_given, lr_scale;
@@ -106,6 +109,9 @@ static void usage(FILE *f)
             "      --max-iters N        stop each epoch after N iterations (quick tests)\n"
             "      --seed N             seed of initialisation, shuffling, dropout (default 1)\n"
             "      --no-shuffle         keep the file order\n"
+            "      --checkpoint DIR     write a checkpoint into DIR (created if missing) every\n"
+            "      --checkpoint-every N N optimizer steps; DIR keeps the newest two\n"
+            "      --resume DIR         continue from DIR's newest valid checkpoint\n"
             "\n"
             "Data:\n"
             "  -d, --data DIR           MNIST/Fashion-MNIST IDX files or CIFAR-10 binary batches\n"
@@ -191,7 +197,7 @@ enum {
     OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
     OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
-    OPT_DROP_OP
+    OPT_DROP_OP, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -224,6 +230,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {"drop-op", required_argument, NULL, OPT_DROP_OP},
+        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+        {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+        {"resume", required_argument, NULL, OPT_RESUME},
     };
     /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
     struct option longs[64];
@@ -307,6 +316,12 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
             else
                 rc = bad(msg, len, "--drop-op", "expected zero or update, got '%s'", optarg);
             break;
+        case OPT_CHECKPOINT: o->checkpoint = optarg; break;
+        case OPT_CHECKPOINT_EVERY:
+            rc = parse_long("--checkpoint-every", optarg, 1, LONG_MAX, &o->checkpoint_every, msg,
+                            len);
+            break;
+        case OPT_RESUME: o->resume = optarg; break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
@@ -344,6 +359,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         o->lr = o->optimizer == DTX_OPT_SGD ? 0.01 : 0.001;
     if (!rc && o->synthetic && o->data)
         rc = bad(msg, len, "--synthetic", "give either --data or --synthetic, not both");
+    if (!rc && !o->checkpoint != !o->checkpoint_every)
+        rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--checkpoint-every",
+                 "--checkpoint DIR and --checkpoint-every N go together");
     return rc;
 }
 
@@ -892,6 +910,32 @@ static void utc_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
 }
 
+/* --checkpoint and --resume: prepares DIR, and loads the newest valid checkpoint into the
+ * executor and *start (left zero without --resume). The same status on every rank. */
+static int start_checkpoints(struct run *R, struct dtx_ckpt *ck, struct dtx_ckpt_pos *start,
+                             struct dt_error *err)
+{
+    const struct options *o = &R->o;
+    const struct world *w = &R->w;
+    char run[64];
+    snprintf(run, sizeof run, "optimizer=%s", optimizer_name(o->optimizer));
+    int rc = dtx_ckpt_init(ck, o->checkpoint, R->plan, R->ex, w->comm, run, prog, err);
+    if (!rc && o->checkpoint)
+        rc = dtx_ckpt_prepare(o->checkpoint, o->resume, w->rank, err);
+    if ((rc = agree(w, rc, err)) || !o->resume)
+        return rc;
+    if ((rc = agree(w, dtx_ckpt_resume(ck, o->resume, start, err), err)))
+        return rc;
+    if (start->epoch >= o->epochs)
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--resume %s: its newest checkpoint is in "
+                     "epoch %d: give --epochs %d or more to continue", o->resume,
+                     start->epoch + 1, start->epoch + 1);
+    else if (w->rank == 0 && !o->quiet)
+        printf("%s: resumed from %s at step %ld (epoch %d, iteration %ld)\n", prog, o->resume,
+               start->step, start->epoch + 1, start->iter);
+    return agree(w, rc, err);
+}
+
 static int train(struct run *R, int argc, char **argv, double read_s, struct dt_error *err)
 {
     const struct options *o = &R->o;
@@ -900,6 +944,10 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     const struct dt_rank_plan *rp = &plan->ranks[w->rank];
     const bool root = w->rank == 0;
     int rc = DT_OK;
+    struct dtx_ckpt ck;
+    struct dtx_ckpt_pos start;
+    memset(&ck, 0, sizeof ck);
+    memset(&start, 0, sizeof start);
     char start_utc[32];
     utc_now(start_utc, sizeof start_utc);
     int threads = blas_threads(w, o->threads);
@@ -957,18 +1005,22 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         fflush(stdout);
     }
 
+    if ((rc = start_checkpoints(R, &ck, &start, err)))
+        goto done;
     double eval_total = 0;
-    long n_iter_s = 0, n_sampled = 0, global_iter = 0;
+    long n_iter_s = 0, n_sampled = 0, global_iter = start.step;
     bool agree_all = true;
     MPI_Barrier(w->comm);
     const double t_start = MPI_Wtime();
-    for (int e = 0; e < E && !rc; e++) {
+    for (int e = start.epoch; e < E && !rc; e++) {
         dtx_sampler_epoch(&R->sampler, o->seed, e, !o->no_shuffle);
         MPI_Barrier(w->comm);
         double t_ep = MPI_Wtime();
         dtx_progress_epoch(&pg, e + 1, E, iters, t_ep);
-        double wloss = 0, wcorrect = 0, wrows = 0, run_loss = 0, run_correct = 0;
-        for (long it = 0; it < iters && !rc; it++, global_iter++) {
+        const double none[DTX_CKPT_SUMS] = {0}, *s0 = e == start.epoch ? start.sums : none;
+        double wloss = s0[0], wcorrect = s0[1], wrows = s0[2], run_loss = s0[3],
+               run_correct = s0[4];
+        for (long it = e == start.epoch ? start.iter : 0; it < iters && !rc; it++, global_iter++) {
             struct loader ld = {&R->sampler, it};
             bool sample = sampling && global_iter >= s_first && n_sampled < s_count;
             struct dtx_loss L;
@@ -1000,6 +1052,11 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                              "ranks hold different parameters after iteration %ld of epoch %d",
                              it, e + 1);
                 agree_all = false;
+            }
+            if (!rc && o->checkpoint && dtx_exec_steps(R->ex) % o->checkpoint_every == 0) {
+                struct dtx_ckpt_pos at = {dtx_exec_steps(R->ex), e, it + 1,
+                                          {wloss, wcorrect, wrows, run_loss, run_correct}};
+                rc = agree(w, dtx_ckpt_save(&ck, &at, err), err);
             }
         }
         if (rc)
@@ -1058,7 +1115,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     }
     double rss = peak_rss_bytes(), rss_max;
     MPI_Reduce(&rss, &rss_max, 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
-    double samples_per_s = train_s > 0 ? (double)global * iters * E / train_s : NAN;
+    double samples_per_s = train_s > 0 ? (double)global * n_iter_s / train_s : NAN;
     double median_iter = dtx_median(iter_s, (int)n_iter_s);
     if (root && !o->quiet) {
         printf("%s: %.1f samples/s, %.2f ms per iteration (median), %.3f s in all; test "
@@ -1174,6 +1231,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     }
     free(alloc);
 done:
+    dtx_ckpt_free(&ck);
     free(times);
     free(iter_index);
     free(epoch_of);

@@ -318,6 +318,7 @@ void dtx_exec_destroy(struct dtx_exec *ex)
 
 struct dtk_net *dtx_exec_net(struct dtx_exec *ex) { return ex->net; }
 long dtx_exec_steps(const struct dtx_exec *ex) { return ex->steps; }
+void dtx_exec_set_steps(struct dtx_exec *ex, long steps) { ex->steps = steps; }
 double dtx_exec_scratch_bytes(const struct dtx_exec *ex) { return ex->scratch_bytes; }
 double dtx_exec_alloc_bytes(const struct dtx_exec *ex) { return ex->alloc_bytes; }
 
@@ -783,12 +784,38 @@ bool dtx_exec_params_agree(struct dtx_exec *ex)
     return all;
 }
 
-void dtx_exec_sync_state(struct dtx_exec *ex)
+/* Floats of non-trained state of the layers this rank runs. */
+static long state_floats(const struct dtx_exec *ex)
 {
     const struct dt_model *m = ex->plan->model;
     long n = 0;
     for (int l = 0; l < m->n_layers; l++)
         n += ex->plan->views[ex->rp->view][l].runs ? m->layers[l].state_floats : 0;
+    return n;
+}
+
+float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
+{
+    switch (kind) {
+    case DT_BUF_PARAMS:
+    case DT_BUF_GRADS:
+        *elems = dtk_net_n_params(ex->net);
+        return kind == DT_BUF_PARAMS ? dtk_net_params(ex->net) : dtk_net_grads(ex->net);
+    case DT_BUF_OPT:
+        *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
+        return ex->opt_state;
+    case DT_BUF_STATE:
+        *elems = state_floats(ex);
+        return dtk_net_state(ex->net);
+    default:
+        *elems = 0;
+        return NULL;
+    }
+}
+
+void dtx_exec_sync_state(struct dtx_exec *ex)
+{
+    long n = state_floats(ex);
     MPI_Comm rc = replica_comm(ex);
     int size = 1;
     if (rc != MPI_COMM_NULL)

@@ -87,8 +87,15 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
 int dtx_exec_eval(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, int rows,
                   struct dtx_loss *out, struct dt_error *err);
 
-/* Optimizer steps taken so far. */
+/* Optimizer steps taken so far; a resumed run sets the count it had reached (Adam's bias
+ * correction reads it). */
 long dtx_exec_steps(const struct dtx_exec *ex);
+void dtx_exec_set_steps(struct dtx_exec *ex, long steps);
+
+/* This rank's allocation of one buffer kind of its table that is not per layer (PARAMS, GRADS,
+ * OPT, STATE) and its elements (*elems); NULL for other kinds. Checkpoints read and write
+ * these. */
+float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems);
 
 /* A 64-bit hash of the parameters' bits (FNV-1a over 32-bit words). */
 uint64_t dtx_params_hash(const float *p, long n);

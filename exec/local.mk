@@ -6,6 +6,7 @@ bin_PROGRAMS += dtexec
 dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/data.c exec/data.h \
 	exec/executor.c exec/executor.h \
+	exec/checkpoint.c exec/checkpoint.h \
 	exec/record.c exec/record.h \
 	exec/progress.c exec/progress.h
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
@@ -56,6 +57,9 @@ TESTS += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/tes
 	tests/test_dtexec_errors.sh
 EXTRA_DIST += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_pipeline.sh \
 	tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
+# checkpoint and resume: SIGKILL mid-epoch, bit-identical resume, corrupt files, errors
+TESTS += tests/test_exec_checkpoint.sh
+EXTRA_DIST += tests/test_exec_checkpoint.sh
 
 # samples/s of the seed 002 CNN (batch 128 per rank) on 1 and 2 ranks, synthetic data so that
 # no data set is needed (README figures).
