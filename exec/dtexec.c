@@ -1020,7 +1020,9 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         const double none[DTX_CKPT_SUMS] = {0}, *s0 = e == start.epoch ? start.sums : none;
         double wloss = s0[0], wcorrect = s0[1], wrows = s0[2], run_loss = s0[3],
                run_correct = s0[4];
-        for (long it = e == start.epoch ? start.iter : 0; it < iters && !rc; it++, global_iter++) {
+        /* a resumed epoch starts at its checkpoint's iteration */
+        const long it0 = e != start.epoch ? 0 : start.iter < iters ? start.iter : iters;
+        for (long it = it0; it < iters && !rc; it++, global_iter++) {
             struct loader ld = {&R->sampler, it};
             bool sample = sampling && global_iter >= s_first && n_sampled < s_count;
             struct dtx_loss L;
@@ -1095,7 +1097,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         te_loss[e] = et[2] > 0 ? et[0] / et[2] : NAN;
         te_acc[e] = et[2] > 0 ? et[1] / (et[2] * label_rows) : NAN;
         eval_total += MPI_Wtime() - t_ev;
-        dtx_progress_end(&pg, iters, epoch_s[e], tr_loss[e], tr_acc[e], te_loss[e], te_acc[e]);
+        dtx_progress_end(&pg, iters - it0, epoch_s[e], tr_loss[e], tr_acc[e], te_loss[e], te_acc[e]);
     }
     if (rc == DT_EINTERNAL) {
         /* the failing check was collective: every rank saw it */
