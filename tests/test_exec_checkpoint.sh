@@ -14,6 +14,7 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 tmp=$(mktemp -d)
 victims=""
+# shellcheck disable=SC2154
 trap 'for p in $victims; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 fails=0
 ok() { echo "ok: $1"; }
@@ -211,5 +212,23 @@ expect "resume with another optimizer" "optimizer=sgd" $ring --optimizer sgd \
   --resume "$tmp/ring"
 expect "resume past --epochs" "give --epochs $ring_epochs or more" $ring \
   --epochs $((ring_epochs - 1)) --resume "$tmp/ring"
+
+# A checkpoint that cannot be written mid-run (its directory replaced by a file after the first
+# one): every rank stops with status 4, the file named.
+dir="$tmp/vanish"
+timeout 300 $MPIEXEC -n 2 sh -c '"$0" "$@"; echo "rank-exit $?" >&2' "$dtexec" $ring --quiet \
+  --epochs 1000 --seed 5 --checkpoint "$dir" --checkpoint-every $EVERY >"$tmp/out" 2>"$tmp/err" &
+job=$!
+n=0
+while [ -z "$(newest "$dir" 2>/dev/null)" ] && [ $n -lt 6000 ] && kill -0 $job 2>/dev/null; do
+  n=$((n + 1))
+  sleep 0.01
+done
+rm -rf "$dir" && touch "$dir"
+wait $job
+n4=$(grep -c '^rank-exit 4$' "$tmp/err")
+if [ "$n4" -eq 2 ] && grep -q "$dir/step-.*cannot write the checkpoint" "$tmp/err"
+then ok "an unwritable checkpoint mid-run: status 4 on every rank"
+else bad "an unwritable checkpoint mid-run: $n4 of 2 ranks exited 4: $(cat "$tmp/err")"; fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
