@@ -51,7 +51,13 @@ known_failing=''
 # Explicit short forms where the rule is not short enough: "EXAMPLE<tab>AS RUN" per line.
 # resnet18-cifar10 (1.1 GFLOP per sample forward) at batch 128 takes about 10 s per iteration
 # and as much to evaluate 409 test samples here: 4 steps of 16 samples instead.
-short_forms='_build/dtexec --model resnet18-cifar10 --synthetic 2048 --max-iters 20 --trace iter.json	_build/dtexec --model resnet18-cifar10 --synthetic 64 --batch 16 --max-iters 4 --trace iter.json'
+# Checkpoints (README, dtexec.1): a checkpoint every 2 steps instead of 300, so that the 3
+# iterations of the short form write one and the --resume that follows finds it.
+short_forms='_build/dtexec --model resnet18-cifar10 --synthetic 2048 --max-iters 20 --trace iter.json	_build/dtexec --model resnet18-cifar10 --synthetic 64 --batch 16 --max-iters 4 --trace iter.json
+mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --checkpoint ck --checkpoint-every 2
+mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300 --resume ck --dump-params resumed.bin	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --checkpoint ck --checkpoint-every 2 --resume ck --dump-params resumed.bin
+mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2
+mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300 --resume ckpt	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2 --resume ckpt'
 
 # Examples documented to end with another exit status: "STATUS<tab>EXAMPLE" per line.
 # README, seed 001: resnet50-cifar10 fits no 8 GiB card in any of the three runs.
