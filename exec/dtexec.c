@@ -974,6 +974,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         s_count = 0;
     if (o->trace_iters == 0)
         s_first = 0;
+    double *alloc = NULL; /* rank 0: the plan-buffer bytes of every rank, for the record */
     struct dtx_op_time *times = calloc((size_t)(s_count ? s_count : 1) * (size_t)rp->n_ops,
                                        sizeof *times);
     long *iter_index = calloc((size_t)(s_count ? s_count : 1), sizeof *iter_index);
@@ -1140,7 +1141,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         goto done;
     /* the plan-buffer bytes each rank allocated */
     double mine = dtx_exec_alloc_bytes(R->ex);
-    double *alloc = root ? malloc((size_t)w->size * sizeof *alloc) : NULL;
+    alloc = root ? malloc((size_t)w->size * sizeof *alloc) : NULL;
     MPI_Gather(&mine, 1, MPI_DOUBLE, alloc, 1, MPI_DOUBLE, 0, w->comm);
     char parallel[512];
     dt_parallel_format(&plan->opt, parallel, sizeof parallel);
@@ -1231,8 +1232,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         free(cmd);
         rc = agree(w, rc, err);
     }
-    free(alloc);
 done:
+    free(alloc);
     dtx_ckpt_free(&ck);
     free(times);
     free(iter_index);
