@@ -35,6 +35,7 @@
 #include "checkpoint.h"
 #include "progress.h"
 #include "record.h"
+#include "watchdog.h"
 
 /* configure may define DT_GIT_REVISION; exec/local.mk passes DTEXEC_GIT_REVISION from
  * `git describe` at build time when the source is a git checkout. */
@@ -73,6 +74,7 @@ struct options {
     bool bind;
     bool quiet, check_sync, dump_plan, no_shuffle;
     int drop_op;            /* --drop-op: an op kind removed from the step programs, or -1 */
+    double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
     bool help, version;
 };
 
@@ -136,6 +138,10 @@ static void usage(FILE *f)
             "                           its ranks, unless OPENBLAS_NUM_THREADS is set)\n"
             "      --bind               pin each rank to its own block of the node's CPUs\n"
             "                           (steadier timings; see man dtexec)\n"
+            "      --timeout SECONDS    end the job when a rank waits this long without\n"
+            "                           progress, naming the silent rank (default: 300 until\n"
+            "                           the first step, then max(60, 10 x the slowest step);\n"
+            "                           0 = never)\n"
             "      --drop-op zero|update  testing: remove every such op from the step programs\n"
             "                           (a plan that must not train right: the tests' control)\n"
             "  -q, --quiet              print nothing but errors\n"
@@ -197,7 +203,7 @@ enum {
     OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
     OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
-    OPT_DROP_OP, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME
+    OPT_DROP_OP, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -233,6 +239,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"resume", required_argument, NULL, OPT_RESUME},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
     };
     /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
     struct option longs[64];
@@ -250,6 +257,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
     o->epochs = 1;
     o->seed = 1;
     o->trace_iters = 10;
+    o->timeout = DTX_WATCHDOG_AUTO;
     opterr = 0;
     optind = 1;
     int c, rc = DT_OK;
@@ -322,6 +330,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                             len);
             break;
         case OPT_RESUME: o->resume = optarg; break;
+        case OPT_TIMEOUT:
+            rc = parse_double("--timeout", optarg, 0, 1e6, false, &o->timeout, msg, len);
+            break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
@@ -370,6 +381,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
 struct world {
     MPI_Comm comm;
     int rank, size;
+    struct dtx_watchdog *wd;  /* watches the agreements and the training (NULL: --timeout 0) */
 };
 
 /* Every rank learns the worst status of all; the lowest failing rank prints its error.
@@ -377,10 +389,10 @@ struct world {
 static int agree(const struct world *w, int rc, const struct dt_error *err)
 {
     int worst, me = rc ? w->rank : INT_MAX, first;
-    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, w->comm);
+    dtx_watchdog_allreduce(w->wd, &rc, &worst, 1, MPI_INT, MPI_MAX, w->comm, "an agreement");
     if (!worst)
         return 0;
-    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, w->comm);
+    dtx_watchdog_allreduce(w->wd, &me, &first, 1, MPI_INT, MPI_MIN, w->comm, "an agreement");
     if (w->rank == first && err) {
         char who[64];
         if (w->rank > 0)
@@ -822,6 +834,7 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if ((rc = agree(w, rc, err)))
         return rc;
     R->net = dtx_exec_net(R->ex);
+    dtx_exec_set_watchdog(R->ex, w->wd);
     dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)rp->rng_stream);
 
     /* data: the stages of one pipeline read the same shard, that of their replica */
@@ -862,7 +875,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
                      R->train->total, R->test->total);
     }
     double t_read = MPI_Wtime() - t0;
-    MPI_Allreduce(&t_read, read_s, 1, MPI_DOUBLE, MPI_MAX, w->comm);
+    dtx_watchdog_allreduce(w->wd, &t_read, read_s, 1, MPI_DOUBLE, MPI_MAX, w->comm,
+                           "the agreement after reading the data");
     if ((rc = agree(w, rc, err)))
         return rc;
 
@@ -1011,11 +1025,11 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
     double eval_total = 0;
     long n_iter_s = 0, n_sampled = 0, global_iter = start.step;
     bool agree_all = true;
-    MPI_Barrier(w->comm);
+    dtx_watchdog_barrier(w->wd, w->comm, "the barrier before training");
     const double t_start = MPI_Wtime();
     for (int e = start.epoch; e < E && !rc; e++) {
         dtx_sampler_epoch(&R->sampler, o->seed, e, !o->no_shuffle);
-        MPI_Barrier(w->comm);
+        dtx_watchdog_barrier(w->wd, w->comm, "the barrier at an epoch's start");
         double t_ep = MPI_Wtime();
         dtx_progress_epoch(&pg, e + 1, E, iters, t_ep);
         const double none[DTX_CKPT_SUMS] = {0}, *s0 = e == start.epoch ? start.sums : none;
@@ -1064,10 +1078,11 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         }
         if (rc)
             break;
-        MPI_Barrier(w->comm);
+        dtx_watchdog_barrier(w->wd, w->comm, "the barrier at an epoch's end");
         epoch_s[e] = MPI_Wtime() - t_ep;
         double sums[3] = {wloss, wcorrect, wrows}, tot[3];
-        MPI_Allreduce(sums, tot, 3, MPI_DOUBLE, MPI_SUM, w->comm);
+        dtx_watchdog_allreduce(w->wd, sums, tot, 3, MPI_DOUBLE, MPI_SUM, w->comm,
+                               "the epoch's loss sum");
         tr_loss[e] = tot[2] > 0 ? tot[0] / tot[2] : NAN;
         tr_acc[e] = tot[2] > 0 ? tot[1] / (tot[2] * label_rows) : NAN;
 
@@ -1094,7 +1109,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         if ((rc = agree(w, rc, err)))
             break;
         double ev[3] = {es.loss_sum, (double)es.correct, (double)es.rows}, et[3];
-        MPI_Allreduce(ev, et, 3, MPI_DOUBLE, MPI_SUM, w->comm);
+        dtx_watchdog_allreduce(w->wd, ev, et, 3, MPI_DOUBLE, MPI_SUM, w->comm,
+                               "the test loss sum");
         te_loss[e] = et[2] > 0 ? et[0] / et[2] : NAN;
         te_acc[e] = et[2] > 0 ? et[1] / (et[2] * label_rows) : NAN;
         eval_total += MPI_Wtime() - t_ev;
@@ -1279,6 +1295,12 @@ int main(int argc, char **argv)
         }
         goto out;
     }
+    /* the watchdog watches from here on (every rank has the same --timeout) */
+    if (dtx_watchdog_create(R.w.comm, R.o.timeout, prog, &R.w.wd) != 0) {
+        if (R.w.rank == 0)
+            fprintf(stderr, "%s: out of memory for the watchdog\n", prog);
+        MPI_Abort(R.w.comm, DT_ENOMEM);
+    }
     double read_s = 0;
     rc = setup(&R, &err, &read_s);
     if (!rc && R.o.dump_plan) {
@@ -1288,6 +1310,7 @@ int main(int argc, char **argv)
         rc = train(&R, argc, argv, read_s, &err);
     }
     teardown(&R);
+    dtx_watchdog_destroy(R.w.wd);
 out:
     /* a full disk or a closed pipe on standard output is an error, not a silent success */
     if ((ferror(stdout) | fflush(stdout)) && !rc) {

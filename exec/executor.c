@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dt/collective.h"
+#include "watchdog.h"
 
 /* MPI counts are ints: longer transfers go in pieces of this many floats. */
 #define PIECE_FLOATS (1L << 28)
@@ -59,6 +60,8 @@ struct dtx_exec {
     bool *gcomm_owned;
     long steps;
     double t0;
+    struct dtx_watchdog *wd;      /* NULL: waits are not watched */
+    const struct program *running; /* the program being walked (for the watchdog's message) */
     double scratch_bytes, alloc_bytes;
 };
 
@@ -321,6 +324,7 @@ long dtx_exec_steps(const struct dtx_exec *ex) { return ex->steps; }
 void dtx_exec_set_steps(struct dtx_exec *ex, long steps) { ex->steps = steps; }
 double dtx_exec_scratch_bytes(const struct dtx_exec *ex) { return ex->scratch_bytes; }
 double dtx_exec_alloc_bytes(const struct dtx_exec *ex) { return ex->alloc_bytes; }
+void dtx_exec_set_watchdog(struct dtx_exec *ex, struct dtx_watchdog *wd) { ex->wd = wd; }
 
 /* ---- rounds of the project's own algorithms ---- */
 
@@ -522,15 +526,48 @@ static void progress_all(struct dtx_exec *ex, const struct comm_state *self)
     }
 }
 
-/* Waits for c's posted requests while polling the others. */
+/* Where the program is, for the watchdog: "op 37 of step 14". */
+static void describe_place(const struct dtx_exec *ex, int op, char *buf, size_t len)
+{
+    snprintf(buf, len, "op %d of %s %ld", op, ex->running == &ex->eval ? "the eval after step"
+                                                                     : "step", ex->steps);
+}
+
+/* What c waits for: "allreduce/ring, collective 2 of group 0 (op 37 of step 14)". */
+static void describe_wait(const struct dtx_exec *ex, const struct comm_state *c, char *buf,
+                          size_t len)
+{
+    const struct dt_op *o = c->o;
+    char name[128], place[96];
+    const struct program *pg = ex->running;
+    describe_place(ex, pg && o >= pg->ops && o < pg->ops + pg->n_ops ? (int)(o - pg->ops) : -1,
+                   place, sizeof place);
+    dt_op_name(ex->plan, o, name, sizeof name);
+    if (o->kind == DT_OP_COLL)
+        snprintf(buf, len, "%s, collective %d of group %d (%s)", name, c->tag, o->group,
+                 place);
+    else
+        snprintf(buf, len, "%s %s rank %d tag %d (%s)", name,
+                 o->kind == DT_OP_SEND ? "to" : "from", o->peer, o->tag, place);
+}
+
+/* Waits for c's posted requests while polling the others; the watchdog ends the job when
+ * they make no progress for its limit. */
 static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
 {
+    struct dtx_wait w;
+    dtx_watchdog_begin(ex->wd, &w);
     for (;;) {
         int done = 0;
         MPI_Testall(c->n_req, c->req, &done, c->status);
         if (done)
             return;
         progress_all(ex, c);
+        if (dtx_watchdog_expired(ex->wd, &w)) {
+            char what[256];
+            describe_wait(ex, c, what, sizeof what);
+            dtx_watchdog_fire(ex->wd, &w, what);
+        }
     }
 }
 
@@ -544,7 +581,7 @@ static void start_comm(struct dtx_exec *ex, struct comm_state *c)
     c->round = 0;
     c->n_req = 0;
     c->active = true;
-    if (c->library && !c->o->nonblocking) {
+    if (c->library && !c->o->nonblocking && !ex->wd) { /* the watchdog needs a request */
         start_library(ex, c, true);
         finish_library(ex, c);
         c->active = false;
@@ -679,6 +716,7 @@ static int walk(struct dtx_exec *ex, struct program *pg, dtx_load_fn load, void 
                 struct dtx_loss *out, struct dtx_op_time *times, struct dt_error *err)
 {
     dtk_net_set_train(ex->net, real == 0);
+    ex->running = pg;
     for (int i = 0; i < pg->n_ops; i++) {
         const struct dt_op *o = &pg->ops[i];
         double start = MPI_Wtime();
@@ -695,6 +733,11 @@ static int walk(struct dtx_exec *ex, struct program *pg, dtx_load_fn load, void 
         } else {
             rc = run_local(ex, o, load, ctx, real, out, err);
             progress_all(ex, NULL);
+            if (dtx_watchdog_expired(ex->wd, NULL)) { /* another rank's heartbeat */
+                char what[96];
+                describe_place(ex, i, what, sizeof what);
+                dtx_watchdog_fire(ex->wd, NULL, what);
+            }
         }
         if (rc)
             return rc;
@@ -731,7 +774,10 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
     ex->t0 = t0;
     ex->steps++;
     *out = (struct dtx_loss){0, 0, 0};
-    return walk(ex, &ex->step, load, load_ctx, 0, out, times, err);
+    double start = MPI_Wtime();
+    int rc = walk(ex, &ex->step, load, load_ctx, 0, out, times, err);
+    dtx_watchdog_step_done(ex->wd, MPI_Wtime() - start);
+    return rc;
 }
 
 int dtx_exec_eval(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, int rows,
@@ -776,11 +822,14 @@ bool dtx_exec_params_agree(struct dtx_exec *ex)
              hi = h;
     MPI_Comm rc = replica_comm(ex);
     if (rc != MPI_COMM_NULL) {
-        MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc);
-        MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, rc);
+        dtx_watchdog_allreduce(ex->wd, &h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc,
+                               "the replicas' parameter check");
+        dtx_watchdog_allreduce(ex->wd, &h, &hi, 1, MPI_UINT64_T, MPI_MAX, rc,
+                               "the replicas' parameter check");
     }
     int mine = lo == hi, all;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, ex->comm);
+    dtx_watchdog_allreduce(ex->wd, &mine, &all, 1, MPI_INT, MPI_LAND, ex->comm,
+                           "the parameter check");
     return all;
 }
 
@@ -825,7 +874,8 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
     float *s = dtk_net_state(ex->net);
     for (long off = 0; off < n; off += PIECE_FLOATS) {
         int k = (int)(n - off < PIECE_FLOATS ? n - off : PIECE_FLOATS);
-        MPI_Allreduce(MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, rc);
+        dtx_watchdog_allreduce(ex->wd, MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, rc,
+                               "the batchnorm statistics' average");
     }
     for (long i = 0; i < n; i++)
         s[i] /= (float)size;
@@ -853,7 +903,8 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         local[0] += (double)p[i] * p[i];
         local[1] += p[i];
     }
-    MPI_Allreduce(local, tot, 2, MPI_DOUBLE, MPI_SUM, ex->comm);
+    dtx_watchdog_allreduce(ex->wd, local, tot, 2, MPI_DOUBLE, MPI_SUM, ex->comm,
+                           "the parameters' norm");
     *l2 = sqrt(tot[0]);
     *sum = tot[1];
     /* rank 0 receives into one buffer of the largest contribution; every rank learns whether
@@ -864,7 +915,9 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
             largest = plan->ranks[r].n_params;
     float *buf = ex->rank == 0 && full ? malloc((size_t)(largest + 1) * sizeof *buf) : NULL;
     int ok = largest <= INT_MAX && (ex->rank != 0 || (full && buf));
-    MPI_Bcast(&ok, 1, MPI_INT, 0, ex->comm);
+    MPI_Request req;
+    MPI_Ibcast(&ok, 1, MPI_INT, 0, ex->comm, &req);
+    dtx_watchdog_wait(ex->wd, &req, "the parameter gather");
     if (!ok) {
         free(buf);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "cannot gather the parameters");
@@ -875,11 +928,14 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         const struct dt_rank_plan *rp = &plan->ranks[r];
         if (rp->dp_index != 0)
             continue;
-        if (ex->rank == r)
-            MPI_Send(p, (int)rp->n_params, MPI_FLOAT, 0, 0, ex->comm);
+        if (ex->rank == r) {
+            MPI_Isend(p, (int)rp->n_params, MPI_FLOAT, 0, 0, ex->comm, &req);
+            dtx_watchdog_wait(ex->wd, &req, "the parameter gather (send to rank 0)");
+        }
         if (ex->rank != 0)
             continue;
-        MPI_Recv(buf, (int)rp->n_params, MPI_FLOAT, r, 0, ex->comm, MPI_STATUS_IGNORE);
+        MPI_Irecv(buf, (int)rp->n_params, MPI_FLOAT, r, 0, ex->comm, &req);
+        dtx_watchdog_wait(ex->wd, &req, "the parameter gather");
         unpack(full, buf, plan->views[rp->view], plan->model);
     }
     free(buf);

@@ -23,6 +23,10 @@
  * SEND/RECV point-to-point transfers of a region on the world communicator with the op's tag
  *           (a summing RECV goes through scratch);
  * WAIT      completes a non-blocking op.
+ *
+ * Every wait polls; with a watchdog (dtx_exec_set_watchdog) a wait without progress for its
+ * limit ends the job naming the silent ranks (exec/watchdog.h), and the blocking library
+ * collectives run as their non-blocking forms so that they can be watched.
  */
 #ifndef DTX_EXECUTOR_H
 #define DTX_EXECUTOR_H
@@ -34,6 +38,7 @@
 #include "cpu/net.h"
 #include "dt/error.h"
 #include "dt/plan.h"
+#include "watchdog.h"
 
 enum dtx_optimizer_kind { DTX_OPT_ADAM, DTX_OPT_ADAM_TORCH, DTX_OPT_SGD };
 
@@ -65,6 +70,10 @@ int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_
                     enum dtk_init init, uint64_t seed, struct dtx_exec **out,
                     struct dt_error *err);
 void dtx_exec_destroy(struct dtx_exec *ex);
+
+/* Watches every wait of the executor from now on (NULL: none; the default). wd must outlive
+ * the executor; the watchdog learns each step's time from dtx_exec_iteration. */
+void dtx_exec_set_watchdog(struct dtx_exec *ex, struct dtx_watchdog *wd);
 
 /* This rank's network (its layers only). */
 struct dtk_net *dtx_exec_net(struct dtx_exec *ex);

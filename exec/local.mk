@@ -8,7 +8,8 @@ dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/executor.c exec/executor.h \
 	exec/checkpoint.c exec/checkpoint.h \
 	exec/record.c exec/record.h \
-	exec/progress.c exec/progress.h
+	exec/progress.c exec/progress.h \
+	exec/watchdog.c exec/watchdog.h
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
 DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
 dtexec_CPPFLAGS = $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
@@ -44,7 +45,8 @@ tests_test_record_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 # The executor's communication ops on 2 and 3 ranks (an MPI program run by the .sh).
 check_PROGRAMS += tests/test_exec_collectives
-tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h
+tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h \
+	exec/watchdog.c exec/watchdog.h
 tests_test_exec_collectives_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_exec_collectives_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(BLAS_CFLAGS)
 tests_test_exec_collectives_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -lm
@@ -54,9 +56,9 @@ check_PROGRAMS += tests/params_diff
 tests_params_diff_SOURCES = tests/params_diff.c
 tests_params_diff_LDADD = -lm
 TESTS += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_pipeline.sh tests/test_exec_mnist.sh \
-	tests/test_dtexec_errors.sh
+	tests/test_dtexec_errors.sh tests/test_exec_watchdog.sh
 EXTRA_DIST += tests/test_exec_collectives.sh tests/test_exec_equivalence.sh tests/test_exec_pipeline.sh \
-	tests/test_exec_mnist.sh tests/test_dtexec_errors.sh
+	tests/test_exec_mnist.sh tests/test_dtexec_errors.sh tests/test_exec_watchdog.sh
 # checkpoint and resume: SIGKILL mid-epoch, bit-identical resume, corrupt files, errors
 TESTS += tests/test_exec_checkpoint.sh
 EXTRA_DIST += tests/test_exec_checkpoint.sh
