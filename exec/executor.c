@@ -542,12 +542,12 @@ static void describe_wait(const struct dtx_exec *ex, const struct comm_state *c,
     const struct program *pg = ex->running;
     describe_place(ex, pg && o >= pg->ops && o < pg->ops + pg->n_ops ? (int)(o - pg->ops) : -1,
                    place, sizeof place);
-    dt_op_name(ex->plan, o, name, sizeof name);
+    const char *op_name = dt_op_name(ex->plan, o, name, sizeof name);
     if (o->kind == DT_OP_COLL)
-        snprintf(buf, len, "%s, collective %d of group %d (%s)", name, c->tag, o->group,
+        snprintf(buf, len, "%s, collective %d of group %d (%s)", op_name, c->tag, o->group,
                  place);
     else
-        snprintf(buf, len, "%s %s rank %d tag %d (%s)", name,
+        snprintf(buf, len, "%s %s rank %d tag %d (%s)", op_name,
                  o->kind == DT_OP_SEND ? "to" : "from", o->peer, o->tag, place);
 }
 

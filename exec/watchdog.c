@@ -11,7 +11,10 @@
 /* The grace period of the heartbeat exchange, between these bounds (and the limit). */
 #define GRACE_MIN_S 1.0
 #define GRACE_MAX_S 5.0
+/* How long a rank that printed waits for the others' lines before it aborts the job. */
+#define PRINTED_WAIT_S 1.0
 #define HEARTBEAT_TAG 1
+#define PRINTED_TAG 2
 
 struct dtx_watchdog {
     MPI_Comm comm;          /* heartbeats only: never mixed up with the job's messages */
@@ -149,6 +152,35 @@ static void format_silent(const bool *heard, int size, char *buf, size_t len)
             at += (size_t)snprintf(buf + at, len - at, "%s %d", k++ ? "," : "", r);
 }
 
+/* Tells every rank that answered that this rank printed its line, and waits (a short while)
+ * until they printed theirs: the first MPI_Abort would kill them mid-way. */
+static void await_printed(struct dtx_watchdog *wd, const bool *heard)
+{
+    int n = wd->size;
+    MPI_Request *req = malloc(2 * (size_t)n * sizeof *req);
+    MPI_Status *st = malloc(2 * (size_t)n * sizeof *st); /* GCC rejects MPI_STATUSES_IGNORE */
+    int *in = calloc((size_t)n, sizeof *in);
+    if (!req || !st || !in) {
+        free(req);
+        free(st);
+        free(in);
+        return;
+    }
+    int k = 0;
+    for (int r = 0; r < n; r++)
+        if (heard[r] && r != wd->rank) {
+            MPI_Irecv(&in[r], 1, MPI_INT, r, PRINTED_TAG, wd->comm, &req[k++]);
+            MPI_Isend(&wd->hb_out, 1, MPI_INT, r, PRINTED_TAG, wd->comm, &req[k++]);
+        }
+    double end = MPI_Wtime() + PRINTED_WAIT_S;
+    int done = 0;
+    while (!done && MPI_Wtime() < end)
+        MPI_Testall(k, req, &done, st);
+    free(req); /* what is left in flight ends with the job */
+    free(st);
+    free(in);
+}
+
 _Noreturn void dtx_watchdog_fire(struct dtx_watchdog *wd, const struct dtx_wait *w,
                                  const char *what)
 {
@@ -170,6 +202,8 @@ _Noreturn void dtx_watchdog_fire(struct dtx_watchdog *wd, const struct dtx_wait 
         fprintf(stderr, "%s: rank %d: no progress for %.3g s in %s; silent: %s\n", wd->name,
                 wd->rank, waited, what, silent);
     fflush(stderr);
+    if (heard)
+        await_printed(wd, heard);
     free(heard);
     MPI_Abort(MPI_COMM_WORLD, DTX_WATCHDOG_STATUS);
     _exit(DTX_WATCHDOG_STATUS); /* MPI_Abort does not return */

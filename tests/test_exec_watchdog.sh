@@ -56,7 +56,7 @@ rank_pid() {
 # stop_one NAME STRATEGY RANK: trains until RANK is stopped; checks how the job ends.
 stop_one() {
   name=$1 strategy=$2 victim=$3 other=$((1 - $3))
-  timeout -k 10 180 $MPIEXEC -n 2 "$dtexec" --model "$model" --synthetic 1024 \
+  timeout -k 10 180 $MPIEXEC -n 2 "$dtexec" --model "$model" --synthetic 16384 \
     --epochs 100000 --strategy "$strategy" --timeout $T >"$tmp/out" 2>"$tmp/err" &
   job=$!
   i=0 # training starts after this line (and the job may be slow to start on a busy machine)
