@@ -56,11 +56,12 @@ rank_pid() {
 # stop_one NAME STRATEGY RANK: trains until RANK is stopped; checks how the job ends.
 stop_one() {
   name=$1 strategy=$2 victim=$3 other=$((1 - $3))
+  rm -f "$tmp/out" "$tmp/err" # the wait below must not see the previous job's output
   timeout -k 10 180 $MPIEXEC -n 2 "$dtexec" --model "$model" --synthetic 16384 \
     --epochs 100000 --strategy "$strategy" --timeout $T >"$tmp/out" 2>"$tmp/err" &
   job=$!
   i=0 # training starts after this line (and the job may be slow to start on a busy machine)
-  while ! grep -q 'iterations per epoch' "$tmp/out" && [ $i -lt 600 ]; do
+  while ! grep -q 'iterations per epoch' "$tmp/out" 2>/dev/null && [ $i -lt 600 ]; do
     sleep 0.1
     i=$((i + 1))
   done
