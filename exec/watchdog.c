@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often a poll looks for another rank's heartbeat: a live rank answers within this. */
@@ -13,6 +14,9 @@
 #define GRACE_MAX_S 5.0
 /* How long a rank that printed waits for the others' lines before it aborts the job. */
 #define PRINTED_WAIT_S 1.0
+/* A pause between the line and MPI_Abort: mpiexec (MPICH's hydra) drops what it has not read yet
+ * of a process's standard error when it handles the abort (seen now and then under load). */
+#define FORWARD_PAUSE_NS 500000000L
 #define HEARTBEAT_TAG 1
 #define PRINTED_TAG 2
 
@@ -205,6 +209,7 @@ _Noreturn void dtx_watchdog_fire(struct dtx_watchdog *wd, const struct dtx_wait 
     if (heard)
         await_printed(wd, heard);
     free(heard);
+    nanosleep(&(struct timespec){0, FORWARD_PAUSE_NS}, NULL);
     MPI_Abort(MPI_COMM_WORLD, DTX_WATCHDOG_STATUS);
     _exit(DTX_WATCHDOG_STATUS); /* MPI_Abort does not return */
 }
