@@ -47,7 +47,8 @@ static void check_calibration(const struct dt_calibration *c)
 /* Equal to the 9 significant digits the writer keeps. */
 static bool same(double a, double b)
 {
-    return fabs(a - b) <= 2e-9 * fmax(fabs(a), fabs(b)) || (a == 0 && fabs(b) < 1e-300);
+    /* %.9g: half a unit of the 9th digit, 5e-9 of the value at worst */
+    return fabs(a - b) <= 6e-9 * fmax(fabs(a), fabs(b)) || (a == 0 && fabs(b) < 1e-300);
 }
 
 static void same_string(const char *what, const char *a, const char *b)
