@@ -9,6 +9,7 @@
 #ifndef DT_FUZZ_H
 #define DT_FUZZ_H
 
+#include <float.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +47,7 @@ enum fuzz_lines { FUZZ_LINES_YAML, FUZZ_LINES_TEXT };
 void fuzz_check_error(int rc, const struct dt_error *err, const char *path, const uint8_t *data,
                       size_t size, enum fuzz_lines lines, bool located);
 
-/* Whether x is finite and lo <= x <= hi. */
+/* Whether x is finite and lo <= x <= hi (DBL_MAX: any finite value). */
 bool fuzz_in(double x, double lo, double hi);
 
 #endif

@@ -87,8 +87,9 @@ fuzz-build: $(FUZZ_BINARIES)
 # checks every input: a leak is a failure like a crash.
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
-	  dirs=; for d in $(abs_top_srcdir)/tests/fuzz/corpus/$$t $(abs_top_srcdir)/tests/fuzz/regress/$$t; do \
-	    if test -d $$d; then dirs="$$dirs $$d"; fi; done; \
+	  dirs=; for d in corpus regress; do \
+	    d=$(abs_top_srcdir)/tests/fuzz/$$d/$$t; if test -d $$d; then dirs="$$dirs $$d"; fi; \
+	  done; \
 	  case $$t in topology|model|calibration) dict=yaml;; *) dict=$$t;; esac; \
 	  dict=$(abs_top_srcdir)/tests/fuzz/$$dict.dict; \
 	  if test -f $$dict; then dict=-dict=$$dict; else dict=; fi; \

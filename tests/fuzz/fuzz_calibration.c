@@ -24,11 +24,11 @@ static void check_calibration(const struct dt_calibration *c)
                    (int)e->param);
         FUZZ_CHECK(dt_calibration_find(c, e->param) == e, "parameter %s given twice",
                    dt_cal_param_name(e->param));
-        FUZZ_CHECK(fuzz_in(e->value, 0, 1e300) &&
+        FUZZ_CHECK(fuzz_in(e->value, 0, DBL_MAX) &&
                        (e->value > 0 || dt_cal_param_kind(e->param) == DT_CAL_TIME),
                    "%s = %g", dt_cal_param_name(e->param), e->value);
-        FUZZ_CHECK(fuzz_in(e->se, 0, 1e300) && fuzz_in(e->lo, 0, e->value) &&
-                       fuzz_in(e->hi, e->value, 1e300),
+        FUZZ_CHECK(fuzz_in(e->se, 0, DBL_MAX) && fuzz_in(e->lo, 0, e->value) &&
+                       fuzz_in(e->hi, e->value, DBL_MAX),
                    "%s: stderr %g, interval [%g, %g] around %g", dt_cal_param_name(e->param),
                    e->se, e->lo, e->hi, e->value);
     }
@@ -37,7 +37,7 @@ static void check_calibration(const struct dt_calibration *c)
         FUZZ_CHECK(e && e->fitted, "the covariance names %s, not a fitted entry",
                    dt_cal_param_name(c->cov_param[i]));
         for (int j = 0; j < c->n_cov; j++)
-            FUZZ_CHECK(fuzz_in(c->cov[i * DT_CAL_COUNT + j], -1e300, 1e300),
+            FUZZ_CHECK(fuzz_in(c->cov[i * DT_CAL_COUNT + j], -DBL_MAX, DBL_MAX),
                        "covariance (%d, %d) = %g", i, j, c->cov[i * DT_CAL_COUNT + j]);
         FUZZ_CHECK(c->cov[i * DT_CAL_COUNT + i] >= 0, "variance %d is negative", i);
     }
@@ -128,7 +128,7 @@ static void check_apply(const struct dt_calibration *c)
         dt_cost_defaults(&cp, (enum dt_device_kind)kind);
         dt_calibration_apply(c, &cp);
         for (int p = 0; p < DT_CAL_COUNT; p++)
-            FUZZ_CHECK(fuzz_in(dt_cal_param_get(&cp, (enum dt_cal_param)p), 0, 1e300),
+            FUZZ_CHECK(fuzz_in(dt_cal_param_get(&cp, (enum dt_cal_param)p), 0, DBL_MAX),
                        "%s = %g after applying", dt_cal_param_name((enum dt_cal_param)p),
                        dt_cal_param_get(&cp, (enum dt_cal_param)p));
     }

@@ -55,9 +55,9 @@ static void check_layer(const struct dt_model *m, int i, long *offset)
                "layer %d: %ld parameters at %ld (expected at %ld), %ld state floats", i,
                l->params, l->param_offset, *offset, l->state_floats);
     *offset += l->params;
-    FUZZ_CHECK(fuzz_in(l->fwd_flops, 0, 1e300) && fuzz_in(l->bwd_data_flops, 0, 1e300) &&
-                   fuzz_in(l->bwd_weight_flops, 0, 1e300) && fuzz_in(l->act_bytes, 0, 1e300) &&
-                   fuzz_in(l->fwd_io_bytes, 0, 1e300) && fuzz_in(l->bwd_io_bytes, 0, 1e300),
+    FUZZ_CHECK(fuzz_in(l->fwd_flops, 0, DBL_MAX) && fuzz_in(l->bwd_data_flops, 0, DBL_MAX) &&
+                   fuzz_in(l->bwd_weight_flops, 0, DBL_MAX) && fuzz_in(l->act_bytes, 0, DBL_MAX) &&
+                   fuzz_in(l->fwd_io_bytes, 0, DBL_MAX) && fuzz_in(l->bwd_io_bytes, 0, DBL_MAX),
                "layer %d: a cost is negative or not finite", i);
     FUZZ_CHECK(l->needs_input_grad || l->bwd_data_flops == 0,
                "layer %d: backward-data FLOPs without an input gradient", i);
@@ -114,7 +114,7 @@ static void check_plan(const struct dt_model *m)
     FUZZ_CHECK(rc == DT_OK, "the sequential plan fails its check: %s", err.msg);
     struct dt_memory mem;
     dt_plan_rank_memory(plan, 0, &mem);
-    FUZZ_CHECK(fuzz_in(mem.total, 0, 1e300), "plan memory %g", mem.total);
+    FUZZ_CHECK(fuzz_in(mem.total, 0, DBL_MAX), "plan memory %g", mem.total);
     dt_plan_destroy(plan);
 }
 

@@ -20,7 +20,7 @@ static void check_run(const struct dtv_run *r)
     FUZZ_CHECK(r->batch >= 1 && r->global_batch >= 1 && r->iters_per_epoch >= 1,
                "run at line %d: batch %d, global batch %d, %ld iterations", r->line, r->batch,
                r->global_batch, r->iters_per_epoch);
-    FUZZ_CHECK(fuzz_in(r->iter_s, 1e-300, 1e300) && fuzz_in(r->epoch_s, 1e-300, 1e300),
+    FUZZ_CHECK(fuzz_in(r->iter_s, DBL_MIN, DBL_MAX) && fuzz_in(r->epoch_s, DBL_MIN, DBL_MAX),
                "run at line %d: iteration %g s, epoch %g s", r->line, r->iter_s, r->epoch_s);
     FUZZ_CHECK(r->label[0] && memchr(r->label, 0, sizeof r->label) &&
                    memchr(r->setup, 0, sizeof r->setup),

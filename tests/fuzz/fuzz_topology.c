@@ -80,7 +80,7 @@ static void check_topology(const struct dt_topology *t)
     FUZZ_CHECK(next == t->n_ranks && dt_topology_node_of(t, t->n_ranks) == -1 &&
                    dt_topology_node_of(t, -1) == -1,
                "the nodes hold %d ranks of %d", next, t->n_ranks);
-    FUZZ_CHECK(fuzz_in(dt_topology_price_per_h(t), 0, 1e300), "price per hour %g",
+    FUZZ_CHECK(fuzz_in(dt_topology_price_per_h(t), 0, DBL_MAX), "price per hour %g",
                dt_topology_price_per_h(t));
     dt_topology_print(t, fuzz_null());
 }

@@ -28,7 +28,8 @@ cc -std=gnu11 -O1 -c -o seed_wrap.o -I"$top/include" -I"$top/validate" -I"$top/e
   $(pkg-config --cflags yaml-0.1 zlib) "$top/tests/fuzz/seed_wrap.c"
 "$top/configure" -q LDFLAGS="$ldflags" LIBS="$build/seed_wrap.o -lz"
 make -j2 >/dev/null
-DT_SEED_OUT=$out make -j2 check >/dev/null 2>&1 || echo "seed: make check failed in $build (seeds kept)"
+DT_SEED_OUT=$out make -j2 check >/dev/null 2>&1 ||
+  echo "seed: make check failed in $build (seeds kept)"
 
 make -j2 fuzz-build >/dev/null
 sh "$top/tests/fuzz/seed_extra.sh" "$out"

@@ -2,7 +2,8 @@
 # Replays every fuzz harness (tests/fuzz/fuzz_*.c, built with tests/fuzz/replay.c) over its
 # seed corpus and over the inputs that once crashed, hung or broke an invariant
 # (tests/fuzz/regress/TARGET/): each must pass the harness's checks, under the sanitizers of
-# the build. Run by make check; by hand: top_builddir=_build top_srcdir=. sh tests/fuzz/test_fuzz_replay.sh
+# the build. Run by make check; by hand:
+#   top_builddir=_build top_srcdir=. sh tests/fuzz/test_fuzz_replay.sh
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}"
 # records and tables name models and topologies of the source tree
