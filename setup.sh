@@ -2,7 +2,8 @@
 # One script behind the README's two commands, for a fresh Debian 12 machine (as root):
 #   ./setup.sh run    install what is missing, build, run dtsim on the default topology
 #   ./setup.sh test   install what is missing, build, run `make check` and `make distcheck`,
-#                     then `make check` again under AddressSanitizer + UndefinedBehaviorSanitizer
+#                     then `make check` again under AddressSanitizer + UndefinedBehaviorSanitizer,
+#                     then each fuzz harness for 15 s (`make fuzz`, clang's libFuzzer)
 # Builds live in _build/ and _build-san/ (out of tree), so both commands can run in turn.
 set -eu
 mode=${1:-run}
@@ -14,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Debian packages the build, the tests and the default data need.
 pkgs="build-essential autoconf automake libtool pkg-config libyaml-dev libgsl-dev
       libopenblas-dev mpich libmpich-dev libcmocka-dev zlib1g-dev libhwloc-dev gnuplot-nox
-      dataset-fashion-mnist iproute2"
+      dataset-fashion-mnist iproute2 clang libclang-rt-dev"
 missing=
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -49,3 +50,6 @@ build _build-san --enable-asan --enable-ubsan
 # A slow but full unwind lets the suppressions match leaks inside MPICH's UCX modules.
 export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 make -C _build-san -j"$jobs" check || { cat _build-san/test-suite.log; exit 1; }
+# Fuzzing (README, "Fuzzing"): each libFuzzer harness 15 s under ASan+UBSan, with libFuzzer's
+# own sanitizer options (the slow unwinder above would slow every input down).
+ASAN_OPTIONS= make -C _build -j"$jobs" fuzz FUZZ_SECONDS=15

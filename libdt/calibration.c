@@ -204,19 +204,60 @@ void dt_calibration_apply(const struct dt_calibration *cal, struct dt_cost_param
 
 /* ---- writing ---- */
 
+/* Length of the UTF-8 character at s and its code point, or 0 when the bytes are not one
+ * (a stray byte, an overlong form, a surrogate, beyond U+10FFFF). */
+static int utf8_char(const unsigned char *s, unsigned long *cp)
+{
+    int n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
+    static const unsigned long least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (!n || s[0] >= 0xF8)
+        return 0;
+    *cp = s[0] & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        *cp = *cp << 6 | (s[i] & 0x3F);
+    }
+    if (*cp < least[n] || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+/* A double-quoted YAML string that loads back to s: control characters, the characters
+ * YAML reads as line breaks or refuses in a file (C1 controls, U+2028, U+2029, U+FFFE,
+ * U+FFFF) are escaped; a byte that is not UTF-8 is written as the character of its value. */
 static void put_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned long cp = 0;
+        int n = *p >= 0x80 ? utf8_char(p, &cp) : 1;
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
             fputs("\\n", f);
-        else if (c >= 0x20)
-            fputc(c, f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7F || n == 0)
+            fprintf(f, "\\x%02x", *p);
+        else if (n > 1 && (cp <= 0x9F || cp == 0x2028 || cp == 0x2029 || cp >= 0xFFFE) &&
+                 cp <= 0xFFFF)
+            fprintf(f, "\\u%04lx", cp);
+        else
+            fwrite(p, 1, (size_t)n, f);
+        p += n ? n : 1;
     }
     fputc('"', f);
+}
+
+/* "key: "value"" on a line of its own, nothing when the value is empty. */
+static void put_key(FILE *f, const char *key, const char *value)
+{
+    if (!value[0])
+        return;
+    fprintf(f, "%s: ", key);
+    put_string(f, value);
+    fputc('\n', f);
 }
 
 /* A value with its unit, 9 significant digits, in a unit a human reads easily. */
@@ -256,18 +297,12 @@ void dt_calibration_write(FILE *f, const struct dt_calibration *cal)
                "# confidence interval and the covariance of their logarithms, from which dtsim\n"
                "# gives each prediction an interval. Format: validate/README.md.\n");
     fprintf(f, "format: %s\n", FORMAT_TAG);
-    fprintf(f, "created: ");
-    put_string(f, cal->created);
-    fprintf(f, "\nhost: ");
-    put_string(f, cal->host);
-    fprintf(f, "\ntool: ");
-    put_string(f, cal->tool);
-    fprintf(f, "\ndevice: %s\n", cal->device[0] ? cal->device : "cpu");
-    if (cal->method[0]) {
-        fprintf(f, "method: ");
-        put_string(f, cal->method);
-        fputc('\n', f);
-    }
+    /* empty strings are left out: the loader refuses them */
+    put_key(f, "created", cal->created);
+    put_key(f, "host", cal->host);
+    put_key(f, "tool", cal->tool);
+    fprintf(f, "device: %s\n", cal->device[0] ? cal->device : "cpu");
+    put_key(f, "method", cal->method);
     if (cal->n_data) {
         fprintf(f, "data:\n");
         for (int i = 0; i < cal->n_data; i++) {

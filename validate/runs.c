@@ -217,6 +217,17 @@ static int finish_run(struct dtv_run *run, int col, struct dt_error *err)
         return dt_fail(err, DT_EINPUT, run->file, run->line, col, "cannot build the plan: %s",
                        buf);
     }
+    /* sequential runs on one rank whatever the run says: a 2-rank "sequential" run is not
+     * what the plan simulates */
+    if (run->plan->n_ranks != run->ranks) {
+        int plan_ranks = run->plan->n_ranks;
+        dt_plan_destroy(run->plan);
+        run->plan = NULL;
+        return dt_fail(err, DT_EINPUT, run->file, run->line, col,
+                       "strategy %s runs on %d rank%s, but the run has %d",
+                       dt_strategy_name(run->strategy), plan_ranks, plan_ranks == 1 ? "" : "s",
+                       run->ranks);
+    }
     run->global_batch = run->plan->global_batch;
     run->nodes = dt_topology_node_of(t, run->ranks - 1) + 1;
     run->ppn = dt_topology_node_ranks(t, 0);
