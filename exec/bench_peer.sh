@@ -163,10 +163,15 @@ run_torch() { # model batch config iters
     else
         how="--memory-format contiguous --zero-grads" preload= omp=
     fi
-    if $pin env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="$t" LD_PRELOAD="$preload" $omp "$PYTHON" \
-        "$TORCH_BENCH" --model "$1" --batch "$2" --threads "$t" --ranks "$r" --iters "$4" \
-        --warmup "$warm" --data "$BENCH_DATA" $how >"$tmp/torch.out" 2>&1; then
-        line=$(grep '^model=' "$tmp/torch.out" | tail -n 1)
+    # a time limit: gloo's teardown has been seen to hang after the figures (timeout ends the
+    # ranks too, and the figures printed still count)
+    $pin timeout 600 env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="$t" LD_PRELOAD="$preload" $omp \
+        "$PYTHON" "$TORCH_BENCH" --model "$1" --batch "$2" --threads "$t" --ranks "$r" \
+        --iters "$4" --warmup "$warm" --data "$BENCH_DATA" $how >"$tmp/torch.out" 2>&1
+    status=$?
+    line=$(grep '^model=' "$tmp/torch.out" | tail -n 1)
+    if [ -n "$line" ]; then
+        [ $status = 0 ] || echo "  torch: exit status $status after its figures" >&2
         echo "$line" >>"$tmp/torch.all"
         echo "$(echo "$line" | kv samples_s) $(echo "$line" | kv peak_rss_mb | cut -d. -f1)"
     else
@@ -262,10 +267,10 @@ if [ "$scale_1t" != - ] && [ "$scale_2r" != - ]; then
                s, miss, ts }'
 fi
 if [ -s "$tmp/torch.all" ]; then # what PyTorch's runs saw inside their processes
-    awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    awk '{ for (i = 1; i <= NF; i++) { e = index($i, "="); f[substr($i, 1, e - 1)] = substr($i, e + 1) }
            for (k in f) if (k ~ /^(torch|malloc|grads|blas|blas_threads)$/) seen[k "=" f[k]] = 1
            seen["format[" f["model"] "]=" f["format"]] = 1 }
          END { for (s in seen) print s }' "$tmp/torch.all" | sort |
-        { printf "bench-peer: PyTorch's runs recorded:"; tr '\n' ' '; echo; }
+        { printf "bench-peer: PyTorch's runs recorded: "; tr '\n' ' '; echo; }
 fi
 echo "bench-peer: load average at end: $(loadavg); rows below target: $missed"

@@ -38,6 +38,7 @@ import resource
 import statistics
 import struct
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -153,8 +154,9 @@ def train(rank, args):
     distributed = args.ranks > 1
     if distributed:
         import torch.distributed as dist
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+        # the ranks meet in a file, not on a TCP port another run may hold
+        dist.init_process_group("gloo", init_method="file://" + args.store, rank=rank,
+                                world_size=args.ranks)
     x, y, what = load_data(args.data, args.seed)
     model = build(args.model)
     # channels_last: the layout PyTorch's tuning guide recommends for convolutions on CPU
@@ -206,9 +208,14 @@ def train(rank, args):
         t = torch.tensor([med, tot, rss_mb, faults], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         med, tot, rss_mb, faults = t.tolist()
-        every = [None] * R
-        dist.all_gather_object(every, ",".join(map(str, cpus)))
-        cpus_text = "/".join(every)  # rank 0's CPUs/rank 1's
+        # every rank's CPUs as a row of 0/1 (all_gather_object can hang gloo's teardown)
+        width = torch.tensor([float(max(cpus) + 1)], dtype=torch.float64)
+        dist.all_reduce(width, op=dist.ReduceOp.MAX)
+        mask = torch.zeros(R, int(width.item()), dtype=torch.float64)
+        mask[rank, cpus] = 1
+        dist.all_reduce(mask)
+        cpus_text = "/".join(",".join(str(c) for c in row.nonzero().flatten().tolist())
+                             for row in mask)
         dist.destroy_process_group()
     if rank == 0:
         libs = loaded_libraries()
@@ -238,7 +245,6 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--port", type=int, default=29511)
     p.add_argument("--bind", action="store_true",
                    help="pin each rank to its own block of the allowed CPUs (as dtexec --bind)")
     p.add_argument("--memory-format", choices=("channels_last", "contiguous"),
@@ -254,8 +260,9 @@ def main():
         build(args.model)
     if args.ranks > 1:
         import torch.multiprocessing as mp
-        os.environ["MASTER_PORT"] = str(args.port)
-        mp.spawn(train, args=(args,), nprocs=args.ranks, join=True)
+        with tempfile.TemporaryDirectory(prefix="bench_torch.") as d:
+            args.store = os.path.join(d, "store")
+            mp.spawn(train, args=(args,), nprocs=args.ranks, join=True)
     else:
         train(0, args)
 
