@@ -13,6 +13,24 @@
 # machine's single-thread sgemm rate times the cores the row uses. The load average is printed
 # beside each row: the figures are wall-clock times.
 #
+# PyTorch is configured as its CPU performance tuning guide recommends (BENCH_PEER_CONFIG=tuned,
+# the default): tcmalloc in LD_PRELOAD (glibc's malloc page-faults on every step in a fresh
+# process: thousands of faults per cnn690k step), the convolutional models and their input in
+# channels_last, gradients dropped rather than zeroed between steps, and threads pinned:
+# BENCH_PEER_CONFIG=plain runs it as before (glibc malloc, NCHW, zeroed gradients, no pinning
+# on either side). tcmalloc is found with dpkg -L (Debian's libtcmalloc-minimal4, or
+# libgoogle-perftools4) or named by BENCH_TCMALLOC; without it the PyTorch side runs with
+# glibc's malloc and the header says so. Pinning, the same on both sides: the row's processes
+# run on the first 1 (1t) or 2 (2t, 2r) CPUs this shell may use (taskset), each rank on its own
+# block of them (dtexec --bind, bench_torch.py --bind), and PyTorch's 2 OpenMP threads of a 2t
+# row one per core (OMP_PROC_BIND=close, OMP_PLACES=cores). The BLAS PyTorch calls (Debian's
+# libblas.so.3, through the alternatives system: OpenBLAS here) and the allocator it ran with
+# are read from inside its process and printed after the table.
+#
+# Timing: both sides time each iteration on its own (the batch gathered from memory, forward,
+# backward, the optimizer step) and take the median; PyTorch runs a tenth of the iterations
+# (2 to 50) untimed first, dtexec's median counts all of its iterations, its first ones too.
+#
 # Threads: T = 1 or 2 per process on both sides, in one pool each with OpenBLAS single-threaded
 # inside it. dtexec: --threads T and OPENBLAS_NUM_THREADS=T (its kernels run T threads and
 # call OpenBLAS on one); PyTorch: torch.set_num_threads(T), OMP_NUM_THREADS=T and
@@ -26,7 +44,8 @@
 # TORCH_BENCH (bench_torch.py), MPIEXEC, PYTHON (default /usr/bin/python3: Debian's
 # python3-torch), BENCH_DATA, BENCH_REPEAT (default 3), BENCH_SCALE (iterations multiplier,
 # default 1), BENCH_MODELS (default "mlp-fmnist cnn21k cnn690k"), BENCH_CONFIGS (default
-# "1t 2t 2r").
+# "1t 2t 2r"), BENCH_PEER_CONFIG (tuned or plain, default tuned), BENCH_TCMALLOC (the
+# tcmalloc library to preload; default: found with dpkg -L).
 set -u
 
 DTEXEC=${DTEXEC:-./dtexec}
@@ -41,9 +60,37 @@ BENCH_REPEAT=${BENCH_REPEAT:-3}
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_MODELS=${BENCH_MODELS:-mlp-fmnist cnn21k cnn690k}
 BENCH_CONFIGS=${BENCH_CONFIGS:-1t 2t 2r}
+BENCH_PEER_CONFIG=${BENCH_PEER_CONFIG:-tuned}
+case $BENCH_PEER_CONFIG in
+tuned | plain) ;;
+*) echo "bench-peer: BENCH_PEER_CONFIG: '$BENCH_PEER_CONFIG' is neither tuned nor plain" >&2; exit 2 ;;
+esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_peer.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# The first N CPUs this process may use, as a taskset list ("0,1").
+first_cpus() {
+    sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | awk -F, -v n="$1" '{
+        for (i = 1; i <= NF; i++) {
+            split($i, r, "-"); hi = (2 in r) ? r[2] : r[1]
+            for (c = r[1] + 0; c <= hi + 0 && k < n; c++) out = out (k++ ? "," : "") c
+        } } END { print out }'
+}
+
+# tcmalloc, as Debian installs it (the minimal library: no profiler).
+find_tcmalloc() {
+    dpkg -L libtcmalloc-minimal4 libgoogle-perftools4 2>/dev/null |
+        grep -E '/libtcmalloc(_minimal)?\.so\.[0-9]+$' | sort -r | head -n 1
+}
+
+# The pinning prefix of a row: taskset to its CPUs, or nothing (plain).
+pin_for() { # config
+    [ "$BENCH_PEER_CONFIG" = tuned ] || return 0
+    case $1 in 1t) n=1 ;; *) n=2 ;; esac
+    cpus=$(first_cpus "$n")
+    [ -n "$cpus" ] && echo "taskset -c $cpus"
+}
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "? ? ?"; }
 
@@ -78,14 +125,16 @@ run_dtexec() { # model batch config iters
     then data="--data $BENCH_DATA"
     else data="--synthetic 60000"
     fi
+    pin=$(pin_for "$3") bind=
+    [ -n "$pin" ] && bind=--bind
     set -- "$MODELS/$1.yaml" "$2" "$3" "$4"
     case $3 in
-    1t) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$DTEXEC" --model "$1" --batch "$2" \
-            --max-iters "$4" --threads 1 $data --record "$rec" -q ;;
-    2t) OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 "$DTEXEC" --model "$1" --batch "$2" \
-            --max-iters "$4" --threads 2 $data --record "$rec" -q ;;
-    2r) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $MPIEXEC -n 2 "$DTEXEC" --model "$1" \
-            --batch "$2" --max-iters "$4" --threads 1 $data --record "$rec" -q ;;
+    1t) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $pin "$DTEXEC" --model "$1" --batch "$2" \
+            --max-iters "$4" --threads 1 $data --record "$rec" -q $bind ;;
+    2t) OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 $pin "$DTEXEC" --model "$1" --batch "$2" \
+            --max-iters "$4" --threads 2 $data --record "$rec" -q $bind ;;
+    2r) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $pin $MPIEXEC -n 2 "$DTEXEC" --model "$1" \
+            --batch "$2" --max-iters "$4" --threads 1 $data --record "$rec" -q $bind ;;
     esac >"$tmp/dtexec.out" 2>&1
     if [ -s "$rec" ]; then
         gb=$(json global_batch <"$rec")
@@ -106,10 +155,24 @@ run_torch() { # model batch config iters
     2r) t=1 r=2 ;;
     esac
     warm=$(awk -v n="$4" 'BEGIN { w = int(n / 10); if (w < 2) w = 2; if (w > 50) w = 50; print w }')
-    if OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=$t "$PYTHON" "$TORCH_BENCH" --model "$1" \
-        --batch "$2" --threads "$t" --ranks "$r" --iters "$4" --warmup "$warm" \
-        --data "$BENCH_DATA" >"$tmp/torch.out" 2>&1; then
-        line=$(grep '^model=' "$tmp/torch.out" | tail -n 1)
+    pin=$(pin_for "$3")
+    if [ "$BENCH_PEER_CONFIG" = tuned ]; then
+        how=--bind preload=$tcmalloc omp=
+        # OpenMP's threads one per core inside the row's CPUs (one thread has nothing to place)
+        [ "$t" -gt 1 ] && omp="OMP_PROC_BIND=close OMP_PLACES=cores"
+    else
+        how="--memory-format contiguous --zero-grads" preload= omp=
+    fi
+    # a time limit: gloo's teardown has been seen to hang after the figures (timeout ends the
+    # ranks too, and the figures printed still count)
+    $pin timeout 600 env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="$t" LD_PRELOAD="$preload" $omp \
+        "$PYTHON" "$TORCH_BENCH" --model "$1" --batch "$2" --threads "$t" --ranks "$r" \
+        --iters "$4" --warmup "$warm" --data "$BENCH_DATA" $how >"$tmp/torch.out" 2>&1
+    status=$?
+    line=$(grep '^model=' "$tmp/torch.out" | tail -n 1)
+    if [ -n "$line" ]; then
+        [ $status = 0 ] || echo "  torch: exit status $status after its figures" >&2
+        echo "$line" >>"$tmp/torch.all"
         echo "$(echo "$line" | kv samples_s) $(echo "$line" | kv peak_rss_mb | cut -d. -f1)"
     else
         sed 's/^/  torch: /' "$tmp/torch.out" | tail -n 3 >&2
@@ -127,6 +190,15 @@ if ! "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
     echo "bench-peer: $PYTHON cannot import torch (Debian: apt-get install python3-torch);" \
         "PyTorch columns are empty"
 fi
+tcmalloc=
+if [ "$BENCH_PEER_CONFIG" = tuned ]; then
+    tcmalloc=${BENCH_TCMALLOC:-$(find_tcmalloc)}
+    if [ -z "$tcmalloc" ] || [ ! -f "$tcmalloc" ]; then
+        echo "bench-peer: no tcmalloc${tcmalloc:+ at $tcmalloc} (Debian: apt-get install" \
+            "libtcmalloc-minimal4); PyTorch runs with glibc's malloc"
+        tcmalloc=
+    fi
+fi
 sgemm=$("$BENCH_SGEMM" 1024 1 2>/dev/null | kv gflops)
 [ -n "$sgemm" ] || sgemm=nan
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
@@ -135,6 +207,13 @@ echo "bench-peer: dtexec against PyTorch $torch_v on ${cpu:-this CPU}, $(nproc 2
 echo "bench-peer: single-thread sgemm (OpenBLAS, n=1024): $sgemm GFLOP/s; load average at start: $(loadavg)"
 echo "bench-peer: samples/s = global batch / median iteration, best of $BENCH_REPEAT runs alternating"
 echo "            dtexec and PyTorch; 2r = 2 ranks x 1 thread (PyTorch: DDP, gloo); MB = peak RSS"
+if [ "$BENCH_PEER_CONFIG" = tuned ]; then
+    echo "bench-peer: PyTorch tuned: ${tcmalloc:-glibc malloc (no tcmalloc)} preloaded, CNNs in" \
+        "channels_last, gradients set to None; both sides pinned (taskset, --bind)"
+else
+    echo "bench-peer: PyTorch plain (BENCH_PEER_CONFIG=plain): glibc malloc, NCHW, zeroed" \
+        "gradients; neither side pinned"
+fi
 echo
 printf "%-10s %5s %-6s %10s %10s %6s %6s %7s %7s %7s %6s  %s\n" model batch config dtexec/s \
     torch/s ratio target dt_MB torch_MB dt_GF/s sgemm% "load (1 5 15 min)"
@@ -186,5 +265,12 @@ if [ "$scale_1t" != - ] && [ "$scale_2r" != - ]; then
         miss = (s >= 1.85) ? "" : ", MISS";
         printf "bench-peer: cnn690k 2 ranks / 1 rank: dtexec %.2fx (target >= 1.85%s), PyTorch %s\n",
                s, miss, ts }'
+fi
+if [ -s "$tmp/torch.all" ]; then # what PyTorch's runs saw inside their processes
+    awk '{ for (i = 1; i <= NF; i++) { e = index($i, "="); f[substr($i, 1, e - 1)] = substr($i, e + 1) }
+           for (k in f) if (k ~ /^(torch|malloc|grads|blas|blas_threads)$/) seen[k "=" f[k]] = 1
+           seen["format[" f["model"] "]=" f["format"]] = 1 }
+         END { for (s in seen) print s }' "$tmp/torch.all" | sort |
+        { printf "bench-peer: PyTorch's runs recorded: "; tr '\n' ' '; echo; }
 fi
 echo "bench-peer: load average at end: $(loadavg); rows below target: $missed"

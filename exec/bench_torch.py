@@ -1,28 +1,44 @@
 #!/usr/bin/python3
 """The PyTorch peer of dtexec for `make bench`: trains the same network as models/<name>.yaml
 (mlp-fmnist, cnn21k, cnn690k) with Adam and cross-entropy on data held in memory, and prints
-one line of key=value figures:
+one line of key=value figures (cpus= the CPUs each rank may run on, ranks parted by '/'):
 
   model=cnn690k batch=128 threads=1 ranks=1 params=690590 iters=40 samples_s=... median_s=...
-  mean_samples_s=... peak_rss_mb=... data=fashion-mnist
+  mean_samples_s=... peak_rss_mb=... data=fashion-mnist ... format=channels_last
+  grads=none malloc=tcmalloc cpus=0 blas=OpenBLAS_0.3.21_... blas_threads=1 torch=...
 
-samples_s is the global batch over the median iteration (the median is what a shared machine
-gives reliably; mean_samples_s is the whole timed window). peak_rss_mb is getrusage's maximum
-resident set (the largest over ranks). With --ranks 2 the ranks are processes joined by
-torch.distributed (gloo on localhost) and DistributedDataParallel, each with the batch given
-(weak scaling, as dtexec --batch) and --threads threads.
+Timing is dtexec's: each iteration (the batch gathered from memory, forward, backward, Adam
+step) is timed on its own and samples_s is the global batch over the median iteration (the
+median is what a shared machine gives reliably; mean_samples_s is the whole timed window).
+--warmup untimed iterations come first. peak_rss_mb is getrusage's maximum resident set (the
+largest over ranks). With --ranks 2 the ranks are processes joined by torch.distributed (gloo
+on localhost) and DistributedDataParallel, each with the batch given (weak scaling, as dtexec
+--batch) and --threads threads.
+
+PyTorch is configured as its performance tuning guide recommends unless told otherwise: the
+convolutional models in channels_last (--memory-format contiguous: the default NCHW),
+gradients dropped rather than zeroed between steps (--zero-grads: zeroed), and with --bind
+each rank pinned to its own block of the CPUs it may use, as dtexec --bind (the launcher sets
+OMP_PROC_BIND/OMP_PLACES for the threads inside it and LD_PRELOADs tcmalloc; malloc= says
+whether tcmalloc is in the process). blas= is the BLAS library PyTorch calls (its build says
+BLAS_INFO=generic: Debian's libblas.so.3, which the alternatives system points at OpenBLAS or
+another), by openblas_get_config when it is OpenBLAS.
 
 Usage: bench_torch.py --model NAME [--batch N] [--threads T] [--ranks R] [--iters N]
-                      [--warmup N] [--data DIR] [--seed N]
+                      [--warmup N] [--data DIR] [--seed N] [--bind]
+                      [--memory-format channels_last|contiguous] [--zero-grads]
 Run it with Debian's /usr/bin/python3 (python3-torch 1.13).
 """
 import argparse
+import ctypes
 import gzip
 import os
+import re
 import resource
 import statistics
 import struct
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -94,16 +110,62 @@ def load_data(data_dir, seed):
     return x, y, "synthetic"
 
 
-def train(rank, args, result_queue=None):
+def pin(rank, ranks):
+    """Pins every thread of this process to rank's block of the CPUs it may use, as dtexec
+    --bind does (n CPUs over R ranks: n/R each; one each, shared in turn, when fewer), before
+    the work starts its threads. Returns the CPUs as a list."""
+    allowed = sorted(os.sched_getaffinity(0))
+    count = max(1, len(allowed) // ranks)
+    first = rank * count % len(allowed)
+    mine = set(allowed[first:first + count])
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), mine)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+    return sorted(mine)
+
+
+def loaded_libraries():
+    """The paths of the shared objects mapped into this process."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if len(line.split()) >= 6}
+    return {p for p in paths if ".so" in os.path.basename(p)}
+
+
+def blas_in_use(libs):
+    """What PyTorch's BLAS is: OpenBLAS's own description when the libblas it links is
+    OpenBLAS, else the library's file name; and its thread count (-1 when unknown)."""
+    info = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    blas = [p for p in libs if os.path.basename(p).startswith("libblas.so")]
+    if not blas:
+        return "BLAS_INFO=%s" % (info.group(1) if info else "?"), -1
+    lib = ctypes.CDLL(blas[0])
+    if not hasattr(lib, "openblas_get_config"):
+        return os.path.basename(os.path.dirname(blas[0])) + "/" + os.path.basename(blas[0]), -1
+    lib.openblas_get_config.restype = ctypes.c_char_p
+    return lib.openblas_get_config().decode().replace(" ", "_"), lib.openblas_get_num_threads()
+
+
+def train(rank, args):
+    cpus = pin(rank, args.ranks) if args.bind else sorted(os.sched_getaffinity(0))
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     distributed = args.ranks > 1
     if distributed:
         import torch.distributed as dist
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+        # the ranks meet in a file, not on a TCP port another run may hold
+        dist.init_process_group("gloo", init_method="file://" + args.store, rank=rank,
+                                world_size=args.ranks)
     x, y, what = load_data(args.data, args.seed)
     model = build(args.model)
+    # channels_last: the layout PyTorch's tuning guide recommends for convolutions on CPU
+    # (oneDNN's own; NCHW costs a reorder on every convolution, forward and backward)
+    fmt = torch.channels_last if args.memory_format == "channels_last" else None
+    if fmt is not None and any(isinstance(m, nn.Conv2d) for m in model.modules()):
+        model = model.to(memory_format=fmt)
+    else:
+        fmt = None
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if n_params != EXPECTED_PARAMS[args.model]:
         raise SystemExit("bench_torch.py: %s has %d parameters, the YAML %d"
@@ -123,28 +185,53 @@ def train(rank, args, result_queue=None):
     for it in range(total):
         k = it % per_epoch
         idx = order[(k * R + rank) * B:(k * R + rank + 1) * B]
+        if it == args.warmup:  # the allocator's page faults in the timed window
+            faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         xb, yb = x[idx], y[idx]   # the batch is gathered in the timed step, as dtexec's LOAD
-        opt.zero_grad(set_to_none=False)
+        if fmt is not None:
+            xb = xb.contiguous(memory_format=fmt)
+        # the guide: gradients set to None rather than zeroed (PyTorch 2's default)
+        opt.zero_grad(set_to_none=not args.zero_grads)
         loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         t1 = time.perf_counter()
         if it >= args.warmup:
             times.append(t1 - t0)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss_mb, faults = usage.ru_maxrss / 1024.0, (usage.ru_minflt - faults0) / args.iters
     med, tot = statistics.median(times), sum(times)
+    cpus_text = ",".join(map(str, cpus))
     if distributed:
         # the slowest rank's figures (the step ends together on every rank anyway)
-        t = torch.tensor([med, tot, rss_mb], dtype=torch.float64)
+        t = torch.tensor([med, tot, rss_mb, faults], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        med, tot, rss_mb = t.tolist()
+        med, tot, rss_mb, faults = t.tolist()
+        # every rank's CPUs as a row of 0/1 (all_gather_object can hang gloo's teardown)
+        width = torch.tensor([float(max(cpus) + 1)], dtype=torch.float64)
+        dist.all_reduce(width, op=dist.ReduceOp.MAX)
+        mask = torch.zeros(R, int(width.item()), dtype=torch.float64)
+        mask[rank, cpus] = 1
+        dist.all_reduce(mask)
+        cpus_text = "/".join(",".join(str(c) for c in row.nonzero().flatten().tolist())
+                             for row in mask)
         dist.destroy_process_group()
     if rank == 0:
+        libs = loaded_libraries()
+        blas, blas_threads = blas_in_use(libs)
+        malloc = "tcmalloc" if any("tcmalloc" in os.path.basename(p) for p in libs) else "libc"
         print("model=%s batch=%d threads=%d ranks=%d params=%d iters=%d samples_s=%.1f "
-              "median_s=%.6f mean_samples_s=%.1f peak_rss_mb=%.1f data=%s loss=%.4f torch=%s"
+              "median_s=%.6f mean_samples_s=%.1f peak_rss_mb=%.1f faults_per_iter=%.0f data=%s "
+              "loss=%.4f "
+              "format=%s grads=%s malloc=%s cpus=%s omp_proc_bind=%s blas=%s blas_threads=%d "
+              "torch=%s"
               % (args.model, B, args.threads, R, n_params, args.iters, B * R / med, med,
-                 B * R * args.iters / tot, rss_mb, what, float(loss), torch.__version__))
+                 B * R * args.iters / tot, rss_mb, faults, what, float(loss),
+                 "channels_last" if fmt is not None else "contiguous",
+                 "zeroed" if args.zero_grads else "none", malloc,
+                 cpus_text, os.environ.get("OMP_PROC_BIND", "unset"), blas,
+                 blas_threads, torch.__version__))
         sys.stdout.flush()
 
 
@@ -158,14 +245,24 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--port", type=int, default=29511)
+    p.add_argument("--bind", action="store_true",
+                   help="pin each rank to its own block of the allowed CPUs (as dtexec --bind)")
+    p.add_argument("--memory-format", choices=("channels_last", "contiguous"),
+                   default="channels_last", help="of the convolutional models (default %(default)s)")
+    p.add_argument("--zero-grads", action="store_true",
+                   help="zero the gradients between steps instead of dropping them")
     args = p.parse_args()
+    for name in ("batch", "threads", "ranks", "iters", "warmup"):
+        if getattr(args, name) < (0 if name == "warmup" else 1):
+            p.error("--%s: %d is out of range (at least %d)"
+                    % (name, getattr(args, name), 0 if name == "warmup" else 1))
     if args.model not in EXPECTED_PARAMS:
         build(args.model)
     if args.ranks > 1:
         import torch.multiprocessing as mp
-        os.environ["MASTER_PORT"] = str(args.port)
-        mp.spawn(train, args=(args,), nprocs=args.ranks, join=True)
+        with tempfile.TemporaryDirectory(prefix="bench_torch.") as d:
+            args.store = os.path.join(d, "store")
+            mp.spawn(train, args=(args,), nprocs=args.ranks, join=True)
     else:
         train(0, args)
 
