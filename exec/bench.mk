@@ -1,7 +1,9 @@
-# `make bench-peer` (part of `make bench`): dtexec against PyTorch (Debian's python3-torch) on
-# mlp-fmnist, cnn21k and cnn690k at 1 and 2 threads and 2 MPI ranks, samples/s, ratio, peak
-# memory and GFLOP/s against the single-thread sgemm rate (exec/bench_peer.sh says how).
-# BENCH_REPEAT=5 or BENCH_SCALE=2 on the make command line take more runs or longer runs.
+# `make bench-peer` (part of `make bench`): dtexec against PyTorch (Debian's python3-torch,
+# configured as its tuning guide says: tcmalloc from libtcmalloc-minimal4 preloaded,
+# channels_last, threads pinned) on mlp-fmnist, cnn21k and cnn690k at 1 and 2 threads and 2 MPI
+# ranks, samples/s, ratio, peak memory and GFLOP/s against the single-thread sgemm rate
+# (exec/bench_peer.sh says how). BENCH_REPEAT=5 or BENCH_SCALE=2 on the make command line take
+# more runs or longer runs; BENCH_PEER_CONFIG=plain runs PyTorch unconfigured.
 
 # The machine's single-thread sgemm rate (the GFLOP/s column's yardstick).
 noinst_PROGRAMS += exec/bench_sgemm
