@@ -842,11 +842,14 @@ static int table_row(struct dtv_runset *set, const struct table *t, int line, ch
     snprintf(run->when, sizeof run->when, "%s", r.val[C_WHEN] ? r.val[C_WHEN] : "");
     topology_name(r.val[C_TOPOLOGY], (int)nodes, (int)ppn, run->topo_name,
                   sizeof run->topo_name);
+    /* what finish_run refuses is this row's: at its strategy field, or the whole row when the
+     * strategy is a table-wide setting (its column is on another line) */
+    int strategy_col = r.line[C_STRATEGY] == line ? r.col[C_STRATEGY] : 0;
     if ((rc = get_model(set, r.val[C_MODEL], t->path, r.line[C_MODEL], r.col[C_MODEL],
                         &run->model, err)) ||
         (rc = get_topo(set, run->topo_name, (int)nodes, (int)ppn, t->path, r.line[C_TOPOLOGY],
                        r.col[C_TOPOLOGY], &run->topo, err)) ||
-        (rc = finish_run(run, r.col[C_STRATEGY], err)))
+        (rc = finish_run(run, strategy_col, err)))
         return rc;
     run->iters_per_epoch = ((long)dataset + run->global_batch - 1) / run->global_batch;
     if (r.val[C_EPOCH] && !r.val[C_ITER])
