@@ -45,9 +45,9 @@
 # python3-torch), BENCH_DATA, BENCH_REPEAT (default 3), BENCH_SCALE (iterations multiplier,
 # default 1), BENCH_MODELS (default "mlp-fmnist cnn21k cnn690k"), BENCH_CONFIGS (default
 # "1t 2t 2r"), BENCH_PEER_CONFIG (tuned or plain, default tuned), BENCH_TCMALLOC (the
-# tcmalloc library to preload; default: found with dpkg -L). Both sides inherit the
-# environment: OPENBLAS_CORETYPE=SkylakeX, say, picks OpenBLAS's kernels for both (OpenBLAS
-# 0.3.21 runs its Haswell kernels on a CPU it does not know, AVX-512 ones included).
+# tcmalloc library to preload; default: found with dpkg -L). Both sides inherit the rest of
+# the environment, OPENBLAS_CORETYPE included (it picks OpenBLAS's kernels for both: the
+# header says which; Haswell's are AVX2, SkylakeX's and Cooperlake's AVX-512).
 set -u
 
 DTEXEC=${DTEXEC:-./dtexec}
@@ -207,7 +207,7 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)
 echo "bench-peer: dtexec against PyTorch $torch_v on ${cpu:-this CPU}, $(nproc 2>/dev/null || echo '?') cores"
 echo "bench-peer: single-thread sgemm (OpenBLAS, n=1024): $sgemm GFLOP/s; load average at start: $(loadavg)"
-echo "bench-peer: OpenBLAS's kernels on both sides: ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=}${OPENBLAS_CORETYPE:-its own choice for this CPU (blas= below names it)}"
+echo "bench-peer: OpenBLAS's kernels on both sides: ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=}${OPENBLAS_CORETYPE:-its own choice for this CPU}${OPENBLAS_CORETYPE:+ from the environment} (blas= below names them)"
 echo "bench-peer: samples/s = global batch / median iteration, best of $BENCH_REPEAT runs alternating"
 echo "            dtexec and PyTorch; 2r = 2 ranks x 1 thread (PyTorch: DDP, gloo); MB = peak RSS"
 if [ "$BENCH_PEER_CONFIG" = tuned ]; then
