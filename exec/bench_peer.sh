@@ -274,6 +274,6 @@ if [ -s "$tmp/torch.all" ]; then # what PyTorch's runs saw inside their processe
            for (k in f) if (k ~ /^(torch|malloc|grads|blas|blas_threads)$/) seen[k "=" f[k]] = 1
            seen["format[" f["model"] "]=" f["format"]] = 1 }
          END { for (s in seen) print s }' "$tmp/torch.all" | sort |
-        { printf "bench-peer: PyTorch's runs recorded: "; tr '\n' ' '; echo; }
+        { printf "bench-peer: PyTorch's runs recorded: "; paste -sd ' ' -; }
 fi
 echo "bench-peer: load average at end: $(loadavg); rows below target: $missed"
