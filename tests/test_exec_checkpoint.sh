@@ -224,7 +224,8 @@ while [ -z "$(newest "$dir" 2>/dev/null)" ] && [ $n -lt 6000 ] && kill -0 $job 2
   n=$((n + 1))
   sleep 0.01
 done
-rm -rf "$dir" && touch "$dir"
+# a rename is atomic: `rm -rf` could race with the ranks still writing files into it
+mv "$dir" "$dir.gone" && touch "$dir"
 wait $job
 n4=$(grep -c '^rank-exit 4$' "$tmp/err")
 if [ "$n4" -eq 2 ] && grep -q "$dir/step-.*cannot write the checkpoint" "$tmp/err"
