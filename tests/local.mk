@@ -43,3 +43,6 @@ EXTRA_DIST += tests/test_man_flags.sh
 # The shape of validate/data/gpu-published.csv (no reader loads it yet).
 TESTS += tests/test_gpu_published.sh
 EXTRA_DIST += tests/test_gpu_published.sh
+
+# Sourced by the shell tests; the leak suppressions they point LeakSanitizer at.
+EXTRA_DIST += tests/testlib.sh tests/lsan.supp

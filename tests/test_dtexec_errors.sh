@@ -3,19 +3,8 @@
 # does not fit, and broken dataset files (including one that only the rank reading the end of
 # the file can see) make each of the 2 ranks exit with status 2 within the timeout, and one
 # message names the flag or the file. A hang fails the test (timeout exits 124).
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
-export OPENBLAS_NUM_THREADS=1
-# Under AddressSanitizer: MPICH's UCX modules leak at exit; the slow unwinder gives their
-# allocations stacks that tests/lsan.supp can match (the fast one stops in an unloaded module).
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 model="$top_srcdir/models/mlp-fmnist.yaml"
 
 # expect NAME WANTED-TEXT NPROCS ARGS...: every rank exits 2, stderr holds the text.

@@ -1,16 +1,11 @@
 #!/bin/sh
 # dtsim as a user runs it: the default job, determinism, formats, sweeps, traces, bad input.
-set -u
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtsim="$top_builddir/dtsim"
 cd "$top_srcdir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
-# expect_error NAME WANTED-TEXT ARGS...: exit status 2 and the text in stderr
-expect_error() {
+# dtsim_fails NAME PATTERN ARGS...: dtsim exits 2 and its stderr matches the (grep) pattern
+dtsim_fails() {
   name=$1 want=$2; shift 2
   "$dtsim" "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
@@ -50,36 +45,36 @@ fi
   ok "summary" || bad "summary lacks the parameter count"
 
 # Bad flags: the flag's name and exit 2.
-expect_error "batch zero" "--batch" -t 2n4p --batch 0
-expect_error "batch text" "--batch" -t 2n4p --batch many
-expect_error "bad format" "--format" -t 2n4p --format xml
-expect_error "bad strategy" "--strategy" -t 2n4p --strategy nope
-expect_error "bad scaling" "--scaling" -t 2n4p --scaling medium
-expect_error "bad bucket" "--bucket" -t 2n4p --bucket 25
-expect_error "bad sweep" "--sweep" -t 2n4p --sweep cores=1,2
-expect_error "unknown option" "unknown option" -t 2n4p --frobnicate
-expect_error "missing value" "needs a value" -t 2n4p --batch
-expect_error "no topology" "--topology" 
-expect_error "stray operand" "unexpected argument" -t 2n4p extra
-expect_error "strong batch below ranks" "smaller than" -t 2n4p --scaling strong --batch 4
-expect_error "buckets on reduce-bcast" "buckets" -t 2n4p --strategy reduce-bcast --bucket "1 MiB"
+dtsim_fails "batch zero" "--batch" -t 2n4p --batch 0
+dtsim_fails "batch text" "--batch" -t 2n4p --batch many
+dtsim_fails "bad format" "--format" -t 2n4p --format xml
+dtsim_fails "bad strategy" "--strategy" -t 2n4p --strategy nope
+dtsim_fails "bad scaling" "--scaling" -t 2n4p --scaling medium
+dtsim_fails "bad bucket" "--bucket" -t 2n4p --bucket 25
+dtsim_fails "bad sweep" "--sweep" -t 2n4p --sweep cores=1,2
+dtsim_fails "unknown option" "unknown option" -t 2n4p --frobnicate
+dtsim_fails "missing value" "needs a value" -t 2n4p --batch
+dtsim_fails "no topology" "--topology" 
+dtsim_fails "stray operand" "unexpected argument" -t 2n4p extra
+dtsim_fails "strong batch below ranks" "smaller than" -t 2n4p --scaling strong --batch 4
+dtsim_fails "buckets on reduce-bcast" "buckets" -t 2n4p --strategy reduce-bcast --bucket "1 MiB"
 
 # The parallel config's flags: the flag's name and exit 2, for a bad value and for a value
 # the chosen strategy cannot use.
-expect_error "pp zero" "--pp" -t 1n2p -s gpipe --pp 0
-expect_error "pp text" "--pp" -t 1n2p -s gpipe --pp x
-expect_error "dp zero" "--dp" -t 1n2p -s gpipe --dp 0
-expect_error "micro-batches negative" "--micro-batches" -t 1n2p -s gpipe --micro-batches -1
-expect_error "chunks zero" "--chunks" -t 1n2p -s interleaved --chunks 0
-expect_error "stages gap" "--stages" -t 1n2p -s gpipe --stages 0-3,5-7
-expect_error "stages overlap" "--stages" -t 1n2p -s gpipe --stages 0-3,3-7
-expect_error "stages text" "--stages" -t 1n2p -s gpipe --stages a
-expect_error "stages past the model" "--stages" -t 1n2p -m mlp-fmnist -s gpipe --stages 0-1,2-9
-expect_error "grad-alg unknown" "--grad-alg" -t 1n2p -s gpipe --grad-alg bogus
-expect_error "optimizer unknown" "--optimizer" -t 1n2p --optimizer bogus
-expect_error "accumulate zero" "--accumulate" -t 1n2p --accumulate 0
-expect_error "pp on ring" "--pp" -t 1n2p -s ring --pp 2
-expect_error "accumulate on gpipe" "--accumulate" -t 1n2p -s gpipe --accumulate 2
+dtsim_fails "pp zero" "--pp" -t 1n2p -s gpipe --pp 0
+dtsim_fails "pp text" "--pp" -t 1n2p -s gpipe --pp x
+dtsim_fails "dp zero" "--dp" -t 1n2p -s gpipe --dp 0
+dtsim_fails "micro-batches negative" "--micro-batches" -t 1n2p -s gpipe --micro-batches -1
+dtsim_fails "chunks zero" "--chunks" -t 1n2p -s interleaved --chunks 0
+dtsim_fails "stages gap" "--stages" -t 1n2p -s gpipe --stages 0-3,5-7
+dtsim_fails "stages overlap" "--stages" -t 1n2p -s gpipe --stages 0-3,3-7
+dtsim_fails "stages text" "--stages" -t 1n2p -s gpipe --stages a
+dtsim_fails "stages past the model" "--stages" -t 1n2p -m mlp-fmnist -s gpipe --stages 0-1,2-9
+dtsim_fails "grad-alg unknown" "--grad-alg" -t 1n2p -s gpipe --grad-alg bogus
+dtsim_fails "optimizer unknown" "--optimizer" -t 1n2p --optimizer bogus
+dtsim_fails "accumulate zero" "--accumulate" -t 1n2p --accumulate 0
+dtsim_fails "pp on ring" "--pp" -t 1n2p -s ring --pp 2
+dtsim_fails "accumulate on gpipe" "--accumulate" -t 1n2p -s gpipe --accumulate 2
 
 # A pipeline run: both schedules ranked, and their own section.
 if "$dtsim" -t 1n2p -m mlp-wide -s gpipe,1f1b --micro-batches 4 >"$tmp/pipe" 2>&1; then
@@ -104,19 +99,19 @@ fi
 
 # Bad files: file:line:column and exit 2.
 printf 'name: x\nsource: y\nnodes: [\n' >"$tmp/broken.yaml"
-expect_error "broken topology" "broken.yaml:[0-9]*:[0-9]*:" -t "$tmp/broken.yaml"
-expect_error "missing topology file" "nothere.yaml" -t "$tmp/nothere.yaml"
+dtsim_fails "broken topology" "broken.yaml:[0-9]*:[0-9]*:" -t "$tmp/broken.yaml"
+dtsim_fails "missing topology file" "nothere.yaml" -t "$tmp/nothere.yaml"
 printf 'name: m\nsource: s\ninput: {shape: [1, 3, 3]}\nclasses: 2\nlayers:\n  - {kind: conv2d, filters: 2, kernel: 5}\n' >"$tmp/m.yaml"
-expect_error "kernel larger than input" "m.yaml:6:" -t 2n4p -m "$tmp/m.yaml"
+dtsim_fails "kernel larger than input" "m.yaml:6:" -t 2n4p -m "$tmp/m.yaml"
 
 # No silent accepts (issue 15): sweeps, conflicting flags, -o everywhere, write errors.
-expect_error "sweep empty item" "an empty item" -t 1n1p --sweep "nodes=1,,2"
-expect_error "sweep trailing comma" "an empty item" -t 1n1p --sweep "ppn=1,2,"
-expect_error "sweep repeated key" "repeats a key" -t 1n1p --sweep "nodes=1 nodes=2"
-expect_error "sweep given twice" "given twice" -t 1n1p --sweep nodes=1 --sweep ppn=2
-expect_error "detect with a topology" "--detect" --detect -t 2n4p
-expect_error "dump-plan as json" "--dump-plan" -t 2n4p --dump-plan -f json
-expect_error "summary as csv" "--summary" -m cnn690k --summary -f csv
+dtsim_fails "sweep empty item" "an empty item" -t 1n1p --sweep "nodes=1,,2"
+dtsim_fails "sweep trailing comma" "an empty item" -t 1n1p --sweep "ppn=1,2,"
+dtsim_fails "sweep repeated key" "repeats a key" -t 1n1p --sweep "nodes=1 nodes=2"
+dtsim_fails "sweep given twice" "given twice" -t 1n1p --sweep nodes=1 --sweep ppn=2
+dtsim_fails "detect with a topology" "--detect" --detect -t 2n4p
+dtsim_fails "dump-plan as json" "--dump-plan" -t 2n4p --dump-plan -f json
+dtsim_fails "summary as csv" "--summary" -m cnn690k --summary -f csv
 if "$dtsim" -m cnn690k --summary -o "$tmp/sum.txt" >"$tmp/sum.out" 2>&1 &&
    [ ! -s "$tmp/sum.out" ] && grep -q "Total params: 690,590" "$tmp/sum.txt"
 then ok "--summary -o FILE writes FILE"
@@ -139,8 +134,8 @@ fi
 if (cd "$tmp" && "$dtsim" -t 2n4p -s ring >"$tmp/anydir" 2>&1) && grep -q "cnn690k" "$tmp/anydir"
 then ok "runs from another directory"
 else bad "from another directory: $(cat "$tmp/anydir")"; fi
-expect_error "model not found" "--model no-such-model: not found (looked for" -t 2n4p -m no-such-model
-expect_error "topology path not found" "--topology $tmp/none.yaml: no such file" -t "$tmp/none.yaml"
+dtsim_fails "model not found" "--model no-such-model: not found (looked for" -t 2n4p -m no-such-model
+dtsim_fails "topology path not found" "--topology $tmp/none.yaml: no such file" -t "$tmp/none.yaml"
 if DTSIM_DATADIR="$tmp/data" "$dtsim" -t 2n4p -m nothing-here >/dev/null 2>"$tmp/err"; then
   bad "DTSIM_DATADIR: a missing model ran"
 elif grep -q "$tmp/data/models/nothing-here" "$tmp/err"; then ok "DTSIM_DATADIR searched"
@@ -161,7 +156,7 @@ if awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
             END { exit !(NR == 2 && ok) }' "$tmp/e3.csv"
 then ok "epoch_s one epoch of floor(60000/1024) iterations, run_s three"
 else bad "epochs: $(cat "$tmp/e3.csv")"; fi
-expect_error "global batch above the dataset" "larger than the dataset" -t 2n4p -s ring \
+dtsim_fails "global batch above the dataset" "larger than the dataset" -t 2n4p -s ring \
   --dataset-size 1000
 
 # Columns fit their widest value: with a huge epoch count and a 59 GiB model every line of the
@@ -209,7 +204,7 @@ if "$dtsim" -t 2n4p -m no-such-model --topology-info >"$tmp/info" 2>&1 &&
    grep -qx "device_kind=cpu" "$tmp/info"
 then ok "--topology-info"
 else bad "--topology-info: $(cat "$tmp/info")"; fi
-expect_error "--topology-info with --format" "--topology-info" -t 2n4p --topology-info -f csv
+dtsim_fails "--topology-info with --format" "--topology-info" -t 2n4p --topology-info -f csv
 
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -3,24 +3,11 @@
 # held-out comparisons, plots, and bad records / tables / calibration files (exit 2 with
 # file:line[:column]). Expected figures come from the run itself (determinism) or from the
 # seed's table (validate/data/seed002-cascadelake-mpi.csv).
-set -u
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtv="$top_builddir/dtvalidate"
 dtsim="$top_builddir/dtsim"
 cd "$top_srcdir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
-# expect_error NAME WANTED-TEXT PROGRAM ARGS...: exit status 2 and the text in stderr
-expect_error() {
-  name=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  if [ $rc -eq 2 ] && grep -qF -- "$want" "$tmp/err"; then ok "$name"
-  else bad "$name (exit $rc, stderr: $(cat "$tmp/err"))"; fi
-}
 
 "$dtv" --help >"$tmp/help" && grep -q "seed002" "$tmp/help" && ok "--help" || bad "--help"
 

@@ -6,26 +6,13 @@
 # The plan dtvalidate rebuilds from a record must be the one dtsim builds from the same flags:
 # its predicted iteration (uncalibrated) is dtsim's, to the 9 digits both print.
 # Run by make check; by hand: top_builddir=_build top_srcdir=. sh tests/test_dtvalidate_records.sh
-set -u
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-$top_srcdir/_build}
+. "$top_srcdir/tests/testlib.sh"
 dtv="$top_builddir/dtvalidate"
 dtsim="$top_builddir/dtsim"
 cd "$top_srcdir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
-# expect_error NAME WANTED-TEXT PROGRAM ARGS...: exit status 2 and the text in stderr
-expect_error() {
-  name=$1 want=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  if [ $rc -eq 2 ] && grep -qF -- "$want" "$tmp/err"; then ok "$name"
-  else bad "$name (exit $rc, stderr: $(cat "$tmp/err"))"; fi
-}
 
 # rec MODEL STRATEGY RANKS BATCH ITER_S [CONFIG-EXTRA [MEASUREMENTS-EXTRA]]: a record as
 # dtexec writes it (10 iterations per epoch; CONFIG-EXTRA and MEASUREMENTS-EXTRA start with

@@ -6,19 +6,11 @@
 # statistics); a corrupted or torn rank file or manifest is found by its checksum, skipped
 # with a warning naming it, and the previous checkpoint used (or an error when none is left);
 # the directory keeps the newest two steps; bad flags and directories exit 2 on every rank.
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
-export OPENBLAS_NUM_THREADS=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
 victims=""
 # shellcheck disable=SC2154
 trap 'for p in $victims; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 mlp="$top_srcdir/models/mlp-fmnist.yaml"
 
 # A small CNN with batchnorm (running statistics: the STATE buffer) and dropout.

@@ -9,20 +9,9 @@
 # (~1e-7 relative); 8 SGD steps on weights of order 0.1-1 stay within 1e-6. TOL = 1e-5 leaves a
 # factor 10 of margin while a wrong scaling, a missing reduction or a wrong chunk moves weights
 # by 1e-3 or more (a control run with another seed differs by ~1 and must fail the comparison).
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
 diff="$top_builddir/tests/params_diff"
-export OPENBLAS_NUM_THREADS=1
-# Under AddressSanitizer: MPICH's UCX modules leak at exit; the slow unwinder gives their
-# allocations stacks that tests/lsan.supp can match (the fast one stops in an unloaded module).
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 TOL=1e-5
 
 # A small CNN without dropout (dropout masks would differ between 1 and 2 ranks).

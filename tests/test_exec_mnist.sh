@@ -2,19 +2,8 @@
 # dtexec learns: a synthetic task (always) and one epoch of the Fashion-MNIST MLP on the real
 # data set (when Debian's dataset-fashion-mnist is installed), each on 2 MPI ranks. Also checks
 # what a run writes: the JSON record, the per-op CSV and the Chrome trace.
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
-export OPENBLAS_NUM_THREADS=1
-# Under AddressSanitizer: MPICH's UCX modules leak at exit; the slow unwinder gives their
-# allocations stacks that tests/lsan.supp can match (the fast one stops in an unloaded module).
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 model="$top_srcdir/models/mlp-fmnist.yaml"
 
 # accuracy FILE: the last test accuracy in dtexec's output

@@ -10,18 +10,9 @@
 # 1 rank with --accumulate M (M micro-batches of B/M rows, the pipelines' micro-batches), so a
 # layer's gradient is summed over the same rows in the same groups. A dropped ZERO adds the
 # previous steps' gradients into every update: weights move by ~lr x gradient, far above TOL.
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
 diff="$top_builddir/tests/params_diff"
-export OPENBLAS_NUM_THREADS=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 TOL=1e-5
 
 # A small CNN without dropout, with a skip connection (add) across the stage boundary.

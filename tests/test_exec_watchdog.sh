@@ -9,13 +9,8 @@
 # Never hangs: every mpiexec runs under timeout(1); the processes of a job are found as the
 # descendants of its mpiexec (other jobs may run on the machine), and whatever is left of them
 # at the end is continued and killed.
-set -u
-: "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
+. "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
-export OPENBLAS_NUM_THREADS=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-tmp=$(mktemp -d)
 stopped=""
 cleanup() {
   for p in $stopped; do
@@ -26,9 +21,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 model="$top_srcdir/models/mlp-fmnist.yaml"
 T=4          # --timeout in the stop tests
 GRACE=4      # the heartbeat exchange: the limit, between 1 and 5 s (man dtexec)

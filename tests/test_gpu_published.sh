@@ -4,14 +4,9 @@
 # per source, every source code defined in its comments, the values of each column, every
 # system with a topology file that loads and every model with a model file that loads (the
 # mapping of validate/README.md), and the global batch of the BERT rows.
-set -u
+. "${top_srcdir:=..}/tests/testlib.sh"
 csv="$top_srcdir/validate/data/gpu-published.csv"
 dtsim="$top_builddir/dtsim"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
 [ -r "$csv" ] || { echo "FAIL: cannot read $csv"; exit 1; }
 
