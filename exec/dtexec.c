@@ -1180,8 +1180,9 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         MPI_Get_library_version(mpi, &mlen);
         mpi_summary(mpi);
         char *cmd = join_args(argc, argv);
-        char cpu[96];
-        detected_cpu(cpu, sizeof cpu);
+        char cpu[96] = "";
+        if (root) /* only rank 0 writes the record: one detection, not one per rank */
+            detected_cpu(cpu, sizeof cpu);
         /* absolute paths, so that the record can be read from anywhere */
         char model_abs[PATH_MAX], topo_abs[PATH_MAX];
         if (!realpath(R->model_path, model_abs))
