@@ -97,11 +97,6 @@ void dt_table_cell(struct dt_table *t, const char *fmt, ...)
         t->open = false;
 }
 
-void dt_table_end_row(struct dt_table *t)
-{
-    t->open = false;
-}
-
 static void print_cells(const struct dt_table *t, const int *width, const char *const *cells,
                         int n, FILE *out)
 {
@@ -126,8 +121,7 @@ int dt_table_print(const struct dt_table *t, FILE *out)
     for (int i = 0; i < t->n_lines; i++)
         for (int c = 0; c < t->lines[i].n; c++) {
             int w = (int)strlen(t->lines[i].cells[c]);
-            /* a shortened row's last cell runs on and sets no width */
-            if (w > width[c] && !(c == t->lines[i].n - 1 && t->lines[i].n < t->ncols))
+            if (w > width[c])
                 width[c] = w;
         }
     bool header_due = true;

@@ -18,11 +18,9 @@ void dt_table_column(struct dt_table *t, int col, const char *head, bool left);
 /* A line printed as it is (after a blank line) before the rows that follow, and the header
  * again under it: the sections of one table keep one set of widths. */
 void dt_table_section(struct dt_table *t, const char *text);
-/* The next cell of the current row (printf format); a row ends when it has ncols cells, or
- * fewer with dt_table_end_row (the rest of the line then holds what that cell says). */
+/* The next cell of the current row (printf format); a row ends when it has ncols cells. */
 void dt_table_cell(struct dt_table *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void dt_table_end_row(struct dt_table *t);
 /* Prints everything; returns -1 if out of memory was met on the way (nothing printed). */
 int dt_table_print(const struct dt_table *t, FILE *out);
 
