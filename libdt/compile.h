@@ -30,6 +30,7 @@ long dtc_labels_per_sample(const struct dt_model *m);
 int dtc_finish_rank(struct dt_plan *plan, int rank);
 
 /* The data-parallel strategies and the pipelines (pipeline.c). */
+bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err);
 int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err);
 bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,

@@ -9,7 +9,8 @@
 #include "dt/units.h"
 
 enum flag { F_BATCH, F_SCALING, F_BUCKET, F_ACCUMULATE, F_PP, F_DP, F_CHUNKS, F_MICRO, F_STAGES,
-            F_GRAD_ALG, F_OPTIMIZER, F_COUNT };
+            F_GRAD_ALG, F_OPTIMIZER, F_PRECISION, F_TP, F_ZERO, F_SEQ_PARALLEL, F_RECOMPUTE,
+            F_COUNT };
 
 static const struct option longopts[F_COUNT + 1] = {
     {"batch", required_argument, NULL, 0x400 + F_BATCH},
@@ -23,6 +24,11 @@ static const struct option longopts[F_COUNT + 1] = {
     {"stages", required_argument, NULL, 0x400 + F_STAGES},
     {"grad-alg", required_argument, NULL, 0x400 + F_GRAD_ALG},
     {"optimizer", required_argument, NULL, 0x400 + F_OPTIMIZER},
+    {"precision", required_argument, NULL, 0x400 + F_PRECISION},
+    {"tp", required_argument, NULL, 0x400 + F_TP},
+    {"zero", required_argument, NULL, 0x400 + F_ZERO},
+    {"sequence-parallel", required_argument, NULL, 0x400 + F_SEQ_PARALLEL},
+    {"recompute", required_argument, NULL, 0x400 + F_RECOMPUTE},
     {NULL, 0, NULL, 0}};
 
 const struct option *dt_parallel_longopts(void) { return longopts; }
@@ -59,7 +65,16 @@ void dt_parallel_usage(FILE *out)
         "      --grad-alg ALG       pipelines: the replicas' allreduce: ring, recursive-doubling,\n"
         "                           rabenseifner or mpi-allreduce (default ring)\n"
         "      --optimizer NAME     adam, adam-torch, sgd or momentum (default adam): its state\n"
-        "                           is part of the memory\n");
+        "                           is part of the memory\n"
+        "      --precision P        fp32, tf32, bf16, fp16 or fp8: compute precision; bf16 and\n"
+        "                           fp16 are mixed precision (fp32 master weights, optimizer\n"
+        "                           state and loss scaling) (default fp32)\n"
+        "      --tp T               tensor parallelism: T ranks share each layer (default 1)\n"
+        "      --zero S             ZeRO stage 0-3: shard optimizer state (1), gradients (2),\n"
+        "                           parameters (3) over the data-parallel ranks (default 0)\n"
+        "      --sequence-parallel on|off  with --tp: reduce-scatter/allgather around norms\n"
+        "                           and dropout instead of allreduce (default off)\n"
+        "      --recompute none|full|selective  activation recomputation (default none)\n");
 }
 
 void dt_plan_options_init(struct dt_plan_options *o)
@@ -70,8 +85,26 @@ void dt_plan_options_init(struct dt_plan_options *o)
     o->accumulate = 1;
     o->grad_alg = DT_ALG_RING;
     o->optimizer = DT_OPTIM_ADAM;
-    o->precision = DT_TYPE_F32;
+    o->precision = DT_FP32;
 }
+
+const char *dt_recompute_name(enum dt_recompute r)
+{
+    static const char *const n[] = {"none", "full", "selective"};
+    return r < DT_RECOMPUTE_COUNT ? n[r] : "?";
+}
+
+const char *dt_precision_name(enum dt_precision p)
+{
+    static const char *const n[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"};
+    return p < DT_PREC_COUNT ? n[p] : "?";
+}
+
+enum dt_dtype dt_precision_storage(enum dt_precision p)
+{
+    return p == DT_FP16 ? DT_TYPE_F16 : p == DT_BF16 || p == DT_FP8 ? DT_TYPE_BF16 : DT_TYPE_F32;
+}
+
 
 const char *dt_optimizer_name(enum dt_optimizer o)
 {
@@ -89,6 +122,35 @@ static int bad(struct dt_error *err, const char *flag, const char *fmt, const ch
     char msg[512];
     snprintf(msg, sizeof msg, fmt, value);
     return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--%s: %s", flag, msg);
+}
+
+static int parse_precision(struct dt_plan_options *o, const char *s, struct dt_error *err)
+{
+    for (int p = DT_FP32; p < DT_PREC_COUNT; p++)
+        if (strcmp(s, dt_precision_name((enum dt_precision)p)) == 0) {
+            o->precision = (enum dt_precision)p;
+            return DT_OK;
+        }
+    return bad(err, "precision", "expected fp32, tf32, bf16, fp16 or fp8, got '%s'", s);
+}
+
+static int parse_recompute(struct dt_plan_options *o, const char *s, struct dt_error *err)
+{
+    for (int r = 0; r < DT_RECOMPUTE_COUNT; r++)
+        if (strcmp(s, dt_recompute_name((enum dt_recompute)r)) == 0) {
+            o->recompute = (enum dt_recompute)r;
+            return DT_OK;
+        }
+    return bad(err, "recompute", "expected none, full or selective, got '%s'", s);
+}
+
+static int parse_on_off(const char *flag, const char *s, bool *out, struct dt_error *err)
+{
+    if (strcmp(s, "on") == 0 || strcmp(s, "off") == 0) {
+        *out = s[1] == 'n';
+        return DT_OK;
+    }
+    return bad(err, flag, "expected on or off, got '%s'", s);
 }
 
 /* A whole number in [lo, hi]. */
@@ -211,6 +273,11 @@ int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *val
     case F_STAGES: return parse_stages(o, value, err);
     case F_GRAD_ALG: return parse_grad_alg(o, value, err);
     case F_OPTIMIZER: return parse_optimizer(o, value, err);
+    case F_PRECISION: return parse_precision(o, value, err);
+    case F_TP: return count("tp", value, 1, 1 << 12, &o->tp, err);
+    case F_ZERO: return count("zero", value, 0, 3, &o->zero, err);
+    case F_SEQ_PARALLEL: return parse_on_off("sequence-parallel", value, &o->sequence_parallel, err);
+    case F_RECOMPUTE: return parse_recompute(o, value, err);
     default: return 1;
     }
 }
@@ -245,6 +312,16 @@ void dt_parallel_format(const struct dt_plan_options *o, char *buf, size_t len)
     }
     if (o->optimizer != DT_OPTIM_ADAM)
         PUT("%soptimizer=%s", n ? " " : "", dt_optimizer_name(o->optimizer));
+    if (o->precision != DT_FP32)
+        PUT("%sprecision=%s", n ? " " : "", dt_precision_name(o->precision));
+    if (o->tp > 1)
+        PUT("%stp=%d", n ? " " : "", o->tp);
+    if (o->zero)
+        PUT("%szero=%d", n ? " " : "", o->zero);
+    if (o->sequence_parallel)
+        PUT("%ssequence-parallel=on", n ? " " : "");
+    if (o->recompute)
+        PUT("%srecompute=%s", n ? " " : "", dt_recompute_name(o->recompute));
 #undef PUT
     if (n >= len && len > 0)
         buf[len - 1] = 0;

@@ -70,7 +70,9 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
     struct dt_rank_plan *r = &plan->ranks[rank];
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
-    int rc = dt_program_push(&p, op);
+    struct dt_op stamped = *op;
+    stamped.precision = plan->opt.precision;
+    int rc = dt_program_push(&p, &stamped);
     r->n_ops = p.n_ops;
     r->cap_ops = p.cap_ops;
     r->ops = p.ops;

@@ -122,7 +122,20 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 {
     if (!dt_strategy_fits(o->strategy, topo, n_ranks, why, whylen))
         return false;
+    if (!dtc_pending_fits(o, why, whylen))
+        return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
+}
+
+/* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
+bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
+{
+    const char *flag = o->tp > 1 ? "--tp" : o->zero ? "--zero" : o->sequence_parallel ?
+                       "--sequence-parallel" : o->recompute ? "--recompute" :
+                       o->precision != DT_FP32 ? "--precision" : NULL;
+    if (flag)
+        snprintf(why, whylen, "%s is not implemented yet", flag);
+    return !flag;
 }
 
 /* The data-parallel family: no pipeline flags; buckets only where an allreduce can take
@@ -157,6 +170,7 @@ int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
+    op.precision = plan->opt.precision;
     return dt_program_push(&plan->ranks[rank].eval, &op);
 }
 

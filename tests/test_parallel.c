@@ -67,6 +67,16 @@ static void test_set_good_values(void **state)
     assert_int_equal(o.optimizer, DT_OPTIM_ADAM);
     set_ok(&o, "--grad-alg", "mpi-allreduce");
     assert_int_equal(o.grad_alg, DT_ALG_LIBRARY);
+    set_ok(&o, "--precision", "bf16");
+    set_ok(&o, "--tp", "4");
+    set_ok(&o, "--zero", "3");
+    set_ok(&o, "--sequence-parallel", "on");
+    set_ok(&o, "--recompute", "selective");
+    assert_int_equal(o.precision, DT_BF16);
+    assert_int_equal(o.tp, 4);
+    assert_int_equal(o.zero, 3);
+    assert_true(o.sequence_parallel);
+    assert_int_equal(o.recompute, DT_RECOMPUTE_SELECTIVE);
 
     struct dt_plan_options before = o;
     struct dt_error err;
@@ -90,6 +100,9 @@ static void test_set_bad_values(void **state)
         {"--grad-alg", "bogus"},    {"--grad-alg", "linear"},
         {"--optimizer", "bogus"},   {"--scaling", "medium"},
         {"--bucket", "1 parsec"},   {"--bucket", "2 B"},
+        {"--precision", "fp64"},    {"--precision", "BF16"}, {"--tp", "0"},
+        {"--zero", "4"},            {"--zero", "-1"},        {"--sequence-parallel", "yes"},
+        {"--recompute", "some"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct dt_plan_options o = defaults();
@@ -148,6 +161,11 @@ static void test_format_round_trip(void **state)
         set_ok(&o, "--grad-alg", algs[a]);
         set_ok(&o, "--stages", "0-1,2-5,6-6,7-9");
         set_ok(&o, "--optimizer", optims[a % 3]);
+        set_ok(&o, "--precision", a % 2 ? "fp16" : "bf16");
+        set_ok(&o, "--tp", "2");
+        set_ok(&o, "--zero", "1");
+        set_ok(&o, "--sequence-parallel", "on");
+        set_ok(&o, "--recompute", "full");
         dt_parallel_format(&o, text, sizeof text);
         struct dt_plan_options back = parse_format(text);
         assert_int_equal(back.accumulate, 3);
@@ -158,6 +176,11 @@ static void test_format_round_trip(void **state)
         assert_int_equal(back.grad_alg, o.grad_alg);
         assert_true(back.grad_alg_given);
         assert_int_equal(back.optimizer, o.optimizer);
+        assert_int_equal(back.precision, o.precision);
+        assert_int_equal(back.tp, 2);
+        assert_int_equal(back.zero, 1);
+        assert_true(back.sequence_parallel);
+        assert_int_equal(back.recompute, DT_RECOMPUTE_FULL);
         assert_int_equal(back.n_stage_cuts, 3);
         assert_memory_equal(back.stage_cuts, o.stage_cuts, 3 * sizeof o.stage_cuts[0]);
         assert_int_equal(back.stage_cuts[DT_MAX_STAGES - 1], 9);

@@ -124,6 +124,8 @@ struct dt_op {
     int handle;              /* non-blocking op: its handle (unique per rank); WAIT: awaited */
     double bytes;            /* LOAD: bytes of input data copied */
     double scale;            /* LOSS: samples the step's gradient is averaged over */
+    enum dt_precision precision; /* COMPUTE: the precision its math runs at (the plan's;
+                                    dt_plan_push and dtc_push_eval stamp it) */
 };
 
 struct dt_group {
@@ -189,6 +191,15 @@ enum dt_strategy {
 };
 
 enum dt_scaling { DT_SCALING_WEAK, DT_SCALING_STRONG };
+enum dt_recompute { DT_RECOMPUTE_NONE, DT_RECOMPUTE_FULL, DT_RECOMPUTE_SELECTIVE,
+                    DT_RECOMPUTE_COUNT };
+const char *dt_recompute_name(enum dt_recompute r);
+/* "fp32", "tf32", "bf16", ...: the names of --precision and of topologies' peaks. */
+const char *dt_precision_name(enum dt_precision p);
+/* The dtype activations, gradients and communication are stored in at a compute precision:
+ * fp32 and tf32 keep f32, bf16 and fp8 (whose GEMM inputs are cast per op, as Transformer
+ * Engine does) bf16, fp16 f16. */
+enum dt_dtype dt_precision_storage(enum dt_precision p);
 enum dt_optimizer { DT_OPTIM_ADAM, DT_OPTIM_SGD, DT_OPTIM_MOMENTUM, DT_OPTIM_COUNT };
 
 #define DT_MAX_STAGES 256
@@ -213,9 +224,12 @@ struct dt_plan_options {
     int n_stage_cuts;       /* --stages: first layer of each stage after the first */
     int stage_cuts[DT_MAX_STAGES];
     enum dt_optimizer optimizer;
-    /* reserved for the next issues: tensor parallelism, ZeRO, precision */
-    int tp, zero;
-    enum dt_dtype precision;
+    int tp;                 /* tensor-parallel ranks per layer (0 = 1) */
+    int zero;               /* ZeRO stage 0-3 (Rajbhandari et al. 2020) */
+    bool sequence_parallel; /* with --tp: reduce-scatter/allgather around norms and dropout */
+    enum dt_recompute recompute; /* activation recomputation */
+    enum dt_precision precision; /* compute precision (fp32 default); storage dtypes follow
+                                    (dt_precision_storage) */
 };
 
 struct dt_plan {
