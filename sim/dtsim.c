@@ -17,6 +17,8 @@
 #include "dt/topology.h"
 #include "dt/units.h"
 #include "player.h"
+#include "recommend.h"
+#include "split.h"
 
 #define DEFAULT_MODEL "cnn690k"
 #define MAX_SWEEP 32
@@ -52,6 +54,10 @@ struct options {
     FILE *out;                    /* where the table, --summary and --dump-plan go */
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
     int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
+    bool recommend;               /* --recommend: search the parallel configs */
+    long global_batch;            /* --recommend: samples per step (0: -b x devices) */
+    double memory_limit;          /* --memory-limit bytes (0: the smallest device's) */
+    int top;                      /* --top N */
 };
 
 static const char *prog = "dtsim";
@@ -94,6 +100,12 @@ static void usage(FILE *out)
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
         "      --sweep SPEC         shapes from the topology's node: 'nodes=1,2,4 ppn=1,2,4,8'\n"
         "      --dump-plan          print each strategy's plan (per-rank ops) and exit\n"
+        "      --recommend          search strategy x dp/tp/pp x micro-batches x chunks x\n"
+        "                           accumulation x buckets x ZeRO x recompute for the fastest\n"
+        "                           configs that fit memory (under mpiexec -n K: split K ways)\n"
+        "      --global-batch N     --recommend: samples per step (default: -b x devices)\n"
+        "      --memory-limit SIZE  --recommend: memory per device (default: the device's)\n"
+        "      --top N              --recommend: configs to print (default 5)\n"
         "  -h, --help               this help\n"
         "  -V, --version            version\n\n"
         "Parallel config (shared with dtexec):\n", DEFAULT_MODEL);
@@ -181,7 +193,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {"calibration", required_argument, NULL, 'C'},
-        {"topology-info", no_argument, NULL, 'I'}};
+        {"topology-info", no_argument, NULL, 'I'},
+        {"recommend", no_argument, NULL, 'R'},
+        {"global-batch", required_argument, NULL, 'G'},
+        {"memory-limit", required_argument, NULL, 'L'},
+        {"top", required_argument, NULL, 'N'}};
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
@@ -250,8 +266,27 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'd': o->detect = true; break;
         case 'I': o->topology_info = true; break;
         case 'C': calibration_path = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': printf("dtsim %s\n", PACKAGE_VERSION); exit(0);
+        case 'R': o->recommend = true; break;
+        case 'G':
+            if (parse_count("--global-batch", optarg, 1L << 24, &v))
+                return 2;
+            o->global_batch = v;
+            break;
+        case 'L': {
+            char why[256] = "";
+            if (dt_parse_quantity(optarg, DT_UNIT_BYTES, &o->memory_limit, why, sizeof why) ||
+                !(o->memory_limit >= 1))
+                return bad_flag("--memory-limit", "expected a size such as '80 GiB', got '%s'",
+                                optarg);
+            break;
+        }
+        case 'N':
+            if (parse_count("--top", optarg, 1000, &v))
+                return 2;
+            o->top = (int)v;
+            break;
+        case 'h': usage(stdout); dt_split_finalize(); exit(0);
+        case 'V': printf("dtsim %s\n", PACKAGE_VERSION); dt_split_finalize(); exit(0);
         case ':':
             fprintf(stderr, "%s: %s needs a value\n", prog, argv[optind - 1]);
             return 2;
@@ -281,6 +316,14 @@ static int parse_args(int argc, char **argv, struct options *o)
     if ((o->dump_plan || o->summary || o->topology_info) && o->format != FMT_TABLE)
         return bad_flag(o->dump_plan ? "--dump-plan" : o->summary ? "--summary" : "--topology-info",
                         "%s", "prints text only: drop --format");
+    if (!o->recommend && (o->global_batch || o->memory_limit > 0 || o->top))
+        return bad_flag(o->global_batch ? "--global-batch" : o->memory_limit > 0 ?
+                        "--memory-limit" : "--top", "%s", "applies to --recommend only");
+    if (o->recommend && (o->n_sweep_nodes || o->n_sweep_ppn || o->strategies_given ||
+                         o->dump_plan || o->trace || o->summary || o->topology_info))
+        return bad_flag("--recommend", "%s", "searches every strategy on the topology as given: "
+                        "drop --sweep, --strategy, --dump-plan, --trace, --summary and "
+                        "--topology-info");
     if (o->topology_info && (o->summary || o->dump_plan))
         return bad_flag("--topology-info", "%s", "give one of --topology-info, --summary and --dump-plan");
     return 0;
@@ -735,18 +778,59 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     return 0;
 }
 
+/* --recommend: the search of recommend.c with this run's cost parameters. */
+static int recommend(const struct options *o, const struct dt_model *model,
+                     const struct dt_topology *topo, int part, int parts)
+{
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, topo->groups[0].device.kind);
+    if (calibration_path)
+        dt_calibration_apply(&calibration, &cp);
+    double limit = o->memory_limit;
+    for (int g = 0; g < topo->n_groups && !(o->memory_limit > 0); g++) {
+        double m = topo->groups[g].device.mem_bytes;
+        if (m > 0 && (limit == 0 || m < limit))
+            limit = m;
+    }
+    struct dt_rec_request rq = {
+        .model = model, .topo = topo, .base = o->par, .cp = &cp,
+        .global_batch = o->global_batch ? o->global_batch : (long)o->par.batch * topo->n_ranks,
+        .memory_limit = limit, .dataset_size = o->dataset_size, .epochs = o->epochs,
+        .top = o->top ? o->top : 5, .part = part, .parts = parts,
+        .format = o->format == FMT_CSV ? DT_REC_CSV : o->format == FMT_JSON ? DT_REC_JSON
+                                                                            : DT_REC_TABLE,
+        .combine = parts > 1 ? dt_split_sum : NULL};
+    struct dt_error err;
+    dt_error_clear(&err);
+    int rc = dt_recommend(&rq, o->out, &err);
+    if (rc)
+        dt_error_print(prog, &err);
+    return rc == DT_EINPUT ? 2 : rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {.model = DEFAULT_MODEL, .epochs = 1, .dataset_size = 60000};
     dt_plan_options_init(&o.par);
+    int part, parts;
+    if (dt_split_init(&argc, &argv, &part, &parts)) {
+        fprintf(stderr, "%s: started by mpiexec but MPI_Init failed\n", prog);
+        return 1;
+    }
     int rc = parse_args(argc, argv, &o);
-    if (rc)
+    if (!rc && parts > 1 && !o.recommend)
+        rc = bad_flag("mpiexec", "%s", "dtsim splits --recommend over MPI processes; run "
+                      "anything else as one process");
+    if (rc) {
+        dt_split_finalize();
         return rc;
+    }
     if (calibration_path) {
         struct dt_error cerr;
         dt_error_clear(&cerr);
         if (dt_calibration_load(calibration_path, &calibration, &cerr)) {
             dt_error_print(prog, &cerr);
+            dt_split_finalize();
             return 2;
         }
     }
@@ -754,6 +838,7 @@ int main(int argc, char **argv)
     struct dt_topology *topo = NULL;
     if ((rc = load_inputs(&o, &model, &topo))) {
         dt_model_destroy(model);
+        dt_split_finalize();
         return rc;
     }
     FILE *out = stdout, *trace = NULL;
@@ -771,6 +856,10 @@ int main(int argc, char **argv)
     }
     if (o.topology_info) {
         dt_topology_print_shape(topo, out);
+        goto done;
+    }
+    if (o.recommend) {
+        rc = recommend(&o, model, topo, part, parts);
         goto done;
     }
     if (o.trace) {
@@ -839,5 +928,6 @@ done:
     free(rows);
     dt_topology_destroy(topo);
     dt_model_destroy(model);
+    dt_split_finalize();
     return rc;
 }

@@ -1,8 +1,9 @@
 # The dtsim program: plan player, network routes, CLI and reports.
 bin_PROGRAMS += dtsim
-dtsim_SOURCES = sim/dtsim.c sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
+dtsim_SOURCES = sim/dtsim.c sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
-dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS)
+dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
 dist_man_MANS += man/dtsim.1
 
 check_PROGRAMS += tests/test_player
@@ -12,8 +13,8 @@ tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
-TESTS += tests/test_dtsim_cli.sh
-EXTRA_DIST += tests/test_dtsim_cli.sh
+TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
+EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
 
 # Benchmark: the seed 002 grid x all strategies (target: under 1 s).
 EXTRA_DIST += sim/bench_grid.sh sim/bench_1k.sh

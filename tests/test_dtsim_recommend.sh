@@ -1,0 +1,53 @@
+#!/bin/sh
+# dtsim --recommend: the same table however the search is split over MPI processes (K = 1, 2,
+# 3), a winner equal to the plain simulation of its config, the memory limit honoured, and
+# every bad input refused with exit status 2 and the flag's name.
+. "${top_srcdir:=..}/tests/testlib.sh"
+dtsim="$top_builddir/dtsim"
+topo="$top_srcdir/topologies/2n4p.yaml"
+model="$top_srcdir/models/mlp-fmnist.yaml"
+rec="-t $topo -m $model --recommend --global-batch 512 --top 4"
+
+"$dtsim" $rec >"$tmp/k1.txt" 2>"$tmp/k1.err" || bad "K=1 (exit $?: $(cat "$tmp/k1.err"))"
+for k in 2 3; do
+  timeout 120 $MPIEXEC -n $k "$dtsim" $rec >"$tmp/k$k.txt" 2>"$tmp/k$k.err"
+  if [ $? -eq 0 ] && cmp -s "$tmp/k1.txt" "$tmp/k$k.txt"; then ok "K=$k prints what K=1 prints"
+  else bad "K=$k differs: $(diff "$tmp/k1.txt" "$tmp/k$k.txt" | head -5) $(cat "$tmp/k$k.err")"; fi
+done
+"$dtsim" $rec -f csv >"$tmp/k1.csv" && timeout 120 $MPIEXEC -n 2 "$dtsim" $rec -f csv >"$tmp/k2.csv" &&
+  cmp -s "$tmp/k1.csv" "$tmp/k2.csv" && ok "CSV split 2 ways" || bad "CSV split 2 ways"
+
+# The winner, simulated on its own with its flags, takes the iteration the search printed.
+row=$(sed -n 2p "$tmp/k1.csv")
+strategy=$(echo "$row" | cut -d, -f2) accumulate=$(echo "$row" | cut -d, -f8)
+iter=$(echo "$row" | cut -d, -f12)
+plain=$("$dtsim" -t "$topo" -m "$model" -s "$strategy" --scaling strong -b 512 \
+        --accumulate "$accumulate" -f csv | sed -n 2p | cut -d, -f12)
+[ -n "$iter" ] && [ "$iter" = "$plain" ] && ok "winner $strategy: $iter s as simulated alone" ||
+  bad "winner $strategy: search $iter s, alone $plain s"
+# ... and no strategy simulated alone at the same global batch beats it.
+best=$("$dtsim" -t "$topo" -m "$model" --scaling strong -b 512 -f csv 2>/dev/null |
+       tail -n +2 | cut -d, -f12 | sort -g | head -1)
+awk -v a="$iter" -v b="$best" 'BEGIN { exit !(a <= b) }' && ok "nothing plain beats it ($best s)" ||
+  bad "a plain strategy ($best s) beats the recommendation ($iter s)"
+
+# Memory limit: below the smallest config nothing fits (exit 2, said why); the table's rows
+# all fit under a limit between.
+expect_error "limit below every config" "no configuration of mlp-fmnist fits" \
+  "$dtsim" $rec --memory-limit "1 KiB"
+"$dtsim" $rec --memory-limit "2.5 MiB" -f csv >"$tmp/lim.csv" 2>/dev/null &&
+  tail -n +2 "$tmp/lim.csv" | awk -F, '$14 > 2.5 * 1048576 { bad = 1 } END { exit bad }' &&
+  ok "rows under --memory-limit 2.5 MiB" || bad "a row above --memory-limit"
+grep -q "over the memory limit" "$tmp/k1.txt" && ok "counts printed" || bad "no counts line"
+grep -q "^  ring " "$tmp/k1.txt" && ok "family lines" || bad "no family lines"
+
+expect_error "--top 0" "--top" "$dtsim" $rec --top 0
+expect_error "--global-batch x" "--global-batch" "$dtsim" $rec --global-batch x
+expect_error "--memory-limit bogus" "--memory-limit" "$dtsim" $rec --memory-limit "lots"
+expect_error "--top without --recommend" "applies to --recommend only" \
+  "$dtsim" -t "$topo" -m "$model" --top 3
+expect_error "--recommend with --sweep" "--recommend" "$dtsim" $rec --sweep nodes=1,2
+expect_error "--recommend with -s" "--recommend" "$dtsim" $rec -s ring
+expect_error "mpiexec without --recommend" "splits --recommend" \
+  timeout 60 $MPIEXEC -n 2 "$dtsim" -t "$topo" -m "$model"
+finish
