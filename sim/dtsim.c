@@ -778,6 +778,139 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     return 0;
 }
 
+/* ---- sweeps split over MPI processes: shape k is simulated by process k % K, and its rows
+ * travel as bytes (the struct, then its per-stage arrays) to every process ---- */
+
+static size_t row_size(const struct row *r)
+{
+    return sizeof *r + 2 * (size_t)r->stages * sizeof(double) +
+           (size_t)r->stages * (size_t)r->chunks * sizeof(int);
+}
+
+static unsigned char *row_pack(const struct row *r, unsigned char *p)
+{
+    size_t s = (size_t)r->stages * sizeof(double), f = (size_t)(r->stages * r->chunks) * sizeof(int);
+    memcpy(p, r, sizeof *r);
+    p += sizeof *r;
+    if (r->stages) {
+        memcpy(p, r->stage_compute_s, s);
+        memcpy(p + s, r->stage_act_B, s);
+        memcpy(p + 2 * s, r->stage_first, f);
+    }
+    return p + 2 * s + f;
+}
+
+static const unsigned char *row_unpack(const unsigned char *p, struct row *r)
+{
+    memcpy(r, p, sizeof *r);
+    p += sizeof *r;
+    r->stage_compute_s = r->stage_act_B = NULL;
+    r->stage_first = NULL;
+    if (!r->stages)
+        return p;
+    size_t s = (size_t)r->stages * sizeof(double), f = (size_t)(r->stages * r->chunks) * sizeof(int);
+    r->stage_compute_s = malloc(s);
+    r->stage_act_B = malloc(s);
+    r->stage_first = malloc(f);
+    if (!r->stage_compute_s || !r->stage_act_B || !r->stage_first)
+        return NULL;
+    memcpy(r->stage_compute_s, p, s);
+    memcpy(r->stage_act_B, p + s, s);
+    memcpy(r->stage_first, p + 2 * s, f);
+    return p + 2 * s + f;
+}
+
+/* Gives every process the rows of every shape. first[k], count[k]: this process's rows of
+ * the shapes it ran (count -1: the shape failed, its message already printed). */
+static int exchange_rows(int n_shapes, const int *first, long *count, struct row **rows,
+                         int *n_rows, int *cap)
+{
+    long *len = calloc(2 * (size_t)n_shapes, sizeof *len); /* bytes, then rows, per shape */
+    if (!len)
+        return 1;
+    for (int k = 0; k < n_shapes; k++) {
+        for (long i = 0; i < count[k]; i++)
+            len[k] += (long)row_size(&(*rows)[first[k] + i]);
+        len[n_shapes + k] = count[k];
+    }
+    int rc = dt_split_or(len, 2 * (size_t)n_shapes * sizeof *len) ? 1 : 0;
+    size_t total = 0;
+    for (int k = 0; k < n_shapes && !rc; k++) {
+        if (len[n_shapes + k] < 0)
+            rc = 2;
+        total += (size_t)len[k];
+    }
+    unsigned char *buf = rc ? NULL : calloc(total + 1, 1);
+    if (!rc && !buf)
+        rc = 1;
+    for (int k = 0, at = 0; k < n_shapes && !rc; at += (int)len[k], k++) {
+        unsigned char *p = buf + at;
+        for (long i = 0; i < count[k]; i++)
+            p = row_pack(&(*rows)[first[k] + i], p);
+    }
+    if (!rc)
+        rc = dt_split_or(buf, total) ? 1 : 0;
+    for (int i = 0; i < *n_rows; i++)
+        row_free(&(*rows)[i]);
+    *n_rows = 0;
+    long all = 0;
+    for (int k = 0; k < n_shapes && !rc; k++)
+        all += len[n_shapes + k];
+    if (!rc && all > *cap) {
+        struct row *grown = realloc(*rows, (size_t)all * sizeof *grown);
+        rc = grown ? 0 : 1;
+        if (grown) {
+            *rows = grown;
+            *cap = (int)all;
+        }
+    }
+    const unsigned char *p = buf;
+    for (long i = 0; i < all && !rc && p; i++, (*n_rows)++)
+        p = row_unpack(p, &(*rows)[i]);
+    if (!rc && !p)
+        rc = 1;
+    free(buf);
+    free(len);
+    return rc;
+}
+
+/* --sweep: every shape nodes x ppn of the topology's node, in order; split over the
+ * processes under mpiexec. */
+static int run_sweep(const struct options *o, const struct dt_model *model,
+                     const struct dt_topology *topo, FILE *trace, int *trace_pid,
+                     struct row **rows, int *n_rows, int *cap, int part, int parts)
+{
+    int n_nodes = o->n_sweep_nodes ? o->n_sweep_nodes : 1;
+    int n_ppn = o->n_sweep_ppn ? o->n_sweep_ppn : 1, n_shapes = n_nodes * n_ppn;
+    int first[MAX_SWEEP * MAX_SWEEP];
+    long count[MAX_SWEEP * MAX_SWEEP] = {0};
+    int rc = 0;
+    for (int k = 0; k < n_shapes && (parts > 1 || !rc); k++) {
+        first[k] = *n_rows;
+        if (k % parts != part)
+            continue;
+        int nodes = o->n_sweep_nodes ? o->sweep_nodes[k / n_ppn] : topo->n_nodes;
+        int ppn = o->n_sweep_ppn ? o->sweep_ppn[k % n_ppn] : topo->groups[0].devices;
+        struct dt_topology *shape;
+        struct dt_error err;
+        dt_error_clear(&err);
+        if (dt_topology_reshape(topo, nodes, ppn, &shape, &err)) {
+            dt_error_print(prog, &err);
+            rc = 2;
+        } else {
+            int got = run_shape(o, model, shape, trace, trace_pid, rows, n_rows, cap);
+            rc = rc ? rc : got;
+            dt_topology_destroy(shape);
+        }
+        count[k] = rc ? -1 : *n_rows - first[k];
+    }
+    if (parts > 1) {
+        int got = exchange_rows(n_shapes, first, count, rows, n_rows, cap);
+        rc = rc ? rc : got;
+    }
+    return rc;
+}
+
 /* --recommend: the search of recommend.c with this run's cost parameters. */
 static int recommend(const struct options *o, const struct dt_model *model,
                      const struct dt_topology *topo, int part, int parts)
@@ -818,9 +951,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = parse_args(argc, argv, &o);
-    if (!rc && parts > 1 && !o.recommend)
-        rc = bad_flag("mpiexec", "%s", "dtsim splits --recommend over MPI processes; run "
-                      "anything else as one process");
+    if (!rc && parts > 1 && ((!o.recommend && !o.n_sweep_nodes && !o.n_sweep_ppn) ||
+                             o.trace || o.dump_plan))
+        rc = bad_flag("mpiexec", "%s", "dtsim splits --recommend and --sweep (without --trace "
+                      "and --dump-plan) over MPI processes; run anything else as one process");
     if (rc) {
         dt_split_finalize();
         return rc;
@@ -872,27 +1006,12 @@ int main(int argc, char **argv)
                        "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
                        "\"args\": {\"name\": \"dtsim\"}}");
     }
-    if (o.n_sweep_nodes || o.n_sweep_ppn) {
-        int n_nodes = o.n_sweep_nodes ? o.n_sweep_nodes : 1;
-        int n_ppn = o.n_sweep_ppn ? o.n_sweep_ppn : 1;
-        for (int i = 0; i < n_nodes && !rc; i++)
-            for (int j = 0; j < n_ppn && !rc; j++) {
-                int nodes = o.n_sweep_nodes ? o.sweep_nodes[i] : topo->n_nodes;
-                int ppn = o.n_sweep_ppn ? o.sweep_ppn[j] : topo->groups[0].devices;
-                struct dt_topology *shape;
-                struct dt_error err;
-                dt_error_clear(&err);
-                if (dt_topology_reshape(topo, nodes, ppn, &shape, &err)) {
-                    dt_error_print(prog, &err);
-                    rc = 2;
-                    break;
-                }
-                rc = run_shape(&o, model, shape, trace, &trace_pid, &rows, &n_rows, &cap);
-                dt_topology_destroy(shape);
-            }
-    } else {
+    if (o.n_sweep_nodes || o.n_sweep_ppn)
+        rc = run_sweep(&o, model, topo, trace, &trace_pid, &rows, &n_rows, &cap, part, parts);
+    else
         rc = run_shape(&o, model, topo, trace, &trace_pid, &rows, &n_rows, &cap);
-    }
+    if (part > 0)
+        goto done;
     if (rc || o.dump_plan)
         goto done;
     if (n_rows == 0) {

@@ -47,6 +47,19 @@ int dt_split_sum(double *values, long n)
     return 0;
 }
 
+int dt_split_or(void *bytes, size_t n)
+{
+    if (!joined)
+        return 0;
+    for (size_t done = 0; done < n; done += INT_MAX / 2) {
+        size_t k = n - done < INT_MAX / 2 ? n - done : INT_MAX / 2;
+        if (MPI_Allreduce(MPI_IN_PLACE, (char *)bytes + done, (int)k, MPI_BYTE, MPI_BOR,
+                          MPI_COMM_WORLD) != MPI_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
 void dt_split_finalize(void)
 {
     if (joined)

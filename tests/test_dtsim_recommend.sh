@@ -1,5 +1,5 @@
 #!/bin/sh
-# dtsim --recommend: the same table however the search is split over MPI processes (K = 1, 2,
+# dtsim --recommend and --sweep split over MPI processes: the same output however the search is split over MPI processes (K = 1, 2,
 # 3), a winner equal to the plain simulation of its config, the memory limit honoured, and
 # every bad input refused with exit status 2 and the flag's name.
 . "${top_srcdir:=..}/tests/testlib.sh"
@@ -50,4 +50,22 @@ expect_error "--recommend with --sweep" "--recommend" "$dtsim" $rec --sweep node
 expect_error "--recommend with -s" "--recommend" "$dtsim" $rec -s ring
 expect_error "mpiexec without --recommend" "splits --recommend" \
   timeout 60 $MPIEXEC -n 2 "$dtsim" -t "$topo" -m "$model"
+
+# --sweep: shape k runs on process k % K; table, CSV and JSON as K = 1 (pipelines' per-stage
+# arrays included), and a failing shape ends every process with exit status 2.
+one="$top_srcdir/topologies/1n1p.yaml"
+for f in table csv json; do
+  "$dtsim" -t "$one" -m "$model" -s ring,gpipe,1f1b --sweep nodes=1,2,4 ppn=1,2 -f $f \
+    >"$tmp/w1.$f" 2>/dev/null
+  for k in 2 3; do
+    timeout 120 $MPIEXEC -n $k "$dtsim" -t "$one" -m "$model" -s ring,gpipe,1f1b \
+      --sweep nodes=1,2,4 ppn=1,2 -f $f >"$tmp/w$k.$f" 2>/dev/null
+    cmp -s "$tmp/w1.$f" "$tmp/w$k.$f" && ok "sweep $f K=$k" || bad "sweep $f K=$k differs"
+  done
+done
+grep -q "^Pipelines" "$tmp/w1.table" && ok "sweep has pipeline rows" || bad "no pipeline rows"
+expect_error "sweep split with a bad shape" "cannot reshape" \
+  timeout 60 $MPIEXEC -n 2 "$dtsim" -t "$one" -m "$model" --sweep nodes=1,2 ppn=1,4000
+expect_error "sweep split with --trace" "splits --recommend and --sweep" \
+  timeout 60 $MPIEXEC -n 2 "$dtsim" -t "$one" -m "$model" --sweep nodes=1,2 --trace "$tmp/t.json"
 finish
