@@ -94,12 +94,6 @@ const char *dt_recompute_name(enum dt_recompute r)
     return r < DT_RECOMPUTE_COUNT ? n[r] : "?";
 }
 
-const char *dt_precision_name(enum dt_precision p)
-{
-    static const char *const n[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"};
-    return p < DT_PREC_COUNT ? n[p] : "?";
-}
-
 enum dt_dtype dt_precision_storage(enum dt_precision p)
 {
     return p == DT_FP16 ? DT_TYPE_F16 : p == DT_BF16 || p == DT_FP8 ? DT_TYPE_BF16 : DT_TYPE_F32;
@@ -126,8 +120,8 @@ static int bad(struct dt_error *err, const char *flag, const char *fmt, const ch
 
 static int parse_precision(struct dt_plan_options *o, const char *s, struct dt_error *err)
 {
-    for (int p = DT_FP32; p < DT_PREC_COUNT; p++)
-        if (strcmp(s, dt_precision_name((enum dt_precision)p)) == 0) {
+    for (int p = 0; p < DT_PREC_COUNT; p++)
+        if (p != DT_FP64 && strcmp(s, dt_precision_name((enum dt_precision)p)) == 0) {
             o->precision = (enum dt_precision)p;
             return DT_OK;
         }

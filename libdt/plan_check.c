@@ -86,14 +86,13 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
     return "an unknown op kind";
 }
 
-/* Every handle started once, waited once, after its start. */
+/* Every handle started once, waited once, after its start. state: the plan's handles, all 0
+ * on entry and on return (only the entries this program touched are reset: linear in its
+ * ops, not in the plan's handles). */
 static int check_handles(const struct dt_plan *plan, int r, bool eval, const struct dt_op *ops,
-                         int n, struct dt_error *err)
+                         int n, char *state, struct dt_error *err)
 {
     int H = plan->next_handle;
-    char *state = calloc((size_t)H + 1, 1); /* 0 unused, 1 started, 2 waited */
-    if (!state)
-        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     int rc = DT_OK;
     for (int i = 0; i < n && !rc; i++) {
         const struct dt_op *op = &ops[i];
@@ -111,12 +110,16 @@ static int check_handles(const struct dt_plan *plan, int r, bool eval, const str
         else
             state[op->handle] = starts ? 1 : 2;
     }
-    for (int h = 0; h < H && !rc; h++)
-        if (state[h] == 1)
-            rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "plan %s: rank %d %s program: handle "
-                         "%d is never waited", dt_strategy_name(plan->strategy), r,
-                         eval ? "eval" : "step", h);
-    free(state);
+    for (int i = 0; i < n; i++) {
+        int h = ops[i].handle;
+        if ((ops[i].nonblocking || ops[i].kind == DT_OP_WAIT) && h >= 0 && h < H) {
+            if (state[h] == 1 && !rc)
+                rc = dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "plan %s: rank %d %s program: "
+                             "handle %d is never waited", dt_strategy_name(plan->strategy), r,
+                             eval ? "eval" : "step", h);
+            state[h] = 0;
+        }
+    }
     return rc;
 }
 
@@ -127,43 +130,34 @@ static const struct dt_op *program(const struct dt_plan *plan, int r, bool eval,
     return eval ? rp->eval.ops : rp->ops;
 }
 
-/* The k-th op of kind `kind` that matches (group, or peer/tag as seen from rank r); NULL past
- * the end. */
-static const struct dt_op *nth(const struct dt_op *ops, int n, enum dt_op_kind kind, int group,
-                               int peer, int tag, int k, int *index)
+/* The next collective of group g at or after *i; NULL past the end. */
+static const struct dt_op *next_coll(const struct dt_op *ops, int n, int g, int *i)
 {
-    for (int i = 0; i < n; i++) {
-        const struct dt_op *op = &ops[i];
-        if (op->kind != kind)
-            continue;
-        if (kind == DT_OP_COLL ? op->group != group : op->peer != peer || op->tag != tag)
-            continue;
-        if (k-- == 0) {
-            *index = i;
-            return op;
-        }
-    }
+    for (; *i < n; ++*i)
+        if (ops[*i].kind == DT_OP_COLL && ops[*i].group == g)
+            return &ops[(*i)++];
     return NULL;
 }
 
-/* Members of each group issue the same collectives in the same order. */
+/* Members of each group issue the same collectives in the same order: each member's walk
+ * beside the first member's, one pass each. */
 static int check_collectives(const struct dt_plan *plan, bool eval, struct dt_error *err)
 {
     for (int g = 0; g < plan->n_groups; g++) {
         const struct dt_group *G = &plan->groups[g];
-        int n0, i0 = 0, i = 0;
+        int n0;
         const struct dt_op *ops0 = program(plan, G->ranks[0], eval, &n0);
         for (int m = 1; m < G->n; m++) {
-            int n;
+            int n, i0 = 0, i = 0;
             const struct dt_op *ops = program(plan, G->ranks[m], eval, &n);
-            for (int k = 0;; k++) {
-                const struct dt_op *a = nth(ops0, n0, DT_OP_COLL, g, 0, 0, k, &i0);
-                const struct dt_op *b = nth(ops, n, DT_OP_COLL, g, 0, 0, k, &i);
+            for (;;) {
+                const struct dt_op *a = next_coll(ops0, n0, g, &i0);
+                const struct dt_op *b = next_coll(ops, n, g, &i);
                 if (!a && !b)
                     break;
                 if (!a || !b || a->coll != b->coll || a->alg != b->alg || a->root != b->root ||
                     a->region.count != b->region.count)
-                    return fail_op(err, plan, G->ranks[m], eval, b ? i : 0, b ? b : a,
+                    return fail_op(err, plan, G->ranks[m], eval, b ? i - 1 : 0, b ? b : a,
                                    "its group's members disagree on this collective (kind, "
                                    "algorithm, root, size or order)");
             }
@@ -172,59 +166,122 @@ static int check_collectives(const struct dt_plan *plan, bool eval, struct dt_er
     return DT_OK;
 }
 
-/* Every SEND has a RECV of the same size on its peer, in the same order per (peer, tag). */
+/* A point-to-point op of a rank, to be matched: sorted by (peer, tag, kind, program order). */
+struct p2p {
+    int peer, tag, kind, index;
+    long count;
+};
+
+static int cmp_p2p(const void *a, const void *b)
+{
+    const struct p2p *x = a, *y = b;
+    if (x->peer != y->peer)
+        return x->peer - y->peer;
+    if (x->tag != y->tag)
+        return x->tag - y->tag;
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    return x->index - y->index;
+}
+
+/* Rank r's SEND and RECV ops with a valid peer, sorted; their number, or -1 (out of memory). */
+static int p2p_list(const struct dt_plan *plan, int r, bool eval, struct p2p **out)
+{
+    int n, k = 0;
+    const struct dt_op *ops = program(plan, r, eval, &n);
+    struct p2p *l = malloc(((size_t)n + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if ((ops[i].kind == DT_OP_SEND || ops[i].kind == DT_OP_RECV) && ops[i].peer >= 0 &&
+            ops[i].peer < plan->n_ranks)
+            l[k++] = (struct p2p){ops[i].peer, ops[i].tag, ops[i].kind, i, ops[i].region.count};
+    qsort(l, (size_t)k, sizeof *l, cmp_p2p);
+    *out = l;
+    return k;
+}
+
+/* The first entry of l (n, sorted) with this peer, tag and kind. */
+static int lower_bound(const struct p2p *l, int n, int peer, int tag, int kind)
+{
+    struct p2p key = {peer, tag, kind, -1, 0};
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_p2p(&l[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Every SEND has a RECV of the same size on its peer, in the same order per (peer, tag), and
+ * every RECV a SEND: the k-th op to a peer with a tag meets the peer's k-th op of the other
+ * kind from this rank with that tag. */
 static int check_messages(const struct dt_plan *plan, bool eval, struct dt_error *err)
+{
+    struct p2p **lists = calloc((size_t)plan->n_ranks, sizeof *lists);
+    int *len = calloc((size_t)plan->n_ranks, sizeof *len);
+    int rc = lists && len ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int r = 0; r < plan->n_ranks && !rc; r++)
+        if ((len[r] = p2p_list(plan, r, eval, &lists[r])) < 0)
+            rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int r = 0; r < plan->n_ranks && !rc; r++) {
+        const struct p2p *l = lists[r];
+        for (int i = 0, k = 0; i < len[r] && !rc; i++) {
+            k = i > 0 && l[i].peer == l[i - 1].peer && l[i].tag == l[i - 1].tag &&
+                l[i].kind == l[i - 1].kind ? k + 1 : 0;
+            int other = l[i].kind == DT_OP_SEND ? DT_OP_RECV : DT_OP_SEND, q = l[i].peer;
+            int j = lower_bound(lists[q], len[q], r, l[i].tag, other) + k;
+            const struct dt_op *s = &program(plan, r, eval, &(int){0})[l[i].index];
+            if (j >= len[q] || lists[q][j].peer != r || lists[q][j].tag != l[i].tag ||
+                lists[q][j].kind != other)
+                rc = fail_op(err, plan, r, eval, l[i].index, s,
+                             s->kind == DT_OP_SEND ? "no matching receive on its peer"
+                                                   : "no matching send on its peer");
+            else if (lists[q][j].count != l[i].count)
+                rc = fail_op(err, plan, r, eval, l[i].index, s,
+                             "its peer's matching op has another size");
+        }
+    }
+    for (int r = 0; lists && r < plan->n_ranks; r++)
+        free(lists[r]);
+    free(lists);
+    free(len);
+    return rc;
+}
+
+/* One program of every rank (step or eval). */
+static int check_pass(const struct dt_plan *plan, bool eval, char *state, struct dt_error *err)
 {
     for (int r = 0; r < plan->n_ranks; r++) {
         int n;
         const struct dt_op *ops = program(plan, r, eval, &n);
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        if (rp->view < 0 || rp->view >= plan->n_views)
+            return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "plan: rank %d has no view", r);
         for (int i = 0; i < n; i++) {
-            const struct dt_op *s = &ops[i];
-            if ((s->kind != DT_OP_SEND && s->kind != DT_OP_RECV) || s->peer < 0 ||
-                s->peer >= plan->n_ranks)
-                continue;
-            int k = 0, j, pn;
-            for (int q = 0; q < i; q++)
-                k += ops[q].kind == s->kind && ops[q].peer == s->peer && ops[q].tag == s->tag;
-            const struct dt_op *peer_ops = program(plan, s->peer, eval, &pn);
-            const struct dt_op *o = nth(peer_ops, pn, s->kind == DT_OP_SEND ? DT_OP_RECV
-                                                                             : DT_OP_SEND,
-                                        -1, r, s->tag, k, &j);
-            if (!o)
-                return fail_op(err, plan, r, eval, i, s,
-                               s->kind == DT_OP_SEND ? "no matching receive on its peer"
-                                                     : "no matching send on its peer");
-            if (o->region.count != s->region.count)
-                return fail_op(err, plan, r, eval, i, s, "its peer's matching op has another size");
+            const char *why = op_problem(plan, r, &ops[i]);
+            if (why)
+                return fail_op(err, plan, r, eval, i, &ops[i], why);
         }
+        int rc = check_handles(plan, r, eval, ops, n, state, err);
+        if (rc)
+            return rc;
     }
-    return DT_OK;
+    int rc = check_collectives(plan, eval, err);
+    return rc ? rc : check_messages(plan, eval, err);
 }
 
 int dt_plan_check(const struct dt_plan *plan, struct dt_error *err)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        bool eval = pass == 1;
-        for (int r = 0; r < plan->n_ranks; r++) {
-            int n;
-            const struct dt_op *ops = program(plan, r, eval, &n);
-            const struct dt_rank_plan *rp = &plan->ranks[r];
-            if (rp->view < 0 || rp->view >= plan->n_views)
-                return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "plan: rank %d has no view", r);
-            for (int i = 0; i < n; i++) {
-                const char *why = op_problem(plan, r, &ops[i]);
-                if (why)
-                    return fail_op(err, plan, r, eval, i, &ops[i], why);
-            }
-            int rc = check_handles(plan, r, eval, ops, n, err);
-            if (rc)
-                return rc;
-        }
-        int rc = check_collectives(plan, eval, err);
-        if (!rc)
-            rc = check_messages(plan, eval, err);
-        if (rc)
-            return rc;
-    }
-    return DT_OK;
+    char *state = calloc((size_t)plan->next_handle + 1, 1); /* 0 unused, 1 started, 2 waited */
+    if (!state)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int rc = check_pass(plan, false, state, err);
+    if (!rc)
+        rc = check_pass(plan, true, state, err);
+    free(state);
+    return rc;
 }

@@ -37,7 +37,12 @@ static const char *const nic_kinds[] = {"ethernet", "infiniband", "roce", "efa",
 static const char *const sharing_names[] = {"shared", "crossbar", NULL};
 static const char *const network_kinds[] = {"switch", "fat-tree", "rail", NULL};
 /* Same order as enum dt_precision. */
-static const char *const precision_keys[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+static const char *const precision_keys[] = {"fp32", "fp64", "tf32", "fp16", "bf16", "fp8", NULL};
+
+const char *dt_precision_name(enum dt_precision p)
+{
+    return p >= 0 && p < DT_PREC_COUNT ? precision_keys[p] : "?";
+}
 
 /* Where errors go: a YAML document when loading (errors carry line:column), or only a path
  * when reshaping a topology already in memory. */

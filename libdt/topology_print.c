@@ -11,7 +11,6 @@ static const char *fmt_q(double v, enum dt_unit unit, char *buf, size_t len)
 
 static void print_device(const struct dt_device_spec *d, FILE *out)
 {
-    static const char *const prec[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"};
     char a[48], b[48];
     fprintf(out, "    device: %s \"%s\"", d->kind == DT_DEV_CPU ? "cpu" : "gpu", d->name);
     if (d->kind == DT_DEV_CPU)
@@ -19,10 +18,14 @@ static void print_device(const struct dt_device_spec *d, FILE *out)
     if (d->clock_Hz > 0)
         fprintf(out, " at %s", fmt_q(d->clock_Hz, DT_UNIT_FREQUENCY, a, sizeof a));
     fprintf(out, "\n      peak:");
-    for (int p = 0; p < DT_PREC_COUNT; p++)
+    /* the widest precision first, as datasheets list them */
+    static const enum dt_precision order[] = {DT_FP64, DT_FP32, DT_TF32, DT_FP16, DT_BF16, DT_FP8};
+    for (int k = 0; k < DT_PREC_COUNT; k++) {
+        enum dt_precision p = order[k];
         if (d->peak_flops[p] > 0)
-            fprintf(out, " %s %s", prec[p], fmt_q(d->peak_flops[p], DT_UNIT_FLOP_RATE, a,
-                                                  sizeof a));
+            fprintf(out, " %s %s", dt_precision_name(p), fmt_q(d->peak_flops[p], DT_UNIT_FLOP_RATE,
+                                                                 a, sizeof a));
+    }
     fprintf(out, "\n      memory: %.3g GiB at %s\n", d->mem_bytes / 1073741824.0,
             fmt_q(d->mem_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b));
 }

@@ -194,8 +194,6 @@ enum dt_scaling { DT_SCALING_WEAK, DT_SCALING_STRONG };
 enum dt_recompute { DT_RECOMPUTE_NONE, DT_RECOMPUTE_FULL, DT_RECOMPUTE_SELECTIVE,
                     DT_RECOMPUTE_COUNT };
 const char *dt_recompute_name(enum dt_recompute r);
-/* "fp32", "tf32", "bf16", ...: the names of --precision and of topologies' peaks. */
-const char *dt_precision_name(enum dt_precision p);
 /* The dtype activations, gradients and communication are stored in at a compute precision:
  * fp32 and tf32 keep f32, bf16 and fp8 (whose GEMM inputs are cast per op, as Transformer
  * Engine does) bf16, fp16 f16. */

@@ -17,7 +17,9 @@
 #define DT_TOPO_MAX_NICS 64        /* NICs per node */
 
 enum dt_device_kind { DT_DEV_CPU, DT_DEV_GPU };
-enum dt_precision { DT_FP64, DT_FP32, DT_TF32, DT_FP16, DT_BF16, DT_FP8, DT_PREC_COUNT };
+enum dt_precision { DT_FP32, DT_FP64, DT_TF32, DT_FP16, DT_BF16, DT_FP8, DT_PREC_COUNT }; /* fp32 first: the zero of options */
+/* "fp32", "tf32", "bf16", ...: the names of topologies' peaks and of --precision. */
+const char *dt_precision_name(enum dt_precision p);
 
 struct dt_device_spec {
     enum dt_device_kind kind;
