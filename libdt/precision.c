@@ -93,3 +93,32 @@ int dtc_precision_buffers(struct dt_plan *plan, int r)
     return dt_plan_add_buffer(plan, r, DT_BUF_MASTER, DT_TYPE_F32, -1, (double)rp->n_updated) |
            dt_plan_add_buffer(plan, r, DT_BUF_SCALER, DT_TYPE_F32, -1, DT_SCALER_ELEMS);
 }
+
+/* Bytes per sample of what the buffer table holds per row (dtc_finish_rank's entries of a
+ * rank that runs every layer): outputs, their gradients, kept floats and ints, input, labels. */
+static double bytes_per_sample(const struct dt_model *m, enum dt_precision p)
+{
+    double S = (double)dt_dtype_size(dt_buf_dtype(p, DT_BUF_ACT)), n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        long act = dt_layer_act_floats(m, l), kf, ki;
+        dt_layer_keep(m, l, &kf, &ki);
+        n += S * (double)(act * (dt_layer_needs_dact(m, l) ? 2 : 1) + kf) + 4.0 * (double)ki;
+    }
+    double in = (double)dt_shape_size(&m->input);
+    return n + 4.0 * in * (m->input_is_tokens ? 2 : 1) + 4.0 * (double)dtc_labels_per_sample(m);
+}
+
+void dt_precision_print_memory(const struct dt_model *m, const struct dt_plan_options *o,
+                               FILE *out)
+{
+    enum dt_precision p = o->precision;
+    size_t w = dt_dtype_size(dt_buf_dtype(p, DT_BUF_PARAMS));
+    size_t g = dt_dtype_size(dt_buf_dtype(p, DT_BUF_GRADS));
+    int moments = dt_optimizer_moments(o->optimizer);
+    int opt = 4 * moments + (dt_plan_mixed(p) ? 4 : 0);
+    fprintf(out, "Training memory at %s with %s: %zu (weights) + %zu (gradients) + %d (%s) = "
+            "%zu bytes per parameter, %.0f bytes per sample (outputs, their gradients, "
+            "kept tensors, input)\n", dt_precision_name(p), dt_optimizer_name(o->optimizer), w,
+            g, opt, dt_plan_mixed(p) ? "fp32 master weights and optimizer state" : "optimizer state",
+            w + g + (size_t)opt, bytes_per_sample(m, p));
+}

@@ -281,6 +281,40 @@ static void test_wire_bytes_halve(void **state)
     }
 }
 
+/* --summary's bytes per parameter and per sample are the buffer table's of one row. */
+static void test_summary_matches_plan(void **state)
+{
+    const struct fixture *f = *state;
+    static const enum dt_precision precisions[] = {DT_FP32, DT_BF16};
+    for (size_t i = 0; i < 2; i++) {
+        struct dt_plan_options po;
+        dt_plan_options_init(&po);
+        po.strategy = DT_STRAT_SEQUENTIAL;
+        po.precision = precisions[i];
+        po.batch = 1;
+        struct dt_plan *plan;
+        struct dt_error err;
+        assert_int_equal(dt_plan_build(f->m, f->t, &po, &plan, &err), DT_OK);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+        dt_precision_print_memory(f->m, &po, out);
+        fclose(out);
+        const char *eq = strstr(text, " = ");
+        assert_non_null(eq);
+        long per_param;
+        double per_sample;
+        assert_int_equal(sscanf(eq, " = %ld bytes per parameter, %lf bytes per sample",
+                                &per_param, &per_sample), 2);
+        struct dt_memory mem;
+        dt_plan_rank_memory(plan, 0, &mem);
+        double scaler = dt_plan_mixed(po.precision) ? 4.0 * DT_SCALER_ELEMS : 0;
+        assert_true(mem.total == (double)per_param * f->m->total_params + per_sample + scaler);
+        free(text);
+        dt_plan_destroy(plan);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_other_strategies),
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_wire_bytes_halve),
+        cmocka_unit_test(test_summary_matches_plan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -394,6 +394,12 @@ long dt_layer_act_floats(const struct dt_model *m, int i);
  * receives; the library's reduce-scatter: its chunk). */
 long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me);
 
+/* One line for dtsim --summary: bytes per parameter (weights, gradients, optimizer state with
+ * the master weights of mixed precision) and per sample (what a rank's buffer table holds per
+ * row) at the options' precision and optimizer. */
+void dt_precision_print_memory(const struct dt_model *m, const struct dt_plan_options *o,
+                               FILE *out);
+
 /* Checks a plan: regions inside the buffer table, every handle started once and waited once
  * after, the same collectives in the same order on every member of a group, every SEND
  * matched by a RECV of the same size (source, tag and order). */
