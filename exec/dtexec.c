@@ -368,6 +368,11 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         o->par.optimizer = o->momentum > 0 ? DT_OPTIM_MOMENTUM : DT_OPTIM_SGD;
     if (!rc && !o->lr_given)
         o->lr = o->optimizer == DTX_OPT_SGD ? 0.01 : 0.001;
+    if (!rc && o->par.precision == DT_FP8)
+        rc = bad(msg, len, "--precision", "fp8 is simulated only (dtsim)");
+    else if (!rc && o->par.precision != DT_FP32)
+        rc = bad(msg, len, "--precision", "%s is simulated only so far (dtsim); dtexec "
+                 "executes fp32", dt_precision_name(o->par.precision));
     if (!rc && o->synthetic && o->data)
         rc = bad(msg, len, "--synthetic", "give either --data or --synthetic, not both");
     if (!rc && !o->checkpoint != !o->checkpoint_every)

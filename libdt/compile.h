@@ -25,6 +25,16 @@ struct dt_op dtc_loss(const struct dt_plan *plan, int mb, int slot, int rows, do
  * output size for a sigmoid). */
 long dtc_labels_per_sample(const struct dt_model *m);
 
+/* The optimizer step of rank r over parameters [offset, offset + count), its optimizer state
+ * and master weights at opt_offset (updates false: a rank that updates none). fp32: UPDATE.
+ * Mixed precision: UNSCALE and its flag's MAX over all ranks, UPDATE of the master weights,
+ * their cast COPY into the parameters, RESCALE; a rank that updates nothing still takes part
+ * in the flag's reduction and keeps its loss scale in step (precision.c). */
+int dtc_optimizer_step(struct dt_plan *plan, int r, bool updates, long offset, long count,
+                       long opt_offset);
+/* Mixed precision: the rank's master weights and loss-scaler buffers (none in fp32). */
+int dtc_precision_buffers(struct dt_plan *plan, int r);
+
 /* Fills rank's buffer table from its view, slots, the parameters it updates and the receive
  * buffers its ops need; sets eval_rows. Call after its programs are complete. */
 int dtc_finish_rank(struct dt_plan *plan, int rank);

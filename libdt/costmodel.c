@@ -167,6 +167,18 @@ double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_sp
     return bw > 0 ? 3.0 * 4.0 * floats / bw : 0;
 }
 
+/* A memory-bound pass over bytes (mixed precision's cast COPY and UNSCALE). */
+static double stream_time(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                          double bytes)
+{
+    return bytes / fmax(dt_cost_stream_bw(cp, dev, bytes), 1);
+}
+
+static double elem_bytes(const struct dt_op *op, enum dt_buf b)
+{
+    return (double)dt_dtype_size(dt_buf_dtype(op->precision, b));
+}
+
 double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                   const struct dt_model *m, const struct dt_op *op)
 {
@@ -177,7 +189,10 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
     case DT_OP_COPY:
         if (op->sum)
             return dt_cost_reduce(cp, dev, op->region.count);
-        return 8.0 * op->region.count / fmax(dt_cost_stream_bw(cp, dev, 8.0 * op->region.count), 1);
+        return stream_time(cp, dev, op->region.count * (elem_bytes(op, op->region.buf) +
+                                                        elem_bytes(op, op->dst.buf)));
+    case DT_OP_UNSCALE: /* reads and writes the gradients, compares each */
+        return stream_time(cp, dev, 2.0 * op->region.count * elem_bytes(op, op->region.buf));
     case DT_OP_LOAD: return op->bytes / fmax(dt_cost_mem_bw(cp, dev), 1);
     default: return 0; /* LOSS: part of the last layer's forward; communication: the network */
     }

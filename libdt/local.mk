@@ -19,6 +19,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/partition.c \
 	libdt/parallel.c \
 	libdt/memory.c \
+	libdt/precision.c \
 	libdt/plan_check.c \
 	libdt/compile.h \
 	libdt/collective.c \

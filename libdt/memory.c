@@ -117,8 +117,10 @@ void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory 
         switch (B->kind) {
         case DT_BUF_PARAMS: m->weights += bytes; break;
         case DT_BUF_GRADS: m->grads += bytes; break;
-        case DT_BUF_OPT: m->optimizer += bytes; break;
-        case DT_BUF_STATE: m->state += bytes; break;
+        case DT_BUF_OPT:
+        case DT_BUF_MASTER: m->optimizer += bytes; break; /* as frameworks count them */
+        case DT_BUF_STATE:
+        case DT_BUF_SCALER: m->state += bytes; break;
         case DT_BUF_ACT:
         case DT_BUF_DACT:
         case DT_BUF_KEEP: m->activations += bytes; break;

@@ -428,7 +428,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_p
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, alg, replicas, 0, DT_BUF_GRADS, 0,
                                         n_params));
     if (!rc)
-        rc = dtc_push(plan, r, dtc_update(0, n_params, 0));
+        rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
     return rc;
 }

@@ -20,16 +20,18 @@ const char *dt_dtype_name(enum dt_dtype t)
 
 const char *dt_buf_name(enum dt_buf b)
 {
-    static const char *const n[] = {"params", "grads", "opt",   "state", "act",
-                                    "dact",   "keep",  "input", "comm"};
+    static const char *const n[] = {"params", "grads", "opt",   "state",  "act",   "dact",
+                                    "keep",   "input", "comm",  "master", "scaler"};
+    _Static_assert(sizeof n / sizeof n[0] == DT_BUF_COUNT, "a name for every buffer kind");
     return b < DT_BUF_COUNT ? n[b] : "?";
 }
 
 const char *dt_op_kind_name(enum dt_op_kind k)
 {
     static const char *const n[] = {"compute", "send", "recv", "coll", "wait",
-                                    "load",    "zero", "loss", "update", "copy"};
-    _Static_assert(sizeof n / sizeof n[0] == DT_OP_COPY + 1, "a name for every op kind");
+                                    "load",    "zero", "loss", "update", "copy",
+                                    "unscale", "rescale"};
+    _Static_assert(sizeof n / sizeof n[0] == DT_OP_RESCALE + 1, "a name for every op kind");
     return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
 }
 
@@ -189,6 +191,8 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
     case DT_OP_LOSS: return "loss";
     case DT_OP_UPDATE: return "update";
     case DT_OP_COPY: return "copy";
+    case DT_OP_UNSCALE: return "unscale";
+    case DT_OP_RESCALE: return "rescale";
     case DT_OP_COLL:
         snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
         return buf;
@@ -238,6 +242,7 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         fprintf(out, "COLL %s/%s group %d (%d ranks) root %d ", dt_coll_kind_name(op->coll),
                 dt_coll_alg_name(op->alg), op->group, plan->groups[op->group].n, op->root);
         print_region(out, &op->region);
+        fprintf(out, "%s", op->reduction == DT_RED_MAX ? " max" : "");
         if (op->dst.count > 0) {
             fprintf(out, " -> ");
             print_region(out, &op->dst);
@@ -260,6 +265,8 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         fprintf(out, "UPDATE ");
         print_region(out, &op->region);
         fprintf(out, " opt[%ld]", op->dst.offset);
+        if (dt_plan_mixed(op->precision))
+            fprintf(out, " master[%ld]", op->dst.offset);
         break;
     case DT_OP_COPY:
         fprintf(out, "COPY ");
@@ -267,6 +274,16 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         fprintf(out, " -> ");
         print_region(out, &op->dst);
         fprintf(out, "%s", op->sum ? " sum" : "");
+        break;
+    case DT_OP_UNSCALE:
+        fprintf(out, "UNSCALE ");
+        print_region(out, &op->region);
+        fprintf(out, " overflow -> ");
+        print_region(out, &op->dst);
+        break;
+    case DT_OP_RESCALE:
+        fprintf(out, "RESCALE ");
+        print_region(out, &op->region);
         break;
     }
     if (op->nonblocking)

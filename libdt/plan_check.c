@@ -59,14 +59,31 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
             return "an update of parameters outside the buffer table";
         if (opt > dt_plan_buffer_elems(plan, r, DT_BUF_OPT) || op->dst.offset < 0)
             return "optimizer state outside the buffer table";
+        if (dt_plan_mixed(plan->opt.precision) &&
+            op->dst.offset + op->region.count > dt_plan_buffer_elems(plan, r, DT_BUF_MASTER))
+            return "master weights outside the buffer table";
         return NULL;
     }
+    case DT_OP_UNSCALE:
+        if (op->region.buf != DT_BUF_GRADS || !inside(plan, r, &op->region))
+            return "an unscale of gradients outside the buffer table";
+        if (op->dst.buf != DT_BUF_SCALER || op->dst.offset != DT_SCALER_FLAG ||
+            !inside(plan, r, &op->dst))
+            return "an overflow flag that is not the scaler's";
+        return NULL;
+    case DT_OP_RESCALE:
+        if (op->region.buf != DT_BUF_SCALER || op->region.offset != 0 ||
+            op->region.count != DT_SCALER_ELEMS || !inside(plan, r, &op->region))
+            return "a loss scale update of a region that is not the scaler";
+        return NULL;
     case DT_OP_COLL:
         if (op->group < 0 || op->group >= plan->n_groups ||
             dtc_group_index(&plan->groups[op->group], r) < 0)
             return "a collective of a group that does not hold this rank";
         if (op->dst.count > 0 && !inside(plan, r, &op->dst))
             return "a destination region outside the buffer table";
+        if (op->reduction != DT_RED_SUM && op->reduction != DT_RED_MAX)
+            return "an unknown reduction";
         /* fall through */
     case DT_OP_SEND:
     case DT_OP_RECV:
@@ -156,10 +173,10 @@ static int check_collectives(const struct dt_plan *plan, bool eval, struct dt_er
                 if (!a && !b)
                     break;
                 if (!a || !b || a->coll != b->coll || a->alg != b->alg || a->root != b->root ||
-                    a->region.count != b->region.count)
+                    a->region.count != b->region.count || a->reduction != b->reduction)
                     return fail_op(err, plan, G->ranks[m], eval, b ? i - 1 : 0, b ? b : a,
                                    "its group's members disagree on this collective (kind, "
-                                   "algorithm, root, size or order)");
+                                   "algorithm, root, size, reduction or order)");
             }
         }
     }

@@ -131,8 +131,7 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 {
     const char *flag = o->tp > 1 ? "--tp" : o->zero ? "--zero" : o->sequence_parallel ?
-                       "--sequence-parallel" : o->recompute ? "--recompute" :
-                       o->precision != DT_FP32 ? "--precision" : NULL;
+                       "--sequence-parallel" : o->recompute ? "--recompute" : NULL;
     if (flag)
         snprintf(why, whylen, "%s is not implemented yet", flag);
     return !flag;
@@ -230,16 +229,22 @@ int dtc_group_index(const struct dt_group *g, int rank)
     return -1;
 }
 
-static long program_scratch(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n)
+/* Receive-buffer elements a program's ops need for regions of one dtype. */
+static long program_scratch(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n,
+                            enum dt_dtype dtype)
 {
     long f = 0;
-    for (int i = 0; i < n; i++)
-        if (ops[i].kind == DT_OP_COLL) {
-            const struct dt_group *g = &plan->groups[ops[i].group];
-            f += dt_coll_scratch_floats(&ops[i], g->n, dtc_group_index(g, rank));
+    for (int i = 0; i < n; i++) {
+        const struct dt_op *op = &ops[i];
+        if (dt_buf_dtype(plan->opt.precision, op->region.buf) != dtype)
+            continue;
+        if (op->kind == DT_OP_COLL) {
+            const struct dt_group *g = &plan->groups[op->group];
+            f += dt_coll_scratch_floats(op, g->n, dtc_group_index(g, rank));
         } else {
-            f += dt_coll_scratch_floats(&ops[i], 1, 0);
+            f += dt_coll_scratch_floats(op, 1, 0);
         }
+    }
     return f;
 }
 
@@ -252,10 +257,13 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     int rc = 0;
     if (!rp->eval_rows)
         rp->eval_rows = (int)rows;
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_PARAMS, DT_TYPE_F32, -1, (double)rp->n_params);
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, DT_TYPE_F32, -1, (double)rp->n_params);
+    enum dt_precision pr = plan->opt.precision;
+    enum dt_dtype S = dt_precision_storage(pr);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_PARAMS, S, -1, (double)rp->n_params);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, S, -1, (double)rp->n_params);
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_OPT, DT_TYPE_F32, -1,
                              (double)dt_optimizer_moments(plan->opt.optimizer) * rp->n_updated);
+    rc |= dtc_precision_buffers(plan, r);
     for (int l = 0; l < m->n_layers; l++)
         if (v[l].runs)
             state += (double)m->layers[l].state_floats;
@@ -264,14 +272,14 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (!v[l].holds)
             continue;
         long act = dt_layer_act_floats(m, l), kf, ki;
-        rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, DT_TYPE_F32, l, act * rows);
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
         if (dt_layer_needs_dact(m, l))
-            rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, DT_TYPE_F32, l, act * rows);
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
         if (!v[l].runs)
             continue;
         dt_layer_keep(m, l, &kf, &ki);
         if (kf)
-            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_F32, l, kf * rows);
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, l, kf * rows);
         if (ki)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
     }
@@ -283,9 +291,14 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     if (rp->last)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_I32, -1,
                                  dtc_labels_per_sample(m) * rows);
-    long comm = program_scratch(plan, r, rp->ops, rp->n_ops) +
-                program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops);
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm);
+    /* receive buffers: one per dtype of the regions received (f32: the scaler's flag) */
+    long comm = program_scratch(plan, r, rp->ops, rp->n_ops, S) +
+                program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops, S);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm);
+    long comm32 = S == DT_TYPE_F32 ? 0
+                                   : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32);
+    if (comm32)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
     return rc ? DT_ENOMEM : DT_OK;
 }
 
@@ -327,12 +340,13 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
                    k == plan->opt.accumulate - 1;
     long hi = m->total_params, lo = hi;
     int stop = first_trainable(m);
+    double grad_bytes = (double)dt_dtype_size(dt_buf_dtype(plan->opt.precision, DT_BUF_GRADS));
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
         rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
         if (!buckets || m->layers[l].params == 0)
             continue;
         lo = m->layers[l].param_offset;
-        if ((double)(hi - lo) * 4.0 >= plan->opt.bucket_bytes || l == stop) {
+        if ((double)(hi - lo) * grad_bytes >= plan->opt.bucket_bytes || l == stop) {
             struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(plan->strategy), world,
                                        0, DT_BUF_GRADS, lo, hi - lo);
             op.nonblocking = true;
@@ -413,8 +427,8 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     case DT_STRAT_PS_CENTRAL:
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_LINEAR, world, 0, DT_BUF_GRADS,
                                         0, P));
-        if (!rc && r == 0)
-            rc = dtc_push(plan, r, dtc_update(0, P, 0));
+        if (!rc)
+            rc = dtc_optimizer_step(plan, r, r == 0, 0, P, 0);
         if (!rc)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_LINEAR, world, 0,
                                             DT_BUF_PARAMS, 0, P));
@@ -427,7 +441,7 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT, world, 0,
                                         DT_BUF_GRADS, 0, P));
         if (!rc)
-            rc = dtc_push(plan, r, dtc_update(off, len, 0));
+            rc = dtc_optimizer_step(plan, r, true, off, len, 0);
         if (!rc)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, DT_ALG_DIRECT, world, 0,
                                             DT_BUF_PARAMS, 0, P));
@@ -437,7 +451,7 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     default:
         break;
     }
-    return rc ? rc : dtc_push(plan, r, dtc_update(0, P, 0));
+    return rc ? rc : dtc_optimizer_step(plan, r, true, 0, P, 0);
 }
 
 int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)

@@ -986,6 +986,7 @@ int main(int argc, char **argv)
     o.out = out;
     if (o.summary) {
         dt_model_print_summary(model, out);
+        dt_precision_print_memory(model, &o.par, out);
         goto done;
     }
     if (o.topology_info) {

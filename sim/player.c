@@ -219,6 +219,13 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
 
 static int finish_round(struct player *p, int ai);
 
+/* Bytes per element on the wire: the dtype of the region the activity's op moves. */
+static double elem_bytes(const struct player *p, const struct activity *a)
+{
+    const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
+    return (double)dt_dtype_size(dt_buf_dtype(p->plan->opt.precision, op->region.buf));
+}
+
 static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
 {
     struct activity *a = &p->acts[ai];
@@ -228,7 +235,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
     p->flows[p->n_flows] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
     int route[DT_SIM_MAX_HOPS];
     int hops = dt_simnet_route(&p->net, a->rank, peer, route);
-    double bytes = 4.0 * x->count;
+    double bytes = elem_bytes(p, a) * x->count;
     p->res->rank[a->rank].bytes_sent += bytes;
     int rc = dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
                          make_tag(TAG_FLOW, (uint32_t)p->n_flows), p->err);
@@ -331,7 +338,8 @@ static int post_round(struct player *p, int ai)
             a->sum_floats += x->count;
         if (!x->send)
             continue;
-        if (a->p2p && 4.0 * x->count > p->cp->eager_bytes && !receive_posted(p, a)) {
+        if (a->p2p && elem_bytes(p, a) * x->count > p->cp->eager_bytes &&
+            !receive_posted(p, a)) {
             a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
             continue;
         }
@@ -461,9 +469,12 @@ static int advance(struct player *p, int rank)
         case DT_OP_UPDATE:
         case DT_OP_ZERO:
         case DT_OP_COPY:
+        case DT_OP_UNSCALE:
+        case DT_OP_RESCALE:
         case DT_OP_LOSS: {
             double d = dt_cost_op(&p->cpr[rank], device_of(p, rank), m, op);
-            if (op->kind == DT_OP_LOSS && d <= 0) /* folded into the last forward: no event */
+            /* folded into the last forward, or a few scalars: no event */
+            if ((op->kind == DT_OP_LOSS || op->kind == DT_OP_RESCALE) && d <= 0)
                 break;
             r->wait_act = -1;
             block(r, now);

@@ -33,6 +33,9 @@ expect "bad bucket unit" "--bucket" 2 --bucket 12
 expect "momentum without sgd" "--momentum" 2 --momentum 0.9
 expect "stray argument" "unexpected" 2 extra
 expect "unknown strategy" "nope" 2 --model "$model" --synthetic 64 --strategy nope
+expect "bf16 not executed yet" "--precision: bf16 is simulated only" 2 --model "$model" \
+  --synthetic 64 --precision bf16
+expect "fp8 simulated only" "--precision: fp8 is simulated only" 2 --precision fp8
 
 # Model, topology, strategy.
 expect "missing model" "no-such-model" 2 --model no-such-model.yaml --synthetic 64

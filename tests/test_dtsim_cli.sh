@@ -206,5 +206,20 @@ then ok "--topology-info"
 else bad "--topology-info: $(cat "$tmp/info")"; fi
 dtsim_fails "--topology-info with --format" "--topology-info" -t 2n4p --topology-info -f csv
 
+# --precision bf16: 2 + 2 + 12 bytes per parameter (mlp-fmnist: 101,770), receive buffers and
+# the communication time of the ring allreduce halve against fp32
+for p in fp32 bf16; do
+  "$dtsim" -t 1n4p -m mlp-fmnist -s ring -f csv --precision $p >"$tmp/$p.csv" 2>&1 || bad "--precision $p: $(cat "$tmp/$p.csv")"
+done
+if awk -F, 'NR == 2 { if (FILENAME ~ /fp32/) { c = $21; t = $14 } else {
+       ok = $17 == 2 * 101770 && $18 == 2 * 101770 && $19 == 12 * 101770 && 2 * $21 == c && $14 < t
+       exit !ok } }' "$tmp/fp32.csv" "$tmp/bf16.csv"
+then ok "--precision bf16: bytes per parameter, receive buffers, communication"
+else bad "--precision bf16: $(cat "$tmp/fp32.csv" "$tmp/bf16.csv")"; fi
+"$dtsim" -m mlp-fmnist --summary --precision fp16 --optimizer sgd >"$tmp/sum" 2>&1
+grep -q "at fp16 with sgd: 2 (weights) + 2 (gradients) + 4 (fp32 master weights" "$tmp/sum" &&
+  ok "--summary at fp16" || bad "--summary at fp16: $(tail -2 "$tmp/sum")"
+dtsim_fails "bad precision" "--precision" -t 2n4p --precision fp4
+
 echo "$fails failed"
 [ $fails -eq 0 ]

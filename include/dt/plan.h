@@ -47,10 +47,18 @@ enum dt_buf {
     DT_BUF_KEEP,    /* what its layers keep for backward besides outputs (masks, statistics,
                        caches, argmax): floats and ints per row */
     DT_BUF_INPUT,   /* loaded samples and labels: rows */
-    DT_BUF_COMM,    /* receive buffers of collectives and of summing receives */
+    DT_BUF_COMM,    /* receive buffers of collectives and of summing receives: one per dtype
+                       of the regions they receive */
+    DT_BUF_MASTER,  /* mixed precision: fp32 master copy of the parameters it updates (at the
+                       offsets of one optimizer-state block) */
+    DT_BUF_SCALER,  /* mixed precision: the dynamic loss scale's scalars (DT_SCALER_*) */
     DT_BUF_COUNT
 };
 const char *dt_buf_name(enum dt_buf b);
+
+/* The loss scaler's elements (fp32): the scale the loss is multiplied by, the clean steps
+ * since it last changed, and the step's overflow flag (1 when a gradient is inf or NaN). */
+enum { DT_SCALER_SCALE, DT_SCALER_CLEAN, DT_SCALER_FLAG, DT_SCALER_ELEMS };
 
 /* One allocation of a rank. */
 struct dt_buffer {
@@ -79,9 +87,23 @@ enum dt_op_kind {
     DT_OP_LOSS,     /* loss of a micro-batch on the last layer; seeds its gradient with
                        1/scale per sample (scale: the step's samples over all replicas) */
     DT_OP_UPDATE,   /* optimizer step over a params region (its grads at the same offsets,
-                       its optimizer state at dst.offset of each moment's block) */
-    DT_OP_COPY      /* region to dst (sum: add) */
+                       its optimizer state at dst.offset of each moment's block); under mixed
+                       precision it updates MASTER at dst.offset from the 2-byte gradients,
+                       and is skipped when SCALER[FLAG] is set */
+    DT_OP_COPY,     /* region to dst (sum: add); MASTER to PARAMS casts to their dtype */
+    DT_OP_UNSCALE,  /* mixed precision: divides a GRADS region by the loss scale and sets the
+                       flag (dst: SCALER[FLAG]) to 1 if any of it is inf or NaN, else 0 */
+    DT_OP_RESCALE   /* mixed precision: updates the loss scale from the (reduced) flag, as
+                       PyTorch's GradScaler: halved on overflow, doubled after
+                       DT_SCALER_GROWTH_INTERVAL clean steps (region: SCALER) */
 };
+
+/* Dynamic loss scaling (PyTorch's GradScaler defaults). */
+#define DT_SCALER_INIT 65536.0
+#define DT_SCALER_GROWTH_INTERVAL 2000
+
+/* How a COLL combines its members' data (reduce, allreduce, reduce-scatter). */
+enum dt_reduction { DT_RED_SUM, DT_RED_MAX };
 
 enum dt_phase {
     DT_PH_FORWARD,          /* layer forward */
@@ -118,6 +140,7 @@ struct dt_op {
                                 UPDATE: offset of its optimizer state */
     enum dt_coll_kind coll;  /* COLL */
     enum dt_coll_alg alg;    /* COLL */
+    enum dt_reduction reduction; /* COLL: sum (default) or max */
     int group;               /* COLL: index into plan->groups */
     int root;                /* COLL reduce/bcast: index of the root within the group */
     bool nonblocking;        /* COLL/SEND/RECV: completes at a WAIT */
@@ -198,6 +221,15 @@ const char *dt_recompute_name(enum dt_recompute r);
  * fp32 and tf32 keep f32, bf16 and fp8 (whose GEMM inputs are cast per op, as Transformer
  * Engine does) bf16, fp16 f16. */
 enum dt_dtype dt_precision_storage(enum dt_precision p);
+/* Whether a precision trains mixed (bf16, fp16, fp8: 2-byte storage, fp32 master weights,
+ * loss scaling); fp32 and tf32 keep everything in f32. */
+bool dt_plan_mixed(enum dt_precision p);
+/* The dtype of a buffer kind's floats at a precision (the plan's, or an op's): under mixed
+ * precision parameters, gradients, activations, their gradients, kept floats and
+ * communication take the 2-byte storage dtype; optimizer state, master weights, the scaler,
+ * batchnorm statistics and the loaded input stay f32 (the ints of INPUT and KEEP are I32
+ * entries of their own). */
+enum dt_dtype dt_buf_dtype(enum dt_precision p, enum dt_buf b);
 enum dt_optimizer { DT_OPTIM_ADAM, DT_OPTIM_SGD, DT_OPTIM_MOMENTUM, DT_OPTIM_COUNT };
 
 #define DT_MAX_STAGES 256
@@ -359,6 +391,12 @@ long dt_layer_act_floats(const struct dt_model *m, int i);
 /* Receive-buffer floats a collective member needs in the executor (widest round summed over
  * receives; the library's reduce-scatter: its chunk). */
 long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me);
+
+/* One line for dtsim --summary: bytes per parameter (weights, gradients, optimizer state with
+ * the master weights of mixed precision) and per sample (what a rank's buffer table holds per
+ * row) at the options' precision and optimizer. */
+void dt_precision_print_memory(const struct dt_model *m, const struct dt_plan_options *o,
+                               FILE *out);
 
 /* Checks a plan: regions inside the buffer table, every handle started once and waited once
  * after, the same collectives in the same order on every member of a group, every SEND
