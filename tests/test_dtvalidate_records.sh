@@ -122,8 +122,8 @@ badpar() { # NAME WANTED PARALLEL-VALUE PAIR-TO-POINT-AT [STRATEGY]
 }
 badpar "bad value in parallel" "'config.parallel': --pp: expected a whole number" \
   "micro-batches=4 pp=x" "pp=x"
-badpar "unknown key in parallel" "'config.parallel': unknown key 'tp' (keys: batch" \
-  "pp=2 tp=2" "tp=2"
+badpar "unknown key in parallel" "'config.parallel': unknown key 'tq' (keys: batch" \
+  "pp=2 tq=2" "tq=2"
 badpar "pair without =" "'config.parallel': expected key=value pairs such as 'pp=2 micro-batches=4', found 'pp2'" \
   "pp2" "pp2"
 r=$(rec mlp-wide ring 2 64 0.07 ', "parallel": "pp=2"')
