@@ -35,38 +35,68 @@ enum dt_op_class dt_layer_class(enum dt_layer_kind kind)
 void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
 {
     *cp = (struct dt_cost_params){0};
-    /* Assumed until calibrated: GEMM-based layers reach about half of peak on a GPU and a
-     * third on a CPU core set; memory-bound classes are limited by bandwidth, not FLOPs. */
-    double gemm = kind == DT_DEV_GPU ? 0.5 : 0.35;
+    /* Assumed until calibrated: GEMM-based layers reach about 0.7 of peak on a GPU (large
+     * cuBLAS / cuDNN GEMMs; narrow and short ones lose more through gemm_tile's
+     * quantisation) and a third on a CPU core set; memory-bound classes are limited by
+     * bandwidth, not FLOPs. */
+    bool gpu = kind == DT_DEV_GPU;
+    double gemm = gpu ? 0.7 : 0.35;
     cp->eff[DT_CLASS_CONV] = gemm;
     cp->eff[DT_CLASS_DENSE] = gemm;
-    cp->eff[DT_CLASS_POOL] = 0.1;
-    cp->eff[DT_CLASS_ELEMENTWISE] = 0.1;
-    cp->eff[DT_CLASS_NORM] = 0.1;
+    /* On a GPU these kernels stream at memory bandwidth; at 0.1 of the fp32 peak a batch
+     * norm's 7 FLOP per element would bind instead (bf16 halves its bytes, not its FLOPs). */
+    double streaming = gpu ? 0.5 : 0.1;
+    cp->eff[DT_CLASS_POOL] = streaming;
+    cp->eff[DT_CLASS_ELEMENTWISE] = streaming;
+    cp->eff[DT_CLASS_NORM] = streaming;
     /* Adam does 12 FLOP per 28 bytes, far below any machine's FLOP/byte balance: at half of
      * peak its FLOPs never bind and the step is the memory pass it is (measured here: 39-48
      * GB/s on one core); at 0.1 of a CPU's peak they would, and mem_bw could not be fitted. */
     cp->eff[DT_CLASS_UPDATE] = 0.5;
-    double launch = kind == DT_DEV_GPU ? 5e-6 : 1e-6;
+    /* GPU: the gap between dependent kernels launched back to back, a few microseconds. */
+    double launch = gpu ? 5e-6 : 1e-6;
     for (int c = 0; c < DT_CLASS_COUNT; c++)
         cp->overhead_s[c] = launch;
-    cp->iter_overhead_s = kind == DT_DEV_GPU ? 50e-6 : 20e-6;
+    /* GPU: a framework's step has host work the device waits for (the optimizer's launches,
+     * the loss-scale check, the data loader's hand-off): assumed 1 ms until fitted. */
+    cp->iter_overhead_s = gpu ? 1e-3 : 20e-6;
     cp->eager_bytes = 65536;
+    cp->implicit_gemm = gpu;
+    cp->fuse_activations = gpu;
+    /* CUTLASS's and cuBLAS's usual tensor-core CTA tile is 128 x 128 (NVIDIA, "Matrix
+     * Multiplication Background User's Guide": tile and wave quantization). */
+    cp->gemm_tile = gpu ? 128 : 0;
+}
+
+double dt_cost_peak(const struct dt_device_spec *dev, enum dt_op_class c, enum dt_precision p)
+{
+    bool gemm = c == DT_CLASS_CONV || c == DT_CLASS_DENSE;
+    if (gemm && p < DT_PREC_COUNT && dev->peak_flops[p] > 0)
+        return dev->peak_flops[p];
+    return dev->peak_flops[DT_FP32];
+}
+
+double dt_op_elem_bytes(const struct dt_op *op)
+{
+    return (double)dt_dtype_size(dt_precision_storage(op->precision));
 }
 
 void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes)
 {
     if (op->kind == DT_OP_UPDATE) {
-        /* Adam: about 12 FLOP per parameter; reads params, grads, m, v and writes params, m, v. */
+        /* Adam: about 12 FLOP per parameter; reads params, grads, m, v and writes params, m,
+         * v: 7 x 4 B in fp32. Mixed precision reads a 2-byte gradient and also writes the
+         * 2-byte weight copy: 24 + 2 + 2, the same 28 B. */
         *flops = 12.0 * op->region.count;
-        *bytes = 7.0 * 4.0 * op->region.count;
+        *bytes = 28.0 * op->region.count;
         return;
     }
+    double e = dt_op_elem_bytes(op);
     const struct dt_layer *l = &m->layers[op->layer];
     double in = l->n_in > 0 && l->in[0] >= 0 ? dt_shape_size(&m->layers[l->in[0]].out_shape)
                                               : dt_shape_size(&m->input);
     double out = dt_shape_size(&l->out_shape);
-    double io = (in + out) * 4.0 * op->samples + l->params * 4.0;
+    double io = (in + out) * e * op->samples + l->params * e;
     if (op->phase == DT_PH_FORWARD) {
         *flops = l->fwd_flops * op->samples;
         *bytes = io;
@@ -91,7 +121,7 @@ double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op)
     else
         return 0;
     double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
-    return passes * 4.0 * per_sample * op->samples;
+    return passes * dt_op_elem_bytes(op) * per_sample * op->samples;
 }
 
 double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
@@ -100,7 +130,7 @@ double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
         return 0;
     const struct dt_layer *l = &m->layers[op->layer];
     double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
-    return passes * 4.0 * (double)l->params;
+    return passes * dt_op_elem_bytes(op) * (double)l->params;
 }
 
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)
@@ -121,17 +151,36 @@ double dt_cost_lower_bw(const struct dt_cost_params *cp, const struct dt_device_
     return cp->lower_Bps > 0 ? cp->lower_Bps : dt_cost_mem_bw(cp, dev);
 }
 
+/* Seconds of an op's FLOPs at `rate` FLOP/s, each GEMM at its shape's quantisation. */
+static double flop_time(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                        const struct dt_model *m, const struct dt_op *op, double flops,
+                        double rate)
+{
+    if (!(cp->gemm_tile > 0 && dev->sms > 0) || op->kind != DT_OP_COMPUTE)
+        return flops / rate;
+    double q_main, q_weight;
+    dt_op_gemm_quantisation(cp, dev, m, op, &q_main, &q_weight);
+    const struct dt_layer *l = &m->layers[op->layer];
+    if (op->phase == DT_PH_FORWARD)
+        return flops / (rate * q_main);
+    return op->samples * (l->bwd_data_flops / (rate * q_main) +
+                          l->bwd_weight_flops / (rate * q_weight));
+}
+
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op)
 {
+    if (dt_op_fused(cp, m, op))
+        return 0;
     enum dt_op_class c =
         op->kind == DT_OP_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
     double flops, bytes;
     dt_op_work(m, op, &flops, &bytes);
     double mem_bw = dt_cost_stream_bw(cp, dev, bytes);
-    double t_flops = flops / (dev->peak_flops[DT_FP32] * cp->eff[c]);
+    double rate = dt_cost_peak(dev, c, op->precision) * cp->eff[c];
+    double t_flops = flop_time(cp, dev, m, op, flops, rate);
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
-    double lower_bw = dt_cost_lower_bw(cp, dev);
+    double lower_bw = cp->implicit_gemm ? 0 : dt_cost_lower_bw(cp, dev);
     double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
     double t_pack = cp->pack_Bps > 0 ? dt_op_packed_bytes(m, op) / cp->pack_Bps : 0;
     return fmax(t_flops, t_mem) + t_lower + t_pack + cp->overhead_s[c];

@@ -24,6 +24,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/compile.h \
 	libdt/collective.c \
 	libdt/costmodel.c \
+	libdt/costmodel_gpu.c \
 	libdt/calibration.c \
 	libdt/datafile.c
 noinst_HEADERS += include/dt/error.h include/dt/yamldoc.h include/dt/units.h

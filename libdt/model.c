@@ -106,7 +106,7 @@ struct loader {
 };
 
 static const char *const top_keys[] = {"name", "source", "description", "input", "classes",
-                                       "layers", NULL};
+                                       "dataset", "layers", NULL};
 static const char *const input_keys[] = {"shape", "tokens", "vocab", NULL};
 
 static int nomem(struct loader *L)
@@ -170,6 +170,23 @@ static int read_input(struct loader *L, const struct dt_ynode *node)
                             DT_MODEL_MAX_ELEMS);
     }
     return DT_OK;
+}
+
+/* `dataset: {name: imagenet, samples: 1281167, bytes: 147.9 GB}`: what the model trains on,
+ * for dtsim's default epoch and data reading (bytes optional). */
+static int read_dataset(struct loader *L, const struct dt_ynode *node)
+{
+    static const char *const keys[] = {"name", "samples", "bytes", NULL};
+    int rc = dt_ycheck_map(L->doc, node, "dataset", keys, L->err);
+    if (!rc)
+        rc = get_text(L, node, "name", true, L->m->dataset, sizeof L->m->dataset);
+    if (!rc)
+        rc = dt_yget_long(L->doc, node, "samples", true, 1, DT_MODEL_MAX_SAMPLES,
+                          &L->m->dataset_samples, L->err);
+    if (!rc)
+        rc = dt_yget_quantity(L->doc, node, "bytes", false, DT_UNIT_BYTES, 0, 1e18,
+                              &L->m->dataset_bytes, L->err);
+    return rc;
 }
 
 /* Layer names: letters, digits and _ . - /, not "input" (that is the model's input). */
@@ -507,6 +524,9 @@ static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_err
                         "missing required key 'input' (e.g. input: {shape: [1, 28, 28]})");
     if ((rc = read_input(&L, input)) ||
         (rc = dt_yget_long(doc, root, "classes", true, 1, DT_MODEL_MAX_UNITS, &m->classes, err)))
+        return rc;
+    const struct dt_ynode *dataset = dt_ymap_get(root, "dataset");
+    if (dataset && (rc = read_dataset(&L, dataset)))
         return rc;
     if (m->classes < 2)
         return dt_yfail(doc, dt_ymap_get(root, "classes"), err,

@@ -27,6 +27,7 @@
 #define CLOCK_MIN 1e6               /* 1 MHz */
 #define CLOCK_MAX 1e10              /* 10 GHz */
 #define MAX_CORES 4096
+#define MAX_SMS 4096     /* streaming multiprocessors (compute units) of a gpu */
 #define MIN_RADIX 2
 #define MAX_RADIX 4096
 #define MAX_OVERSUB 64.0
@@ -105,7 +106,7 @@ static int parse_device(const struct dt_ydoc *doc, const struct dt_ynode *node,
                         struct dt_device_spec *d, struct dt_error *err)
 {
     static const char *const keys[] = {"kind",   "name",  "peak",  "memory",
-                                       "memory_bw", "cache", "cores", "clock", NULL};
+                                       "memory_bw", "cache", "cores", "clock", "sms", NULL};
     int rc = dt_ycheck_map(doc, node, "device", keys, err);
     int kind = 0;
     if (!rc)
@@ -131,10 +132,15 @@ static int parse_device(const struct dt_ydoc *doc, const struct dt_ynode *node,
                               CLOCK_MAX, &d->clock_Hz, err);
     if (rc)
         return rc;
-    if (d->kind == DT_DEV_CPU)
-        return dt_yget_int(doc, node, "cores", true, 1, MAX_CORES, &d->cores, err);
-    return refuse_key(doc, node, "cores",
-                      "is only for cpu devices (the host cores of a gpu are not modelled)", err);
+    if (d->kind == DT_DEV_CPU) {
+        rc = refuse_key(doc, node, "sms", "is only for gpu devices (streaming multiprocessors)",
+                        err);
+        return rc ? rc : dt_yget_int(doc, node, "cores", true, 1, MAX_CORES, &d->cores, err);
+    }
+    rc = dt_yget_int(doc, node, "sms", false, 1, MAX_SMS, &d->sms, err);
+    return rc ? rc : refuse_key(doc, node, "cores",
+                                "is only for cpu devices (the host cores of a gpu are not "
+                                "modelled)", err);
 }
 
 /* The interconnect between the devices of one node. */

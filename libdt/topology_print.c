@@ -15,6 +15,8 @@ static void print_device(const struct dt_device_spec *d, FILE *out)
     fprintf(out, "    device: %s \"%s\"", d->kind == DT_DEV_CPU ? "cpu" : "gpu", d->name);
     if (d->kind == DT_DEV_CPU)
         fprintf(out, ", %d core%s", d->cores, d->cores == 1 ? "" : "s");
+    if (d->sms > 0)
+        fprintf(out, ", %d SMs", d->sms);
     if (d->clock_Hz > 0)
         fprintf(out, " at %s", fmt_q(d->clock_Hz, DT_UNIT_FREQUENCY, a, sizeof a));
     fprintf(out, "\n      peak:");

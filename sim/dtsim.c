@@ -16,6 +16,7 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "dt/units.h"
+#include "epoch.h"
 #include "player.h"
 #include "recommend.h"
 #include "split.h"
@@ -31,6 +32,9 @@ struct row {
     int global_batch;
     long iters;                    /* per epoch */
     double iter_s, epoch_s, compute_s, comm_s, idle_s, samples_per_s;
+    double read_s;                 /* reading one step's data (the slowest node) */
+    double util;                   /* busy compute share of the iteration, mean per rank */
+    double price_h;                /* USD/h of the nodes it holds; 0 = no price */
     double epoch_lo_s, epoch_hi_s; /* --calibration: 95% prediction interval */
     double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
     double speedup, efficiency;
@@ -92,7 +96,8 @@ static void usage(FILE *out)
         "      --topology-info      print the topology's job shape (key=value lines) and exit\n"
         "  -s, --strategy LIST      comma-separated strategies (default: all that fit)\n"
         "  -e, --epochs N           epochs (default 1)\n"
-        "      --dataset-size N     training samples per epoch (default 60000)\n"
+        "      --dataset-size N     training samples per epoch (default: the model's\n"
+        "                           dataset, else 60000)\n"
         "      --calibration FILE   cost parameters fitted by dtvalidate; epoch times then get\n"
         "                           a 95%% prediction interval\n"
         "  -f, --format table|csv|json  output format (default table)\n"
@@ -399,6 +404,25 @@ static void row_free(struct row *r)
     free(r->stage_first);
 }
 
+/* Each node group's cost parameters: its device kind's defaults, with --calibration's fitted
+ * values over them (a mixed cluster's CPUs and GPUs each keep their own terms). */
+static struct dt_cost_params *group_params(const struct dt_topology *topo)
+{
+    struct dt_cost_params *gcp = calloc((size_t)topo->n_groups, sizeof *gcp);
+    for (int g = 0; gcp && g < topo->n_groups; g++) {
+        dt_cost_defaults(&gcp[g], topo->groups[g].device.kind);
+        if (calibration_path)
+            dt_calibration_apply(&calibration, &gcp[g]);
+    }
+    return gcp;
+}
+
+static const struct dt_cost_params *rank_params(const struct dt_cost_params *gcp,
+                                                const struct dt_topology *topo, int rank)
+{
+    return &gcp[dt_topology_group_of_rank(topo, rank) - topo->groups];
+}
+
 /* Simulates one strategy on one topology shape; fills a row. */
 static int simulate(const struct options *o, const struct dt_model *model,
                     const struct dt_topology *topo, enum dt_strategy s, FILE *trace,
@@ -415,13 +439,18 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_plan_destroy(plan);
         return DT_OK;
     }
-    struct dt_cost_params cp;
+    struct dt_cost_params cp, *gcp = group_params(topo);
     dt_cost_defaults(&cp, topo->groups[0].device.kind);
     double iter_c = 0, iter_lo = 0, iter_hi = 0;
+    if (!gcp) {
+        dt_plan_destroy(plan);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
     if (calibration_path) {
         rc = dt_calibration_interval(&calibration, &cp, DT_CAL_PREDICTION, calibrated_iter, plan,
                                      &iter_c, &iter_lo, &iter_hi, err);
         if (rc) {
+            free(gcp);
             dt_plan_destroy(plan);
             return rc;
         }
@@ -431,10 +460,12 @@ static int simulate(const struct options *o, const struct dt_model *model,
     char name[96];
     snprintf(name, sizeof name, "%s on %d node%s x %d", dt_strategy_name(s), topo->n_nodes,
              topo->n_nodes > 1 ? "s" : "", topo->groups[0].devices);
-    struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name};
+    struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name,
+                                .group_cp = gcp};
     struct dt_sim_result res;
     rc = dt_sim_run(plan, &cp, &so, &res, err);
     if (rc) {
+        free(gcp);
         dt_plan_destroy(plan);
         return rc;
     }
@@ -444,17 +475,23 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->nodes = dt_topology_node_of(topo, plan->n_ranks - 1) + 1;
     row->ppn = topo->groups[0].devices;
     row->global_batch = plan->global_batch;
-    row->iter_s = res.iter_s;
+    /* the loader reads ahead while the devices compute: the slower of the two sets the pace */
+    row->read_s = dt_step_read_s(plan, &cp);
+    row->iter_s = fmax(res.iter_s, row->read_s);
     long iters = dt_epoch_iterations(o->dataset_size, plan->global_batch);
     row->iters = iters;
-    row->epoch_s = iters * res.iter_s;
-    row->epoch_lo_s = iters * (calibration_path ? iter_lo : res.iter_s);
-    row->epoch_hi_s = iters * (calibration_path ? iter_hi : res.iter_s);
+    row->epoch_s = iters * row->iter_s;
+    row->epoch_lo_s = iters * (calibration_path ? fmax(iter_lo, row->read_s) : row->iter_s);
+    row->epoch_hi_s = iters * (calibration_path ? fmax(iter_hi, row->read_s) : row->iter_s);
+    row->price_h = dt_nodes_price_per_h(topo, row->nodes);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
         struct dt_memory mem;
         dt_plan_rank_memory(plan, r, &mem);
         row->compute_s += st->compute_s / plan->n_ranks;
+        /* the framework's per-iteration host work leaves the device idle */
+        row->util += (st->compute_s - rank_params(gcp, topo, r)->iter_overhead_s) /
+                     (row->iter_s * plan->n_ranks);
         row->comm_s += st->comm_s / plan->n_ranks;
         row->idle_s += st->idle_s / plan->n_ranks;
         if (mem.total > row->mem_total) {
@@ -469,12 +506,14 @@ static int simulate(const struct options *o, const struct dt_model *model,
     if (dt_strategy_info(s)->pipeline && (rc = pipeline_figures(plan, &res, row))) {
         dt_sim_result_free(&res);
         dt_plan_destroy(plan);
+        free(gcp);
         return dt_fail(err, rc, NULL, 0, 0, "out of memory");
     }
-    row->samples_per_s = plan->global_batch / res.iter_s;
+    row->samples_per_s = plan->global_batch / row->iter_s;
     row->events = res.events;
     row->flows = res.flows;
     dt_sim_result_free(&res);
+    free(gcp);
     dt_plan_destroy(plan);
     return DT_OK;
 }
@@ -526,16 +565,44 @@ static void stage_list(char *buf, size_t len, const double *v, int n, const char
         k += (size_t)snprintf(buf + k, len - k, "%s%.9g", s ? sep : "", v[s]);
 }
 
+/* Optional columns of the ranked table, shown when some row has something to say. */
+struct columns {
+    bool run, read, price, price_run, interval;
+};
+
+static struct columns optional_columns(const struct options *o, const struct row *rows, int n)
+{
+    struct columns c = {.run = o->epochs > 1, .interval = calibration_path != NULL};
+    for (int i = 0; i < n; i++) {
+        c.read = c.read || rows[i].read_s > 0;
+        c.price = c.price || rows[i].price_h > 0;
+    }
+    c.price_run = c.price && c.run;
+    return c;
+}
+
+/* A dollar figure, or "-" without a price. */
+static void price_cell(struct dt_table *tb, double price_h, double seconds)
+{
+    if (price_h > 0)
+        dt_table_cell(tb, "%.2f", price_h * seconds / 3600);
+    else
+        dt_table_cell(tb, "%s", "-");
+}
+
 /* The ranked table: one section per topology shape, one row per strategy. */
 static void fill_ranking(struct dt_table *tb, const struct options *o, const struct row *rows,
                          int n)
 {
+    struct columns oc = optional_columns(o, rows, n);
     const char *heads[] = {"rank", "strategy", "ranks", "epoch (s)", "run (h)", "iter (ms)",
-                           "compute (ms)", "comm (ms)", "idle (ms)", "samples/s", "mem (MiB)",
-                           "speedup", "eff (%)", "epoch 95% interval (s)"};
-    bool run_col = o->epochs > 1;
-    for (int c = 0, k = 0; c < 14; c++)
-        if ((c != 4 || run_col) && (c != 13 || calibration_path))
+                           "compute (ms)", "comm (ms)", "idle (ms)", "read (ms)", "samples/s",
+                           "util (%)", "mem (MiB)", "speedup", "eff (%)", "$/epoch", "$/run",
+                           "epoch 95% interval (s)"};
+    bool shown[] = {1, 1, 1, 1, oc.run, 1, 1, 1, 1, oc.read, 1, 1, 1, 1, 1, oc.price,
+                    oc.price_run, oc.interval};
+    for (int c = 0, k = 0; c < 18; c++)
+        if (shown[c])
             dt_table_column(tb, k++, heads[c], c < 2);
     int shape_n = -1, shape_p = -1, rank = 0;
     for (int i = 0; i < n; i++) {
@@ -553,17 +620,24 @@ static void fill_ranking(struct dt_table *tb, const struct options *o, const str
         dt_table_cell(tb, "%s", dt_strategy_name(r->strategy));
         dt_table_cell(tb, "%d", r->ranks);
         dt_table_cell(tb, "%.2f", r->epoch_s);
-        if (run_col)
+        if (oc.run)
             dt_table_cell(tb, "%.2f", r->epoch_s * o->epochs / 3600);
         dt_table_cell(tb, "%.3f", r->iter_s * 1e3);
         dt_table_cell(tb, "%.3f", r->compute_s * 1e3);
         dt_table_cell(tb, "%.3f", r->comm_s * 1e3);
         dt_table_cell(tb, "%.3f", r->idle_s * 1e3);
+        if (oc.read)
+            dt_table_cell(tb, "%.3f", r->read_s * 1e3);
         dt_table_cell(tb, "%.0f", r->samples_per_s);
+        dt_table_cell(tb, "%.1f", r->util * 100);
         dt_table_cell(tb, "%.1f", r->mem_total / MIB);
         dt_table_cell(tb, "%.2f", r->speedup);
         dt_table_cell(tb, "%.1f", r->efficiency * 100);
-        if (calibration_path)
+        if (oc.price)
+            price_cell(tb, r->price_h, r->epoch_s);
+        if (oc.price_run)
+            price_cell(tb, r->price_h, r->epoch_s * o->epochs);
+        if (oc.interval)
             dt_table_cell(tb, "[%.2f, %.2f]", r->epoch_lo_s, r->epoch_hi_s);
     }
 }
@@ -587,7 +661,9 @@ static void fill_memory(struct dt_table *tb, const struct row *rows, int n)
 
 static int print_tables(FILE *out, const struct options *o, const struct row *rows, int n)
 {
-    struct dt_table *rank = dt_table_new(12 + (o->epochs > 1) + (calibration_path != NULL));
+    struct columns oc = optional_columns(o, rows, n);
+    struct dt_table *rank = dt_table_new(13 + oc.run + oc.read + oc.price + oc.price_run +
+                                         oc.interval);
     struct dt_table *mem = dt_table_new(8);
     int rc = rank && mem ? 0 : -1;
     if (!rc) {
@@ -637,7 +713,8 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
                  "epoch_s,iter_s,compute_s,comm_s,idle_s,samples_per_s,mem_weights_B,"
                  "mem_grads_B,mem_optimizer_B,mem_activations_B,mem_comm_B,mem_total_B,"
                  "speedup,efficiency,events,flows,stages,micro_batches,bubble,stage_compute_s,"
-                 "stage_activations_B,iterations,run_s%s\n",
+                 "stage_activations_B,iterations,run_s,read_s,util,mem_total_MiB,price_per_h,"
+                 "usd_per_epoch,usd_per_run%s\n",
             calibration_path ? ",epoch_low_s,epoch_high_s" : "");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -654,6 +731,12 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
         stage_list(sa, sizeof sa, r->stage_act_B, r->stages, ";");
         fprintf(out, ",%d,%d,%.6g,%s,%s,%ld,%.9g", r->stages, r->micro_batches, r->bubble, sc,
                 sa, r->iters, r->epoch_s * o->epochs);
+        fprintf(out, ",%.9g,%.6g,%.1f", r->read_s, r->util, r->mem_total / MIB);
+        if (r->price_h > 0) /* empty fields: no price */
+            fprintf(out, ",%.6g,%.6g,%.6g", r->price_h, r->price_h * r->epoch_s / 3600,
+                    r->price_h * r->epoch_s * o->epochs / 3600);
+        else
+            fputs(",,,", out);
         if (calibration_path)
             fprintf(out, ",%.9g,%.9g", r->epoch_lo_s, r->epoch_hi_s);
         fputc('\n', out);
@@ -670,7 +753,12 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
             o->par.batch, o->dataset_size, o->epochs);
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
-        char iv[128] = "", pj[8400] = "";
+        char iv[128] = "", pj[8400] = "", usd[160] = "null, \"usd_per_epoch\": null, "
+                                                    "\"usd_per_run\": null";
+        if (r->price_h > 0)
+            snprintf(usd, sizeof usd, "%.6g, \"usd_per_epoch\": %.6g, \"usd_per_run\": %.6g",
+                     r->price_h, r->price_h * r->epoch_s / 3600,
+                     r->price_h * r->epoch_s * o->epochs / 3600);
         if (calibration_path)
             snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
                      r->epoch_lo_s, r->epoch_hi_s);
@@ -689,12 +777,13 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
                      "\"samples_per_s\": %.9g, \"memory_B\": {\"weights\": %.0f, "
                      "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
                      "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
-                     "\"events\": %ld, \"flows\": %ld%s%s}%s\n",
+                     "\"events\": %ld, \"flows\": %ld, \"read_s\": %.9g, \"util\": %.6g, "
+                     "\"mem_total_MiB\": %.1f, \"price_per_h\": %s%s%s}%s\n",
                 dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
                 r->iters, r->epoch_s, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
                 r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
-                r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows, iv,
-                pj, i + 1 < n ? "," : "");
+                r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows,
+                r->read_s, r->util, r->mem_total / MIB, usd, iv, pj, i + 1 < n ? "," : "");
     }
     fprintf(out, "  ]\n}\n");
 }
@@ -943,7 +1032,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
 
 int main(int argc, char **argv)
 {
-    struct options o = {.model = DEFAULT_MODEL, .epochs = 1, .dataset_size = 60000};
+    struct options o = {.model = DEFAULT_MODEL, .epochs = 1};
     dt_plan_options_init(&o.par);
     int part, parts;
     if (dt_split_init(&argc, &argv, &part, &parts)) {
@@ -975,6 +1064,8 @@ int main(int argc, char **argv)
         dt_split_finalize();
         return rc;
     }
+    if (!o.dataset_size) /* the model's dataset, else MNIST's 60,000 */
+        o.dataset_size = model && model->dataset_samples ? model->dataset_samples : 60000;
     FILE *out = stdout, *trace = NULL;
     struct row *rows = NULL;
     int n_rows = 0, cap = 0, trace_pid = 1;

@@ -1,6 +1,6 @@
 # The dtsim program: plan player, network routes, CLI and reports.
 bin_PROGRAMS += dtsim
-dtsim_SOURCES = sim/dtsim.c sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
+dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)

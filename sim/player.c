@@ -107,6 +107,16 @@ static const struct dt_device_spec *device_of(struct player *p, int rank)
     return &dt_topology_group_of_node(p->plan->topo, p->net.node_of[rank])->device;
 }
 
+/* The cost parameters of rank's device: its node group's when the caller gives them per
+ * group (a heterogeneous cluster), else the one set. */
+static const struct dt_cost_params *base_params(struct player *p, int rank)
+{
+    if (!p->opt || !p->opt->group_cp)
+        return p->cp;
+    const struct dt_topology *t = p->plan->topo;
+    return &p->opt->group_cp[dt_topology_group_of_node(t, p->net.node_of[rank]) - t->groups];
+}
+
 /* Each rank's cost parameters, with the memory bandwidth its node's ranks share. */
 static int colocated_params(struct player *p)
 {
@@ -122,7 +132,8 @@ static int colocated_params(struct player *p)
     for (int r = 0; r < n; r++)
         on_node[p->net.node_of[r]]++;
     for (int r = 0; r < n; r++)
-        dt_cost_colocated(p->cp, device_of(p, r), on_node[p->net.node_of[r]], &p->cpr[r]);
+        dt_cost_colocated(base_params(p, r), device_of(p, r), on_node[p->net.node_of[r]],
+                          &p->cpr[r]);
     free(on_node);
     return DT_OK;
 }
@@ -683,7 +694,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     for (int r = 0; r < n && !rc; r++) {
         p.rs[r].blocked = true;
         p.rs[r].pc = -1;
-        rc = dt_sim_timer(p.sim, cp->iter_overhead_s, (uint64_t)r, err);
+        rc = dt_sim_timer(p.sim, p.cpr[r].iter_overhead_s, (uint64_t)r, err);
     }
     struct dt_sim_completion c;
     while (!rc && (rc = dt_sim_next(p.sim, &c, err)) == DT_OK && c.kind != DT_SIM_END) {

@@ -29,6 +29,9 @@ struct dt_sim_options {
     FILE *trace;         /* Chrome trace JSON of the iteration, or NULL */
     int trace_pid;       /* process id used in the trace (several strategies in one file) */
     const char *trace_name;
+    const struct dt_cost_params *group_cp; /* per node group of the plan's topology, each
+                                              rank taking its group's (a heterogeneous
+                                              cluster); NULL: the cp of dt_sim_run for all */
 };
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,

@@ -50,6 +50,8 @@ EXTRA_DIST += tests/test_man_flags.sh
 # The shape of validate/data/gpu-published.csv (no reader loads it yet).
 TESTS += tests/test_gpu_published.sh
 EXTRA_DIST += tests/test_gpu_published.sh
+TESTS += tests/test_dtsim_gpu.sh
+EXTRA_DIST += tests/test_dtsim_gpu.sh
 
 # Sourced by the shell tests; the leak suppressions they point LeakSanitizer at.
 EXTRA_DIST += tests/testlib.sh tests/lsan.supp

@@ -248,6 +248,173 @@ static void test_colocated_share(void **state)
     assert_rel(dt_cost_lower_bw(&out, &dev), 10e9);
 }
 
+/* A GPU of 10 TFLOP/s fp32 and 100 TFLOP/s bf16 (no tf32, no fp16), 1 TB/s, 10 SMs, with the
+ * GPU defaults, class c at efficiency 0.5 and 5 us per op. */
+static struct dt_device_spec gpu_and_params(struct dt_cost_params *cp, enum dt_op_class c)
+{
+    struct dt_device_spec d = {.kind = DT_DEV_GPU, .mem_bw_Bps = 1e12, .sms = 10};
+    d.peak_flops[DT_FP32] = 10e12;
+    d.peak_flops[DT_BF16] = 100e12;
+    dt_cost_defaults(cp, DT_DEV_GPU);
+    cp->eff[c] = 0.5;
+    cp->overhead_s[c] = 5e-6;
+    return d;
+}
+
+static struct dt_op at(struct dt_op op, enum dt_precision p)
+{
+    op.precision = p;
+    return op;
+}
+
+/* Ensure each op class runs at its precision's peak: convolutions and dense layers at bf16's
+ * 100 TFLOP/s, at fp32's when the device has no peak for the precision (tf32, fp16 here);
+ * norms, pools, elementwise ops and the optimizer at fp32 whatever the precision. Elements
+ * are 4 bytes in fp32 and tf32, 2 in bf16, fp16 and fp8. */
+static void test_precision_peak(void **state)
+{
+    (void)state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_CONV, DT_BF16), 100e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_DENSE, DT_BF16), 100e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_CONV, DT_TF32), 10e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_DENSE, DT_FP16), 10e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_NORM, DT_BF16), 10e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_ELEMENTWISE, DT_BF16), 10e12);
+    assert_rel(dt_cost_peak(&dev, DT_CLASS_UPDATE, DT_BF16), 10e12);
+    double want[DT_PREC_COUNT] = {[DT_FP32] = 4, [DT_TF32] = 4, [DT_BF16] = 2, [DT_FP16] = 2,
+                                  [DT_FP8] = 2};
+    for (int p = DT_FP32; p < DT_PREC_COUNT; p++)
+        assert_rel(dt_op_elem_bytes(&(struct dt_op){.precision = (enum dt_precision)p}),
+                   want[p]);
+}
+
+/* Ensure a GPU convolution is a roofline at its precision with no lowering term, here without
+ * quantisation (gemm_tile 0). conv2d_1 forward, 64 samples: 571,940,864 FLOP (above). bf16:
+ * at 100 TFLOP/s x 0.5, 11.43881728 us; bytes (32 x 169 + 128 x 121) x 2 B x 64 + 36,992
+ * weights x 2 B = 2,748,672 B, 2.748672 us at 1 TB/s: compute-bound; + 5 us launch =
+ * 16.43881728 us, whatever lower_bw says. fp32 (and tf32, which this device lacks): at
+ * 10 TFLOP/s x 0.5, 114.3881728 us + 5 us. max_pooling2d forward in bf16: in 21,632 + out
+ * 5,408 elements x 2 B x 64 = 3,461,120 B, 3.46112 us at 1 TB/s, above its 1,384,448 FLOP at
+ * fp32's 10 TFLOP/s x 0.5 (0.2768896 us): memory-bound, 8.46112 us. */
+static void test_gpu_roofline(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    cp.gemm_tile = 0;
+    cp.lower_Bps = 1e9;
+    struct dt_op f3 = compute(3, DT_PH_FORWARD, 64);
+    double flops, bytes;
+    struct dt_op b = at(f3, DT_BF16);
+    dt_op_work(m, &b, &flops, &bytes);
+    assert_rel(bytes, 2748672);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &b), 16.43881728e-6);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &(struct dt_op){.kind = DT_OP_COMPUTE, .layer = 3,
+                                                             .samples = 64,
+                                                             .precision = DT_FP32}),
+               119.3881728e-6);
+    struct dt_op t = at(f3, DT_TF32);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
+    cp.eff[DT_CLASS_POOL] = 0.5;
+    cp.overhead_s[DT_CLASS_POOL] = 5e-6;
+    struct dt_op pool = at(compute(2, DT_PH_FORWARD, 64), DT_BF16);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &pool), 8.46112e-6);
+}
+
+/* Ensure tile and wave quantisation as documented, tile 128 on 10 SMs. 1000 x 256: 8 x 2 =
+ * 16 tiles, 2 waves of 10: 256,000 / (20 x 128 x 128) = 0.78125; without waves (split-K)
+ * 256,000 / (16 x 16,384) = 0.9765625. 1000 x 32: the narrow side gets a 64-wide tile, 8
+ * tiles in one wave of 10: 32,000 / (10 x 128 x 64) = 0.390625. No tile or no SMs: 1. */
+static void test_gemm_quantisation(void **state)
+{
+    (void)state;
+    assert_rel(dt_gemm_quantisation(1000, 256, 128, 10, true), 0.78125);
+    assert_rel(dt_gemm_quantisation(1000, 256, 128, 10, false), 0.9765625);
+    assert_rel(dt_gemm_quantisation(1000, 32, 128, 10, true), 0.390625);
+    assert_rel(dt_gemm_quantisation(1000, 256, 0, 10, true), 1);
+    assert_rel(dt_gemm_quantisation(1000, 256, 128, 0, true), 1);
+}
+
+/* Ensure a convolution's GEMMs are quantised by their shapes (tile 128, 10 SMs). conv2d_1 of
+ * 64 samples: forward 7,744 output pixels x 128 filters: 61 tiles, 7 waves:
+ * 991,232 / (70 x 16,384) = 0.8642857; 571,940,864 FLOP at 100 TFLOP/s x 0.5 / q =
+ * 13.2349952 us. Backward data: 10,816 input pixels x 32 channels (64-wide tiles): 85 tiles,
+ * 9 waves: 346,112 / (90 x 8,192) = 0.4694444; backward weight 128 x (32 x 9 = 288), split-K:
+ * 36,864 / (3 x 16,384) = 0.75. 64 x (8,921,088 / (5e13 x 0.4694444) + 8,936,576 /
+ * (5e13 x 0.75)) = 39.5762377 us, above its 5,497,344 B at 1 TB/s. No overhead. */
+static void test_conv_quantised(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    cp.overhead_s[DT_CLASS_CONV] = 0;
+    struct dt_op f = at(compute(3, DT_PH_FORWARD, 64), DT_BF16);
+    struct dt_op b = at(compute(3, DT_PH_BACKWARD, 64), DT_BF16);
+    double q_main, q_weight;
+    dt_op_gemm_quantisation(&cp, &dev, m, &f, &q_main, &q_weight);
+    assert_rel(q_main, 991232.0 / (70 * 16384));
+    assert_rel(q_weight, 1);
+    dt_op_gemm_quantisation(&cp, &dev, m, &b, &q_main, &q_weight);
+    assert_rel(q_main, 346112.0 / (90 * 8192));
+    assert_rel(q_weight, 0.75);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f), 13.2349952e-6);
+    if (fabs(dt_cost_compute(&cp, &dev, m, &b) - 39.5762377e-6) > 1e-12)
+        fail_msg("backward: got %.10g", dt_cost_compute(&cp, &dev, m, &b));
+    /* a dense layer: 64 rows x 1,000 units, 8 tiles in one wave: 64,000 / (10 x 64 x 128) */
+    struct dt_op d = at(compute(11, DT_PH_FORWARD, 64), DT_BF16);
+    dt_op_gemm_quantisation(&cp, &dev, m, &d, &q_main, &q_weight);
+    assert_rel(q_main, 64000.0 / (10 * 64 * 128));
+}
+
+/* Ensure that on a GPU an activation after a conv or dense layer is fused (costs nothing,
+ * forward and backward) while other elementwise layers (dropout, softmax) and pools are not,
+ * and that a CPU fuses nothing. */
+static void test_fused_activations(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_ELEMENTWISE);
+    int fused[] = {1, 4, 7, 12, 14}, kept[] = {2, 10, 16};
+    for (int i = 0; i < 5; i++)
+        for (int ph = 0; ph < 2; ph++) {
+            struct dt_op op = at(compute(fused[i], (enum dt_phase)ph, 64), DT_BF16);
+            assert_true(dt_op_fused(&cp, m, &op));
+            assert_true(dt_cost_compute(&cp, &dev, m, &op) == 0);
+        }
+    for (int i = 0; i < 3; i++) {
+        struct dt_op op = at(compute(kept[i], DT_PH_FORWARD, 64), DT_BF16);
+        assert_false(dt_op_fused(&cp, m, &op));
+        assert_true(dt_cost_compute(&cp, &dev, m, &op) >= 5e-6);
+    }
+    struct dt_cost_params cpu;
+    dt_cost_defaults(&cpu, DT_DEV_CPU);
+    struct dt_op relu = compute(1, DT_PH_FORWARD, 64);
+    assert_false(dt_op_fused(&cpu, m, &relu));
+}
+
+/* Ensure the per-kind defaults: a GPU has implicit-GEMM convolutions, fused activations,
+ * 128-wide tiles, 5 us per kernel and 1 ms per iteration; a CPU none of the GPU terms. And
+ * that mixed-precision Adam is the same 28 B per parameter memory pass (24 + 2 + 2): over
+ * 690,590 parameters 19,336,520 B, 19.33652 us at 1 TB/s on the GPU, + 5 us. */
+static void test_gpu_defaults(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params g, c;
+    dt_cost_defaults(&g, DT_DEV_GPU);
+    dt_cost_defaults(&c, DT_DEV_CPU);
+    assert_true(g.implicit_gemm && g.fuse_activations && g.gemm_tile == 128);
+    assert_false(c.implicit_gemm || c.fuse_activations || c.gemm_tile);
+    assert_rel(g.iter_overhead_s, 1e-3);
+    assert_rel(g.overhead_s[DT_CLASS_CONV], 5e-6);
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_UPDATE);
+    struct dt_op u = {.kind = DT_OP_UPDATE, .layer = -1, .precision = DT_BF16,
+                      .region = {DT_BUF_PARAMS, 0, 690590}};
+    assert_rel(dt_cost_compute(&cp, &dev, m, &u), 19.33652e-6 + 5e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +426,12 @@ int main(void)
         cmocka_unit_test(test_cost_op_kinds),
         cmocka_unit_test(test_packed_bytes),
         cmocka_unit_test(test_colocated_share),
+        cmocka_unit_test(test_precision_peak),
+        cmocka_unit_test(test_gpu_roofline),
+        cmocka_unit_test(test_gemm_quantisation),
+        cmocka_unit_test(test_conv_quantised),
+        cmocka_unit_test(test_fused_activations),
+        cmocka_unit_test(test_gpu_defaults),
     };
     return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

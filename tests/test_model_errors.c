@@ -179,6 +179,32 @@ static void test_one_class(void **state)
                  4, 10, "classes is 1");
 }
 
+/* Ensure that each kind of bad dataset is refused where it is written (line 5, the mapping
+ * at column 10): not a mapping, an unknown key, no samples, zero or fractional samples, a
+ * size without a unit; and that a good one is read. */
+static void test_bad_dataset(void **state)
+{
+    (void)state;
+#define DS(d) "name: t\nsource: s\ninput: {shape: [4]}\nclasses: 2\ndataset: " d "\n"     \
+              "layers:\n  - {kind: dense, units: 2, activation: softmax}\n"
+    expect_error(DS("imagenet"), 5, 10, "must be a mapping");
+    expect_error(DS("{name: x, samples: 10, size: 3}"), 5, 33, "unknown key 'size'");
+    expect_error(DS("{name: x}"), 5, 10, "missing required key 'samples'");
+    expect_error(DS("{name: x, samples: 0}"), 5, 29, "out of range");
+    expect_error(DS("{name: x, samples: 2.5}"), 5, 29, "expected an integer");
+    expect_error(DS("{name: x, samples: 10, bytes: 100}"), 5, 40, "has no unit");
+    expect_error(DS("{samples: 10}"), 5, 10, "missing required key 'name'");
+    struct dt_model *m = NULL;
+    struct dt_error err;
+    assert_int_equal(dt_model_load_string("ok.yaml", DS("{name: x, samples: 10, bytes: 1 GiB}"),
+                                          &m, &err), DT_OK);
+    assert_string_equal(m->dataset, "x");
+    assert_int_equal(m->dataset_samples, 10);
+    assert_true(m->dataset_bytes == 1073741824.0);
+    dt_model_destroy(m);
+#undef DS
+}
+
 /* Ensure that a softmax layer reading a dense layer's softmax activation is refused at the
  * second softmax. */
 static void test_softmax_of_softmax(void **state)
@@ -758,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_float_units),
         cmocka_unit_test(test_bad_bool),
         cmocka_unit_test(test_unknown_activation),
+        cmocka_unit_test(test_bad_dataset),
         cmocka_unit_test(test_bad_padding),
         cmocka_unit_test(test_pool_padding_too_large),
         cmocka_unit_test(test_groups_not_dividing),

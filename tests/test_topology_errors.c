@@ -153,6 +153,10 @@ static const struct bad_case cases[] = {
     {"cpu_without_cores", NULL, 9, 1, NULL, 7, 7, "missing required key 'cores'"},
     /* Ensure that cores on a gpu device are refused at the value. */
     {"gpu_with_cores", NULL, 7, 1, "      kind: gpu", 9, 14, "only for cpu"},
+    /* Ensure that sms on a cpu device is refused at the value, and a gpu's sms of 0. */
+    {"cpu_with_sms", NULL, 9, 1, "      cores: 10\n      sms: 80", 10, 12, "only for gpu"},
+    {"gpu_sms_zero", NULL, 7, 3, "      kind: gpu\n      name: x\n      sms: 0", 9, 12,
+     "out of range"},
     /* Ensure that a word where an integer goes is refused at the value. */
     {"count_not_integer", NULL, 4, 1, "    count: two", 4, 12, "expected an integer"},
     /* Ensure that a quoted number is a string, not an integer. */

@@ -1,5 +1,12 @@
 /* The cost model of DESIGN.md: what an op costs, from datasheet values and calibrated factors.
- *   compute op:  t = max(flops / (peak * eff[class]), bytes / bw) + overhead[class]
+ *   compute op:  t = max(flops / (peak[class, precision] * eff[class] * q), bytes / bw)
+ *                    + overhead[class]
+ *                  (peak: the op's precision's peak for convolutions and dense layers, fp32
+ *                   for the rest (dt_cost_peak); bytes at the storage dtype's size
+ *                   (dt_op_elem_bytes); q: on GPUs, the GEMM's tile and wave quantisation
+ *                   over the device's SMs (dt_op_gemm_quantisation), 1 elsewhere; on GPUs an
+ *                   activation after a conv, dense, norm or add costs nothing: it is fused
+ *                   into its producer's kernel (dt_op_fused))
  *                  (bw: cache_bw when the op's bytes fit in the device's cache, else mem_bw)
  *                  (+ lowered bytes / lower_bw for a convolution: the im2col matrix and the
  *                   GEMM's output, which im2col-based convolutions stream besides the GEMM;
@@ -48,15 +55,58 @@ struct dt_cost_params {
     double eager_bytes;                /* point-to-point messages up to this size move at once
                                           (MPI's eager protocol); larger ones wait for their
                                           receive (rendezvous). Default 64 KiB */
+    /* GPU terms (dt_cost_defaults sets them for gpus; off for cpus, whose calibrated
+     * lowering and packing model what im2col + OpenBLAS do). */
+    bool implicit_gemm;                /* convolutions as implicit GEMM (cuDNN): no lowering */
+    bool fuse_activations;             /* activations fused into their producer (dt_op_fused) */
+    int gemm_tile;                     /* edge of a GEMM output tile for tile and wave
+                                          quantisation over the device's SMs; 0 = none */
 };
 
 const char *dt_op_class_name(enum dt_op_class c);
 enum dt_op_class dt_layer_class(enum dt_layer_kind kind);
 
-/* Defaults for a device kind (documented assumptions, replaced by calibration). */
+/* Defaults for a device kind (documented assumptions, replaced by calibration; README "The
+ * GPU compute model" gives the GPU values and why). */
 void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind);
 
-/* FLOPs and memory bytes of a compute op (per op, all its samples). */
+/* The FLOP/s an op of class c at precision p runs at on dev, before efficiency: convolutions
+ * and dense layers at p's peak (fp32's when the device gives none for p), everything else at
+ * fp32 (frameworks keep softmax, norms' statistics and the optimizer in fp32). */
+double dt_cost_peak(const struct dt_device_spec *dev, enum dt_op_class c, enum dt_precision p);
+
+/* Bytes per element of a compute op's tensors: its precision's storage dtype
+ * (dt_precision_storage: 4 for fp32 and tf32, 2 for bf16, fp16 and fp8). */
+double dt_op_elem_bytes(const struct dt_op *op);
+
+/* Fraction of the work of an M x N GEMM output that is useful when it is cut into tiles of
+ * `tile` x `tile` (a dimension of at most tile/2 gets a tile/2-wide tile, as cuBLAS and
+ * cuDNN pick narrower tiles for narrow GEMMs) and, with waves, the tiles run in waves of
+ * `sms` (one tile per SM at a time): useful M N / (waves x sms x tile area). Without waves
+ * (split-K GEMMs, which cut K to fill the SMs) only the tile padding counts. 1 when tile or
+ * sms is 0. */
+double dt_gemm_quantisation(double m, double n, int tile, int sms, bool waves);
+
+/* Quantisation of a conv or dense op's GEMMs on dev (cp->gemm_tile, dev->sms): *q_main for
+ * the forward GEMM (rows = samples x output pixels or tokens, columns = filters or units) or
+ * the backward-data GEMM (rows = samples x input pixels, columns = input channels), with
+ * waves; *q_weight for the backward-weight GEMM (filters x C_in kh kw), split-K: tile padding
+ * only. 1 for other ops, grouped convolutions, lstm and attention, and without tile or SMs. */
+void dt_op_gemm_quantisation(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                             const struct dt_model *m, const struct dt_op *op, double *q_main,
+                             double *q_weight);
+
+/* Whether a COMPUTE op is an activation (relu, tanh, sigmoid, gelu) that cp fuses into the
+ * kernel of the conv, dense, norm or add that produced its input (cuDNN's conv + bias +
+ * activation and batch norm + activation; its backward runs in the producer's backward), and
+ * so costs nothing of its own. */
+bool dt_op_fused(const struct dt_cost_params *cp, const struct dt_model *m,
+                 const struct dt_op *op);
+
+/* FLOPs and memory bytes of a compute op (per op, all its samples). Bytes count elements at
+ * dt_op_elem_bytes; an UPDATE is one fused Adam pass (as apex's and PyTorch's fused Adam):
+ * 28 B per parameter, fp32 parameters, m and v read and written and the gradient read (in
+ * mixed precision a 2-byte gradient read and a 2-byte weight copy written: 28 B too). */
 void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes);
 
 /* Bytes an im2col-based convolution op streams besides its GEMM's operands (0 for the

@@ -72,6 +72,7 @@ void dt_shape_format(const struct dt_shape *s, char *buf, size_t len); /* "(32, 
 #define DT_MODEL_MAX_ELEMS (1L << 31)   /* floats in one tensor of one sample */
 #define DT_MODEL_MAX_PARAMS (1L << 40)  /* trainable floats, whole model */
 #define DT_MODEL_MAX_UNITS (1L << 24)   /* units, filters, dim, vocab, input extents */
+#define DT_MODEL_MAX_SAMPLES (1L << 40) /* dataset samples (dtsim's --dataset-size limit) */
 
 struct dt_layer {
     enum dt_layer_kind kind;
@@ -124,6 +125,9 @@ struct dt_model {
     long total_state_floats;
     double fwd_flops, bwd_flops; /* per sample, totals */
     double act_bytes;            /* per sample, total */
+    char dataset[64];            /* `dataset: {name: ...}`: what it trains on ("" if not given) */
+    long dataset_samples;        /* its training samples (dtsim's default epoch); 0 if not given */
+    double dataset_bytes;        /* its training set's size as stored and read; 0 if not given */
 };
 
 /* Loads, checks and infers the model. On failure *out is NULL and err says where. */

@@ -29,6 +29,8 @@ struct dt_device_spec {
     double mem_bytes;
     double cache_bytes;               /* its share of the last-level cache; 0 if not given */
     int cores;                        /* CPU cores this device (process) may use; 0 for GPUs */
+    int sms;                          /* GPU: streaming multiprocessors (topology `sms`), what
+                                         GEMM tiles are spread over; 0 if not given */
     double clock_Hz;                  /* clock the peaks assume; 0 if not given */
 };
 

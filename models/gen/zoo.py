@@ -11,9 +11,9 @@ import sys
 
 
 class Model:
-    def __init__(self, name, source, comment, input_, classes):
+    def __init__(self, name, source, comment, input_, classes, dataset=None):
         self.name, self.source, self.comment = name, source, comment
-        self.input, self.classes = input_, classes
+        self.input, self.classes, self.dataset = input_, classes, dataset
         self.rows = []  # (mapping text, trailing comment)
 
     def add(self, kind, name, comment=None, **attrs):
@@ -41,10 +41,21 @@ class Model:
         out.append(line.rstrip())
         out.append("input: " + self.input)
         out.append("classes: %d" % self.classes)
+        if self.dataset:
+            out.append("dataset: " + self.dataset)
         out.append("layers:")
         for row, comment in self.rows:
             out.append("  - " + row + ("  # " + comment if comment else ""))
         return "\n".join(out) + "\n"
+
+
+# ---- datasets (training split) ----
+
+# ILSVRC2012: 1,281,167 training images (Russakovsky et al., IJCV 2015, Table 2), stored as
+# JPEGs in ILSVRC2012_img_train.tar, listed as "138GB" (binary units) on image-net.org.
+IMAGENET = "{name: imagenet, samples: 1281167, bytes: 138 GiB}"
+# CIFAR-10: 50,000 training images (Krizhevsky 2009); read as raw 32x32x3 bytes.
+CIFAR10 = "{name: cifar10, samples: 50000}"
 
 
 # ---- VGG ----
@@ -67,7 +78,7 @@ with dropout 0.5. torchvision's AdaptiveAvgPool2d((7, 7)) is left out: on a 224x
 features are already 7x7, so it is the identity.
 Parameters: %s (torchvision documentation, "num_params")."""
         % (depth, depth, params),
-        "{shape: [3, 224, 224]}", 1000)
+        "{shape: [3, 224, 224]}", 1000, IMAGENET)
     i = 0
     for v in VGG_CFG[depth]:
         if v == "M":
@@ -102,7 +113,7 @@ AvgPool2d(kernel_size=1, stride=1) is the identity and is left out.
 Parameters: %s trainable (conv weights and biases, batch-norm gamma and beta, classifier),
 plus 2 running statistics per batch-norm channel (state)."""
         % (depth, params),
-        "{shape: [3, 32, 32]}", 10)
+        "{shape: [3, 32, 32]}", 10, CIFAR10)
     i = 0
     for v in VGG_CFG[depth]:
         if v == "M":
@@ -175,7 +186,7 @@ shape changes. Parameters: %s (torchvision documentation, "num_params"); batch-n
 running means and variances are state, not parameters."""
             % (depth, depth, "basic" if depth == 18 else "bottleneck",
                "-".join(map(str, counts)), params),
-            "{shape: [3, 224, 224]}", 1000)
+            "{shape: [3, 224, 224]}", 1000, IMAGENET)
         conv_bn(m, "", "conv1", "bn1", 64, 7, 2, 3)
         m.add("relu", "relu")
         x = m.add("maxpool", "maxpool", kernel=3, stride=2, padding=1)
@@ -191,7 +202,7 @@ pool, then torchvision's four stages (%s), a 4x4 average pool (global on the 4x4
 Linear(%d, 10). Layer names follow torchvision (kuangliu calls the shortcut "shortcut").
 Parameters: %s (torchvision's count with the 7x7 stem and 1000-way fc replaced)."""
             % (depth, "-".join(map(str, counts)), 512 if depth == 18 else 2048, params),
-            "{shape: [3, 32, 32]}", 10)
+            "{shape: [3, 32, 32]}", 10, CIFAR10)
         conv_bn(m, "", "conv1", "bn1", 64, 3, 1, 1)
         x = m.add("relu", "relu")
     inplanes = 64

@@ -1,0 +1,47 @@
+/* Reading the training data and the price of the nodes (sim/epoch.h). */
+#include "epoch.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+double dt_sample_read_bytes(const struct dt_model *m)
+{
+    if (m->dataset_bytes > 0 && m->dataset_samples > 0)
+        return m->dataset_bytes / (double)m->dataset_samples;
+    return (double)dt_shape_size(&m->input) * (m->input_is_tokens ? 4 : 1);
+}
+
+double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *cp)
+{
+    const struct dt_topology *t = plan->topo;
+    double *samples = calloc((size_t)t->n_nodes, sizeof *samples);
+    if (!samples)
+        return NAN;
+    for (int r = 0; r < plan->n_ranks; r++) {
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        for (int i = 0; i < rp->n_ops; i++)
+            if (rp->ops[i].kind == DT_OP_LOAD)
+                samples[dt_topology_node_of(t, r)] += rp->ops[i].samples;
+    }
+    double worst = 0, per_sample = dt_sample_read_bytes(plan->model);
+    for (int n = 0; n < t->n_nodes; n++) {
+        double bw = cp->read_Bps > 0 ? cp->read_Bps
+                                     : dt_topology_group_of_node(t, n)->data_read_Bps;
+        if (bw > 0)
+            worst = fmax(worst, samples[n] * per_sample / bw);
+    }
+    free(samples);
+    return worst;
+}
+
+double dt_nodes_price_per_h(const struct dt_topology *topo, int nodes)
+{
+    double sum = 0;
+    for (int n = 0; n < nodes && n < topo->n_nodes; n++) {
+        double p = dt_topology_group_of_node(topo, n)->price_per_h;
+        if (!(p > 0))
+            return 0;
+        sum += p;
+    }
+    return sum;
+}
