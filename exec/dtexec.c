@@ -142,8 +142,9 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update  testing: remove every such op from the step programs\n"
-            "                           (a plan that must not train right: the tests' control)\n"
+            "      --drop-op zero|update|copy  testing: remove every such op from the step\n"
+            "                           programs (a plan that must not train right: the\n"
+            "                           tests' control)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
             "  -V, --version            version\n");
@@ -321,8 +322,11 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_ZERO;
             else if (strcmp(optarg, "update") == 0)
                 o->drop_op = DT_OP_UPDATE;
+            else if (strcmp(optarg, "copy") == 0)
+                o->drop_op = DT_OP_COPY;
             else
-                rc = bad(msg, len, "--drop-op", "expected zero or update, got '%s'", optarg);
+                rc = bad(msg, len, "--drop-op", "expected zero, update or copy, got '%s'",
+                         optarg);
             break;
         case OPT_CHECKPOINT: o->checkpoint = optarg; break;
         case OPT_CHECKPOINT_EVERY:
@@ -566,15 +570,30 @@ static void load_eval(void *ctx, int row0, int rows, float *x, int *y)
         memcpy(y, d->y + first * d->label_rows, (size_t)rows * d->label_rows * sizeof *y);
 }
 
-/* The eval program (inference mode) over samples [lo, hi) of d in chunks of its rows; adds
- * the loss and correct predictions of every labelled row (on the ranks with the last layer). */
-static int evaluate(struct dtx_exec *ex, const struct dt_rank_plan *rp, const struct dtx_data *d,
-                    long lo, long hi, struct dtx_loss *s, struct dt_error *err)
+/* Whether the eval programs hold collectives (ZeRO-3's gathers): then every rank must run as
+ * many chunks as the others. The same answer on every rank: it reads the whole plan. */
+static bool eval_in_lockstep(const struct dt_plan *plan)
 {
-    for (long b0 = lo; b0 < hi; b0 += rp->eval_rows) {
+    for (int r = 0; r < plan->n_ranks; r++)
+        for (int i = 0; i < plan->ranks[r].eval.n_ops; i++)
+            if (plan->ranks[r].eval.ops[i].kind == DT_OP_COLL)
+                return true;
+    return false;
+}
+
+/* The eval program (inference mode) over samples [lo, hi) of d in chunks of its rows; adds
+ * the loss and correct predictions of every labelled row (on the ranks with the last layer).
+ * Chunks past hi (up to `chunks`, when the ranks run in lockstep) evaluate one row of the
+ * test set and count nothing. */
+static int evaluate(struct dtx_exec *ex, const struct dt_rank_plan *rp, const struct dtx_data *d,
+                    long lo, long hi, long chunks, struct dtx_loss *s, struct dt_error *err)
+{
+    for (long i = 0, b0 = lo; i < chunks || b0 < hi; i++, b0 += rp->eval_rows) {
         int nb = (int)(hi - b0 < rp->eval_rows ? hi - b0 : rp->eval_rows);
-        struct eval_loader l = {d, b0};
-        int rc = dtx_exec_eval(ex, load_eval, &l, nb, s, err);
+        struct eval_loader l = {d, b0 < hi ? b0 : 0};
+        struct dtx_loss padding = {0, 0, 0};
+        int rc = dtx_exec_eval(ex, load_eval, &l, b0 < hi ? nb : 1, b0 < hi ? s : &padding,
+                               err);
         if (rc)
             return rc;
     }
@@ -1110,7 +1129,11 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             hi = off + len;
         }
         struct dtx_loss es = {0, 0, 0};
-        rc = evaluate(R->ex, rp, R->test, lo, hi, &es, err);
+        long chunks = (hi - lo + rp->eval_rows - 1) / rp->eval_rows, most = chunks;
+        if (eval_in_lockstep(plan))
+            dtx_watchdog_allreduce(w->wd, &chunks, &most, 1, MPI_LONG, MPI_MAX, w->comm,
+                                   "the eval chunks' count");
+        rc = evaluate(R->ex, rp, R->test, lo, hi, most, &es, err);
         if ((rc = agree(w, rc, err)))
             break;
         double ev[3] = {es.loss_sum, (double)es.correct, (double)es.rows}, et[3];

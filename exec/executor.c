@@ -213,6 +213,25 @@ static int setup_program(struct dtx_exec *ex, struct program *pg, const struct d
     return rc;
 }
 
+/* The parameters the rank owns (ZeRO-3's shards) from the whole model's initialisation, so
+ * that they start as the one-rank run's. */
+static int init_owned(struct dtx_exec *ex, enum dtk_init init, uint64_t seed,
+                      struct dt_error *err)
+{
+    const struct dt_model *m = ex->plan->model;
+    float *all = malloc((size_t)(m->total_params + 1) * sizeof *all);
+    if (!all)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    dtk_init_model(all, m, init, seed);
+    float *p = dtk_net_params(ex->net);
+    for (int i = 0; i < ex->rp->n_owned; i++) {
+        const struct dt_param_range *o = &ex->rp->owned[i];
+        memcpy(p + o->offset, all + o->model_offset, (size_t)o->count * sizeof *p);
+    }
+    free(all);
+    return DT_OK;
+}
+
 /* The network and the rest of the buffer table. */
 static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, struct dt_error *err)
 {
@@ -221,8 +240,10 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
     const struct dt_model *m = plan->model;
     int rows = rp->slots * rp->slot_rows;
     struct dtk_net_view v = {.rows = rows, .layers = plan->views[rp->view],
-                             .n_params = rp->n_params, .opt_moments = 0};
+                             .n_params = rp->n_params, .n_grads = rp->n_grads, .opt_moments = 0};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
+    if (!rc && rp->n_owned)
+        rc = init_owned(ex, init, seed, err);
     if (rc)
         return rc;
     ex->in_floats = dt_shape_size(&m->input);
@@ -619,7 +640,8 @@ static void complete(struct dtx_exec *ex, struct comm_state *c)
 static void optimizer_step(struct dtx_exec *ex, const struct dt_op *o)
 {
     const struct dt_region *r = &o->region;
-    float *p = dtk_net_params(ex->net) + r->offset, *g = dtk_net_grads(ex->net) + r->offset;
+    float *p = dtk_net_params(ex->net) + r->offset;
+    float *g = o->grads.count ? at(ex, &o->grads) : dtk_net_grads(ex->net) + r->offset;
     float *m = ex->opt_state + o->dst.offset, *v = m + ex->opt_block;
     switch (ex->opt.kind) {
     case DTX_OPT_ADAM:
@@ -818,8 +840,9 @@ static MPI_Comm replica_comm(const struct dtx_exec *ex)
 
 bool dtx_exec_params_agree(struct dtx_exec *ex)
 {
-    uint64_t h = dtx_params_hash(dtk_net_params(ex->net), dtk_net_n_params(ex->net)), lo = h,
-             hi = h;
+    /* ranks that own shards (ZeRO-3) hold different parameters by design: nothing to compare */
+    long n = ex->rp->owned ? 0 : dtk_net_n_params(ex->net);
+    uint64_t h = dtx_params_hash(dtk_net_params(ex->net), n), lo = h, hi = h;
     MPI_Comm rc = replica_comm(ex);
     if (rc != MPI_COMM_NULL) {
         dtx_watchdog_allreduce(ex->wd, &h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc,
@@ -847,9 +870,11 @@ float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
 {
     switch (kind) {
     case DT_BUF_PARAMS:
-    case DT_BUF_GRADS:
         *elems = dtk_net_n_params(ex->net);
-        return kind == DT_BUF_PARAMS ? dtk_net_params(ex->net) : dtk_net_grads(ex->net);
+        return dtk_net_params(ex->net);
+    case DT_BUF_GRADS:
+        *elems = dtk_net_n_grads(ex->net);
+        return dtk_net_grads(ex->net);
     case DT_BUF_OPT:
         *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
         return ex->opt_state;
@@ -881,14 +906,42 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
         s[i] /= (float)size;
 }
 
-/* Copies a rank's packed parameters (its view's layers) to their places in the full vector. */
-static void unpack(float *full, const float *packed, const struct dt_layer_view *v,
-                   const struct dt_model *m)
+/* Copies a rank's packed parameters (the ranges it owns, else its view's layers) to their
+ * places in the full vector. */
+static void unpack(float *full, const float *packed, const struct dt_plan *plan,
+                   const struct dt_rank_plan *rp)
 {
-    for (int l = 0; l < m->n_layers; l++)
+    const struct dt_model *m = plan->model;
+    const struct dt_layer_view *v = plan->views[rp->view];
+    for (int i = 0; i < rp->n_owned; i++)
+        memcpy(full + rp->owned[i].model_offset, packed + rp->owned[i].offset,
+               (size_t)rp->owned[i].count * sizeof *packed);
+    for (int l = 0; l < m->n_layers && !rp->owned; l++)
         if (v[l].runs)
             memcpy(full + m->layers[l].param_offset, packed + v[l].param_offset,
                    (size_t)m->layers[l].params * sizeof *packed);
+}
+
+/* Whether a rank's parameters go into the gathered vector: replica 0 of every stage, or
+ * every rank when each owns a shard (ZeRO-3). */
+static bool contributes(const struct dt_rank_plan *rp)
+{
+    return rp->dp_index == 0 || rp->owned;
+}
+
+/* The sums of squares and of the parameters a rank contributes. */
+static void local_sums(const struct dtx_exec *ex, const float *p, double s[2])
+{
+    const struct dt_rank_plan *rp = ex->rp;
+    s[0] = s[1] = 0;
+    for (int i = 0; i < (rp->owned ? rp->n_owned : contributes(rp)); i++) {
+        long first = rp->owned ? rp->owned[i].offset : 0;
+        long n = rp->owned ? rp->owned[i].count : dtk_net_n_params(ex->net);
+        for (long k = first; k < first + n; k++) {
+            s[0] += (double)p[k] * p[k];
+            s[1] += p[k];
+        }
+    }
 }
 
 int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double *sum,
@@ -896,13 +949,9 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
 {
     const struct dt_plan *plan = ex->plan;
     const float *p = dtk_net_params(ex->net);
-    /* replica 0 of every stage contributes its layers: sums first, then the vector */
-    bool mine = ex->rp->dp_index == 0;
-    double local[2] = {0, 0}, tot[2];
-    for (long i = 0; mine && i < dtk_net_n_params(ex->net); i++) {
-        local[0] += (double)p[i] * p[i];
-        local[1] += p[i];
-    }
+    /* sums first, then the vector */
+    double local[2], tot[2];
+    local_sums(ex, p, local);
     dtx_watchdog_allreduce(ex->wd, local, tot, 2, MPI_DOUBLE, MPI_SUM, ex->comm,
                            "the parameters' norm");
     *l2 = sqrt(tot[0]);
@@ -911,7 +960,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
      * it could before anything is sent */
     long largest = 0;
     for (int r = 1; r < ex->size; r++)
-        if (plan->ranks[r].dp_index == 0 && plan->ranks[r].n_params > largest)
+        if (contributes(&plan->ranks[r]) && plan->ranks[r].n_params > largest)
             largest = plan->ranks[r].n_params;
     float *buf = ex->rank == 0 && full ? malloc((size_t)(largest + 1) * sizeof *buf) : NULL;
     int ok = largest <= INT_MAX && (ex->rank != 0 || (full && buf));
@@ -923,10 +972,10 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "cannot gather the parameters");
     }
     if (ex->rank == 0)
-        unpack(full, p, plan->views[ex->rp->view], plan->model);
+        unpack(full, p, plan, ex->rp);
     for (int r = 1; r < ex->size; r++) {
         const struct dt_rank_plan *rp = &plan->ranks[r];
-        if (rp->dp_index != 0)
+        if (!contributes(rp))
             continue;
         if (ex->rank == r) {
             MPI_Isend(p, (int)rp->n_params, MPI_FLOAT, 0, 0, ex->comm, &req);
@@ -936,7 +985,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
             continue;
         MPI_Irecv(buf, (int)rp->n_params, MPI_FLOAT, r, 0, ex->comm, &req);
         dtx_watchdog_wait(ex->wd, &req, "the parameter gather");
-        unpack(full, buf, plan->views[rp->view], plan->model);
+        unpack(full, buf, plan, rp);
     }
     free(buf);
     return DT_OK;

@@ -46,6 +46,14 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err);
 bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                        char *why, size_t whylen);
 
+/* ZeRO stages 1-3 over ring, mpi-allreduce or ps-sharded (zero.c): whether the options fit,
+ * and the compile function dtc_compile_data_parallel hands a plan with --zero to. */
+bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen);
+int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err);
+
+/* The first layer with parameters (n_layers when none has): backward stops there. */
+int dtc_first_trainable(const struct dt_model *m);
+
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);
 

@@ -16,6 +16,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/plan.c \
 	libdt/strategy.c \
 	libdt/pipeline.c \
+	libdt/zero.c \
 	libdt/partition.c \
 	libdt/parallel.c \
 	libdt/memory.c \

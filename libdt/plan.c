@@ -168,6 +168,7 @@ void dt_plan_destroy(struct dt_plan *plan)
         free(plan->ranks[r].ops);
         free(plan->ranks[r].eval.ops);
         free(plan->ranks[r].bufs);
+        free(plan->ranks[r].owned);
     }
     free(plan->ranks);
     for (int g = 0; g < plan->n_groups; g++)
@@ -267,6 +268,10 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         fprintf(out, " opt[%ld]", op->dst.offset);
         if (dt_plan_mixed(op->precision))
             fprintf(out, " master[%ld]", op->dst.offset);
+        if (op->grads.count > 0) {
+            fprintf(out, " ");
+            print_region(out, &op->grads);
+        }
         break;
     case DT_OP_COPY:
         fprintf(out, "COPY ");

@@ -62,6 +62,13 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
         if (dt_plan_mixed(plan->opt.precision) &&
             op->dst.offset + op->region.count > dt_plan_buffer_elems(plan, r, DT_BUF_MASTER))
             return "master weights outside the buffer table";
+        if (op->grads.count == 0 && op->region.offset + op->region.count >
+                                        dt_plan_buffer_elems(plan, r, DT_BUF_GRADS))
+            return "gradients outside the buffer table";
+        if (op->grads.count > 0 && (op->grads.buf != DT_BUF_GRADS ||
+                                    op->grads.count != op->region.count ||
+                                    !inside(plan, r, &op->grads)))
+            return "gradients outside the buffer table";
         return NULL;
     }
     case DT_OP_UNSCALE:

@@ -124,14 +124,16 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
         return false;
     if (!dtc_pending_fits(o, why, whylen))
         return false;
+    if (o->zero && !dtc_zero_fits(o, why, whylen))
+        return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
 }
 
 /* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 {
-    const char *flag = o->tp > 1 ? "--tp" : o->zero ? "--zero" : o->sequence_parallel ?
-                       "--sequence-parallel" : o->recompute ? "--recompute" : NULL;
+    const char *flag = o->tp > 1 ? "--tp" : o->sequence_parallel ? "--sequence-parallel" :
+                       o->recompute ? "--recompute" : NULL;
     if (flag)
         snprintf(why, whylen, "%s is not implemented yet", flag);
     return !flag;
@@ -151,7 +153,8 @@ static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, i
                  registry[o->strategy].name);
         return false;
     }
-    if (o->bucket_bytes > 0 && !is_allreduce(o->strategy) && o->strategy != DT_STRAT_SEQUENTIAL) {
+    if (o->bucket_bytes > 0 && !is_allreduce(o->strategy) && o->strategy != DT_STRAT_SEQUENTIAL &&
+        !o->zero) {
         snprintf(why, whylen, "gradient buckets apply to the allreduce strategies (ring, "
                  "recursive-doubling, rabenseifner, mpi-allreduce), not to %s",
                  registry[o->strategy].name);
@@ -260,7 +263,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     enum dt_precision pr = plan->opt.precision;
     enum dt_dtype S = dt_precision_storage(pr);
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_PARAMS, S, -1, (double)rp->n_params);
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, S, -1, (double)rp->n_params);
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, S, -1,
+                             (double)(rp->n_grads ? rp->n_grads : rp->n_params));
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_OPT, DT_TYPE_F32, -1,
                              (double)dt_optimizer_moments(plan->opt.optimizer) * rp->n_updated);
     rc |= dtc_precision_buffers(plan, r);
@@ -304,7 +308,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
 
 /* ---- data parallelism ---- */
 
-static int first_trainable(const struct dt_model *m)
+int dtc_first_trainable(const struct dt_model *m)
 {
     for (int l = 0; l < m->n_layers; l++)
         if (m->layers[l].params > 0)
@@ -339,7 +343,7 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
     bool buckets = plan->opt.bucket_bytes > 0 && is_allreduce(plan->strategy) &&
                    k == plan->opt.accumulate - 1;
     long hi = m->total_params, lo = hi;
-    int stop = first_trainable(m);
+    int stop = dtc_first_trainable(m);
     double grad_bytes = (double)dt_dtype_size(dt_buf_dtype(plan->opt.precision, DT_BUF_GRADS));
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
         rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
@@ -461,6 +465,11 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     int *node_group = calloc((size_t)p, sizeof *node_group);
     int *all = malloc((size_t)p * sizeof *all);
     int rc = node_group && all ? DT_OK : DT_ENOMEM;
+    if (opt->zero) { /* the same family, its state sharded (zero.c) */
+        free(node_group);
+        free(all);
+        return dtc_compile_zero(plan, err);
+    }
     plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * p * K : opt->batch;
     plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? p : 1;
     plan->micro_batches = K;

@@ -802,6 +802,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = 0;
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
+    q->zero = 0; /* one device holds the whole model: nothing to shard */
     int rc = o->dump_plan ? DT_OK
                           : simulate(&seq, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid,
                                      &base, &err);

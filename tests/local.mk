@@ -55,3 +55,13 @@ EXTRA_DIST += tests/test_dtsim_gpu.sh
 
 # Sourced by the shell tests; the leak suppressions they point LeakSanitizer at.
 EXTRA_DIST += tests/testlib.sh tests/lsan.supp
+
+# ZeRO stages 1-3: memory against the paper's formulas and traffic against data parallelism
+# (plans played by dtsim's player), and dtexec's weights and allocations under mpiexec.
+check_PROGRAMS += tests/test_zero
+TESTS += tests/test_zero tests/test_exec_zero.sh
+EXTRA_DIST += tests/test_exec_zero.sh
+tests_test_zero_SOURCES = tests/test_zero.c $(PLAYER_TEST_SOURCES)
+tests_test_zero_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_zero_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)

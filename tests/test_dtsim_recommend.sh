@@ -20,9 +20,13 @@ done
 # The winner, simulated on its own with its flags, takes the iteration the search printed.
 row=$(sed -n 2p "$tmp/k1.csv")
 strategy=$(echo "$row" | cut -d, -f2) accumulate=$(echo "$row" | cut -d, -f8)
+bucket=$(echo "$row" | cut -d, -f9) zero=$(echo "$row" | cut -d, -f10)
 iter=$(echo "$row" | cut -d, -f12)
+more=""
+[ "$bucket" != 0 ] && more="--bucket ${bucket}B"
+# shellcheck disable=SC2086
 plain=$("$dtsim" -t "$topo" -m "$model" -s "$strategy" --scaling strong -b 512 \
-        --accumulate "$accumulate" -f csv | sed -n 2p | cut -d, -f12)
+        --accumulate "$accumulate" --zero "$zero" $more -f csv | sed -n 2p | cut -d, -f12)
 [ -n "$iter" ] && [ "$iter" = "$plain" ] && ok "winner $strategy: $iter s as simulated alone" ||
   bad "winner $strategy: search $iter s, alone $plain s"
 # ... and no strategy simulated alone at the same global batch beats it.

@@ -15,6 +15,8 @@ struct dtk_lay {
     long out_sz;            /* floats per sample of the output */
     bool runs, holds;       /* this rank computes the layer / holds its output */
     long poff;              /* its parameters in the rank's (packed) buffer */
+    long goff;              /* its gradients in the rank's gradient buffer (poff unless the
+                               view holds them apart: ZeRO-2's staging) */
     float *act, *dact;      /* (max_batch, out_sz); dact NULL when no gradient is needed */
     bool alias;             /* flatten: act/dact are the input's */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
@@ -33,7 +35,7 @@ struct dtk_lay {
 struct dtk_net {
     const struct dt_model *model;
     int max_batch;
-    long n_params;
+    long n_params, n_grads;
     float *params, *grads, *opt, *state;
     float *arena;
     int *iarena;
@@ -214,11 +216,13 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
 {
     const struct dt_model *m = net->model;
     net->n_params = v->layers ? v->n_params : m->total_params;
+    net->n_grads = v->layers && v->n_grads ? v->n_grads : net->n_params;
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *ly = &net->lay[i];
         ly->runs = !v->layers || v->layers[i].runs;
         ly->holds = !v->layers || v->layers[i].holds;
         ly->poff = v->layers ? v->layers[i].param_offset : m->layers[i].param_offset;
+        ly->goff = v->layers && v->layers[i].grads_apart ? v->layers[i].grad_offset : ly->poff;
     }
 }
 
@@ -352,7 +356,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     /* One allocation each; the kernels' scratch apart (not a buffer of the plan). */
     size_t np = (size_t)net->n_params;
     net->params = alloc_floats(np, &net->bytes);
-    net->grads = alloc_floats(np, &net->bytes);
+    net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
     net->opt = alloc_floats((size_t)v->opt_moments * np, &net->bytes);
     net->state = alloc_floats((size_t)state, &net->bytes);
     net->arena = alloc_floats((size_t)acts, &net->bytes);
@@ -432,6 +436,7 @@ void dtk_net_destroy(struct dtk_net *net)
 const struct dt_model *dtk_net_model(const struct dtk_net *net) { return net->model; }
 int dtk_net_max_batch(const struct dtk_net *net) { return net->max_batch; }
 long dtk_net_n_params(const struct dtk_net *net) { return net->n_params; }
+long dtk_net_n_grads(const struct dtk_net *net) { return net->n_grads; }
 float *dtk_net_params(struct dtk_net *net) { return net->params; }
 float *dtk_net_grads(struct dtk_net *net) { return net->grads; }
 float *dtk_net_opt_m(struct dtk_net *net) { return net->opt; }
@@ -662,7 +667,7 @@ static void zero_floats(float *p, long n)
 
 void dtk_net_zero_grads(struct dtk_net *net)
 {
-    zero_floats(net->grads, net->n_params);
+    zero_floats(net->grads, net->n_grads);
 }
 
 static void zero_rows(struct dtk_lay *ly, int b0, int nb)
@@ -775,7 +780,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     const float *x = in_rows(net, L->in[0], b0);
     float *dx = din_rows(net, L->in[0], b0);
     const float *w = net->params + ly->poff;
-    float *dw = net->grads + ly->poff;
+    float *dw = net->grads + ly->goff;
     const float *y = ly->act + (long)b0 * osz;
     const float *dy = ly->dact + (long)b0 * osz;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;

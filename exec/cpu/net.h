@@ -54,6 +54,8 @@ struct dtk_net_view {
     int rows;                           /* activation rows: slots x slot rows */
     const struct dt_layer_view *layers; /* NULL: every layer, parameters at the model's offsets */
     long n_params;                      /* with layers: the rank's packed parameters */
+    long n_grads;                       /* with layers: its gradients when not n_params
+                                           (ZeRO-2: a layer's grad_offset says where) */
     int opt_moments;                    /* optimizer floats per parameter the net allocates
                                            (dtk_net_create: 2; a plan's executor allocates its
                                            own: 0) */
@@ -73,6 +75,7 @@ void dtk_net_set_train(struct dtk_net *net, bool train);
 const struct dt_model *dtk_net_model(const struct dtk_net *net);
 int dtk_net_max_batch(const struct dtk_net *net);
 long dtk_net_n_params(const struct dtk_net *net);
+long dtk_net_n_grads(const struct dtk_net *net);
 float *dtk_net_params(struct dtk_net *net);
 float *dtk_net_grads(struct dtk_net *net);
 float *dtk_net_opt_m(struct dtk_net *net);

@@ -147,6 +147,8 @@ struct dt_op {
     int handle;              /* non-blocking op: its handle (unique per rank); WAIT: awaited */
     double bytes;            /* LOAD: bytes of input data copied */
     double scale;            /* LOSS: samples the step's gradient is averaged over */
+    struct dt_region grads;  /* UPDATE: its gradients when they are not at the parameters'
+                                offsets (ZeRO-2's gradient shard); count 0: same offsets */
     enum dt_precision precision; /* COMPUTE: the precision its math runs at (the plan's;
                                     dt_plan_push and dtc_push_eval stamp it) */
 };
@@ -165,8 +167,17 @@ struct dt_layer_view {
     bool dact_received;     /* the output's gradient arrives from another rank (overwritten
                                there, not zeroed by this rank's readers) */
     long param_offset;      /* first parameter in the rank's packed buffer (runs only) */
+    bool grads_apart;       /* its gradients are at grad_offset, not at param_offset (ZeRO-2:
+                               a staging buffer apart from the gradient shard) */
+    long grad_offset;
     /* reserved for tensor parallelism: shard kind, index and count */
     int shard_kind, shard_index, shard_count;
+};
+
+/* Model parameters [model_offset, + count) held at the rank's PARAMS[offset] (ZeRO-3's shards:
+ * the rank owns them; its layer view points at the staging buffer they are gathered into). */
+struct dt_param_range {
+    long model_offset, offset, count;
 };
 
 struct dt_program {
@@ -188,6 +199,9 @@ struct dt_rank_plan {
     int eval_rows;              /* rows the eval program handles at a time */
     long n_params;              /* parameters it holds */
     long n_updated;             /* parameters it runs the optimizer on */
+    long n_grads;               /* gradients it holds, when not n_params (ZeRO-2) */
+    int n_owned;                /* ZeRO-3: the model's parameters it owns (NULL: its view's */
+    struct dt_param_range *owned; /* layers, at their param_offset) */
     bool first, last;           /* runs the first / last layer (loads inputs / labels) */
     bool updates;               /* runs an UPDATE op */
     int n_bufs, cap_bufs;

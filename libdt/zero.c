@@ -1,0 +1,347 @@
+/* ZeRO (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+ * Parameter Models"), stages 1-3, as a plan of the data-parallel family: the N ranks of ring,
+ * mpi-allreduce or ps-sharded (whose collectives' algorithm they keep: ring, the library's,
+ * direct) each own 1/N of the model's parameters.
+ *
+ * The parameters are cut into units (runs of whole layers, in model order): one unit without
+ * --bucket at stage 1, one per trainable layer without it at stages 2 and 3, units of at least
+ * --bucket bytes with it. Rank k owns chunk k of every unit (dt_chunk), packed in unit order:
+ * its shard, ~psi/N parameters. The reduce-scatters and allgathers work unit by unit.
+ *   stage 1: full parameters and gradients; after backward each unit's gradients are
+ *            reduce-scattered (non-blocking during backward with --bucket), the rank updates
+ *            its chunk (optimizer state: its shard only), each unit's parameters allgathered.
+ *   stage 2: gradients = [staging: the largest unit | the gradient shard]; backward writes a
+ *            unit's gradients into the staging (the layer view's grad_offset), which is
+ *            reduce-scattered after the unit and the rank's chunk added to its shard.
+ *   stage 3: parameters and gradients = [staging | shard]; before a unit's forward and again
+ *            before its backward the rank copies its chunk into the staging and allgathers the
+ *            unit there (the layer view points at the staging); gradients as at stage 2.
+ * Memory per rank (fp32, K optimizer bytes per parameter): stage 1 (4 + 4) psi + K psi / N,
+ * stage 2 4 psi + (4 + K) psi / N + 4 staging, stage 3 (4 + 4 + K) psi / N + 8 staging.
+ * Traffic: stages 1-2 a reduce-scatter and an allgather of psi (plain data parallelism's
+ * allreduce), stage 3 one more allgather (1.5x). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "compile.h"
+#include "dt/collective.h"
+
+struct unit {
+    long lo, size;   /* the unit's parameters [lo, lo + size) in the model's layout */
+    int first, last; /* its first and last layer with parameters */
+};
+
+struct zero {
+    struct dt_plan *plan;
+    int stage, world, n_units;
+    struct unit *units;
+    int *opens, *closes; /* per layer: the unit whose first (last) layer it is, or -1 */
+    long staging;        /* stages 2, 3: the largest unit (the staging buffer's floats) */
+    enum dt_coll_alg alg;
+};
+
+bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
+{
+    if (o->zero < 0 || o->zero > 3) {
+        snprintf(why, whylen, "ZeRO has stages 1, 2 and 3 (got %d)", o->zero);
+        return false;
+    }
+    enum dt_strategy s = o->strategy;
+    if (s != DT_STRAT_ALLREDUCE_RING && s != DT_STRAT_ALLREDUCE_LIBRARY &&
+        s != DT_STRAT_PS_SHARDED) {
+        snprintf(why, whylen, "--zero shards over the data-parallel ranks of ring, "
+                 "mpi-allreduce or ps-sharded (reduce-scatter and allgather); %s has %s",
+                 dt_strategy_name(s), dt_strategy_info(s)->pipeline
+                 ? "pipeline stages (ZeRO with pipelines is not implemented)"
+                 : s == DT_STRAT_SEQUENTIAL ? "one rank" : "no reduce-scatter");
+        return false;
+    }
+    if (dt_plan_mixed(o->precision)) {
+        snprintf(why, whylen, "--zero with mixed precision (--precision %s) is not implemented "
+                 "yet: its sharded step has no unscale, master weights or loss scale",
+                 dt_precision_name(o->precision));
+        return false;
+    }
+    return true;
+}
+
+static enum dt_coll_alg zero_alg(enum dt_strategy s)
+{
+    return s == DT_STRAT_ALLREDUCE_RING ? DT_ALG_RING
+           : s == DT_STRAT_PS_SHARDED ? DT_ALG_DIRECT : DT_ALG_LIBRARY;
+}
+
+/* The units, in model order, and which layers open and close them. */
+static int make_units(struct zero *z)
+{
+    const struct dt_model *m = z->plan->model;
+    double bucket = z->plan->opt.bucket_bytes > 0 ? z->plan->opt.bucket_bytes
+                    : z->stage == 1 ? INFINITY : 0;
+    z->units = malloc((size_t)(m->n_layers + 1) * sizeof *z->units);
+    z->opens = malloc((size_t)(m->n_layers + 1) * sizeof *z->opens);
+    z->closes = malloc((size_t)(m->n_layers + 1) * sizeof *z->closes);
+    if (!z->units || !z->opens || !z->closes)
+        return DT_ENOMEM;
+    long hi = m->total_params;
+    int stop = dtc_first_trainable(m), last = -1, n = 0;
+    for (int l = m->n_layers - 1; l >= stop; l--) {
+        if (m->layers[l].params == 0)
+            continue;
+        last = last < 0 ? l : last;
+        long lo = m->layers[l].param_offset;
+        if ((double)(hi - lo) * 4.0 >= bucket || l == stop) {
+            z->units[n++] = (struct unit){lo, hi - lo, l, last};
+            hi = lo;
+            last = -1;
+        }
+    }
+    for (int i = 0; i < n / 2; i++) { /* backward found them last first */
+        struct unit t = z->units[i];
+        z->units[i] = z->units[n - 1 - i];
+        z->units[n - 1 - i] = t;
+    }
+    z->n_units = n;
+    for (int l = 0; l < m->n_layers; l++)
+        z->opens[l] = z->closes[l] = -1;
+    z->staging = 0;
+    for (int u = 0; u < n; u++) {
+        z->opens[z->units[u].first] = u;
+        z->closes[z->units[u].last] = u;
+        z->staging = z->units[u].size > z->staging ? z->units[u].size : z->staging;
+    }
+    if (z->stage == 1)
+        z->staging = 0;
+    return DT_OK;
+}
+
+/* Rank r's chunk of unit u: its place in the unit and in r's packed shard. */
+static void chunk(const struct zero *z, int u, int r, long *in_unit, long *len, long *in_shard)
+{
+    *in_shard = 0;
+    for (int v = 0; v < u; v++) {
+        long o, l;
+        dt_chunk(z->units[v].size, z->plan->n_ranks, r, &o, &l);
+        *in_shard += l;
+    }
+    dt_chunk(z->units[u].size, z->plan->n_ranks, r, in_unit, len);
+}
+
+static long shard_floats(const struct zero *z, int r)
+{
+    long o, l, s = 0;
+    if (z->n_units)
+        chunk(z, z->n_units - 1, r, &o, &l, &s);
+    return z->n_units ? s + l : 0;
+}
+
+static struct dt_op copy(enum dt_buf buf, long from, long to, long count, bool sum)
+{
+    return (struct dt_op){.kind = DT_OP_COPY, .layer = -1, .sum = sum,
+                          .region = {buf, from, count, -1}, .dst = {buf, to, count, -1}};
+}
+
+/* Stage 3: unit u's parameters gathered into the staging (step or eval program). */
+static int gather(struct zero *z, int r, int u, bool eval)
+{
+    long o, len, s;
+    chunk(z, u, r, &o, &len, &s);
+    struct dt_op ops[2] = {
+        copy(DT_BUF_PARAMS, z->staging + s, o, len, false),
+        dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0, DT_BUF_PARAMS, 0, z->units[u].size)};
+    int rc = DT_OK;
+    for (int i = len ? 0 : 1; i < 2 && !rc; i++)
+        rc = eval ? dtc_push_eval(z->plan, r, ops[i]) : dtc_push(z->plan, r, ops[i]);
+    return rc;
+}
+
+/* After unit u's backward of micro-batch k: its gradients reduce-scattered; stages 2-3 add
+ * the rank's chunk of the staging to its shard. */
+static int reduce(struct zero *z, int r, int u, int k, int *n_handles)
+{
+    const struct unit *U = &z->units[u];
+    if (z->stage == 1) {
+        if (k != z->plan->opt.accumulate - 1) /* earlier micro-batches accumulate locally */
+            return DT_OK;
+        struct dt_op op = dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, z->world, 0, DT_BUF_GRADS,
+                                   U->lo, U->size);
+        if (z->plan->opt.bucket_bytes > 0) {
+            op.nonblocking = true;
+            op.handle = (*n_handles)++;
+        }
+        return dtc_push(z->plan, r, op);
+    }
+    long o, len, s;
+    chunk(z, u, r, &o, &len, &s);
+    int rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, z->world, 0,
+                                           DT_BUF_GRADS, 0, U->size));
+    if (!rc && len)
+        rc = dtc_push(z->plan, r, copy(DT_BUF_GRADS, o, z->staging + s, len, true));
+    return rc;
+}
+
+/* Forward and backward of micro-batch k (rows [row0, row0 + rows) of the rank's batch). */
+static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_handles)
+{
+    struct dt_plan *plan = z->plan;
+    const struct dt_model *m = plan->model;
+    int rc = dtc_push(plan, r, dtc_load(plan, r, k, 0, row0, rows));
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        if (z->stage == 3 && z->opens[l] >= 0)
+            rc = gather(z, r, z->opens[l], false);
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+    }
+    if (!rc)
+        rc = dtc_push(plan, r, dtc_loss(plan, k, 0, rows, plan->global_batch));
+    for (int l = m->n_layers - 1; l >= dtc_first_trainable(m) && !rc; l--) {
+        int u = z->closes[l];
+        if (u >= 0 && z->stage == 3)
+            rc = gather(z, r, u, false);
+        if (!rc && u >= 0 && z->stage >= 2)
+            rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, z->units[u].size));
+        if (!rc)
+            rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
+        if (!rc && z->opens[l] >= 0)
+            rc = reduce(z, r, z->opens[l], k, n_handles);
+    }
+    return rc;
+}
+
+/* The step's end: every rank updates its shard; stages 1-2 allgather the parameters. */
+static int update(struct zero *z, int r, int n_handles)
+{
+    int rc = DT_OK;
+    for (int h = 0; h < n_handles && !rc; h++)
+        rc = dtc_push(z->plan, r, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
+    if (z->stage == 3) {
+        long n = shard_floats(z, r);
+        return rc || !n ? rc : dtc_push(z->plan, r, dtc_update(z->staging, n, 0));
+    }
+    for (int u = 0; u < z->n_units && !rc; u++) {
+        long o, len, s;
+        chunk(z, u, r, &o, &len, &s);
+        struct dt_op op = dtc_update(z->units[u].lo + o, len, s);
+        if (z->stage == 2)
+            op.grads = (struct dt_region){DT_BUF_GRADS, z->staging + s, len, -1};
+        if (len)
+            rc = dtc_push(z->plan, r, op);
+        if (!rc)
+            rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0,
+                                               DT_BUF_PARAMS, z->units[u].lo, z->units[u].size));
+    }
+    return rc;
+}
+
+/* Load, forward (stage 3: gathering each unit first), loss. */
+static int eval_program(struct zero *z, int r)
+{
+    struct dt_plan *plan = z->plan;
+    int rows = plan->ranks[r].slots * plan->ranks[r].slot_rows, rc;
+    plan->ranks[r].eval_rows = rows;
+    rc = dtc_push_eval(plan, r, dtc_load(plan, r, 0, 0, 0, rows));
+    for (int l = 0; l < plan->model->n_layers && !rc; l++) {
+        if (z->stage == 3 && z->opens[l] >= 0)
+            rc = gather(z, r, z->opens[l], true);
+        if (!rc)
+            rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+    }
+    return rc ? rc : dtc_push_eval(plan, r, dtc_loss(plan, 0, 0, rows, rows));
+}
+
+/* Stages 2-3: where each layer's gradients (and at stage 3 its parameters) live: the staging,
+ * at the layer's place in its unit. One view for all ranks. */
+static void place_layers(struct zero *z)
+{
+    const struct dt_model *m = z->plan->model;
+    struct dt_layer_view *v = z->plan->views[0];
+    for (int l = 0; l < m->n_layers && z->stage == 3; l++)
+        v[l].param_offset = 0; /* layers without parameters point at the staging too */
+    for (int u = 0; u < z->n_units; u++)
+        for (int l = z->units[u].first; l <= z->units[u].last; l++) {
+            long at = m->layers[l].param_offset - z->units[u].lo;
+            v[l].grads_apart = z->stage == 2;
+            v[l].grad_offset = at;
+            v[l].param_offset = z->stage == 3 ? at : v[l].param_offset;
+        }
+}
+
+/* Stage 3: the ranges rank r owns (chunk of each unit, at the staging's end + its place). */
+static int own(struct zero *z, int r)
+{
+    struct dt_rank_plan *rp = &z->plan->ranks[r];
+    rp->owned = calloc((size_t)(z->n_units ? z->n_units : 1), sizeof *rp->owned);
+    if (!rp->owned)
+        return DT_ENOMEM;
+    for (int u = 0; u < z->n_units; u++) {
+        long o, len, s;
+        chunk(z, u, r, &o, &len, &s);
+        if (len)
+            rp->owned[rp->n_owned++] = (struct dt_param_range){z->units[u].lo + o,
+                                                               z->staging + s, len};
+    }
+    return DT_OK;
+}
+
+/* Rank r's programs and buffer table. */
+static int compile_rank(struct zero *z, int r)
+{
+    struct dt_plan *plan = z->plan;
+    struct dt_rank_plan *rp = &plan->ranks[r];
+    const int K = plan->opt.accumulate;
+    long shard = shard_floats(z, r);
+    rp->replicas = z->world;
+    rp->n_updated = shard;
+    if (z->stage >= 2)
+        rp->n_grads = z->staging + shard;
+    if (z->stage == 3)
+        rp->n_params = z->staging + shard;
+    int n_handles = 0;
+    int rc = z->stage == 3 ? own(z, r) : DT_OK;
+    if (!rc)
+        rc = dtc_push(plan, r, z->stage == 1 ? dtc_zero(DT_BUF_GRADS, 0, plan->model->total_params)
+                                             : dtc_zero(DT_BUF_GRADS, z->staging, shard));
+    for (int k = 0; k < K && !rc; k++) {
+        long off, len;
+        dt_chunk(rp->batch, K, k, &off, &len);
+        rc = micro_batch(z, r, k, (int)off, (int)len, &n_handles);
+    }
+    if (!rc)
+        rc = update(z, r, n_handles);
+    if (!rc)
+        rc = eval_program(z, r);
+    if (!rc)
+        rc = dtc_finish_rank(plan, r);
+    plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
+    return rc;
+}
+
+int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
+{
+    const int p = plan->n_ranks, K = plan->opt.accumulate;
+    struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = zero_alg(plan->strategy)};
+    plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * p * K
+                                                              : plan->opt.batch;
+    plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? p : 1;
+    plan->micro_batches = K;
+    int *all = malloc((size_t)p * sizeof *all);
+    int rc = all ? make_units(&z) : DT_ENOMEM;
+    for (int r = 0; r < p && !rc; r++) {
+        long off, len;
+        dt_chunk(plan->global_batch, p, r, &off, &len);
+        plan->ranks[r].batch = (int)len;
+        plan->ranks[r].slot_rows = (int)((len + K - 1) / K);
+        plan->ranks[r].updates = true;
+        all[r] = r;
+    }
+    if (!rc && (z.world = dt_plan_add_group(plan, p, all)) < 0)
+        rc = DT_ENOMEM;
+    if (!rc && z.stage >= 2)
+        place_layers(&z);
+    for (int r = 0; r < p && !rc; r++)
+        rc = compile_rank(&z, r);
+    free(all);
+    free(z.units);
+    free(z.opens);
+    free(z.closes);
+    return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
+}

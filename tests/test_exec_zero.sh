@@ -1,0 +1,96 @@
+#!/bin/sh
+# dtexec, ZeRO stages 1-3 (Rajbhandari et al. 2020): 2 ranks with batch B each (and 4 ranks,
+# oversubscribed, with B/2) must reach the weights of 1 rank with batch 2B, for ring,
+# mpi-allreduce and ps-sharded, with buckets (several layers per unit) and accumulation; a
+# stage that skips its ZERO or its COPY ops must not (the controls). And every rank must
+# allocate exactly its plan's buffer table (ZeRO's shards and staging buffers included).
+#
+# Tolerance: as in test_exec_equivalence.sh, the runs differ only in the order float32
+# gradients are summed (a few ulp per step); 8 SGD steps stay within 1e-6 (seen: 1e-8 on
+# mlp-wide), TOL = 1e-5. A dropped ZERO carries gradients over (staging or shard), a dropped
+# COPY leaves a rank's chunk out of the gathered parameters or of its gradient shard: weights
+# move by ~lr x gradient, far above TOL. Models without dropout (masks differ per rank):
+# mlp-wide and a small CNN (cnn690k has dropout).
+. "${top_srcdir:=..}/tests/testlib.sh"
+dtexec="$top_builddir/dtexec"
+diff="$top_builddir/tests/params_diff"
+TOL=1e-5
+
+cat >"$tmp/tiny.yaml" <<'YAML'
+name: tiny-cnn
+source: dtexec's ZeRO test (no dropout)
+input: {shape: [1, 8, 8]}
+classes: 10
+layers:
+  - {kind: conv2d, name: conv, filters: 4, kernel: 3, activation: relu}
+  - {kind: maxpool, name: pool, kernel: 2}
+  - {kind: flatten, name: flat}
+  - {kind: dense, name: hidden, units: 16, activation: relu}
+  - {kind: dense, name: out, units: 10, activation: softmax}
+YAML
+common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
+        --max-iters 8 --quiet --check-sync"
+
+# run NAME NPROCS ARGS...: dtexec under mpiexec, parameters dumped to $tmp/NAME.bin, its
+# record (allocated bytes per rank) in $tmp/NAME.jsonl
+run() {
+  name=$1 np=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" \
+    --record "$tmp/$name.jsonl" "$@" >"$tmp/$name.out" 2>&1 ||
+    { bad "$name: exit $? $(cat "$tmp/$name.out")"; return 1; }
+}
+# same REF NAME NPROCS ARGS...: NAME's weights equal REF's within TOL, and every rank
+# allocated its plan's buffer table (--dump-plan's bytes)
+same() {
+  ref=$1 name=$2 np=$3; shift 3
+  run "$name" "$np" "$@" || return
+  if "$diff" "$tmp/$ref.bin" "$tmp/$name.bin" "$TOL" >"$tmp/$name.diff"; then
+    ok "$name: $(cat "$tmp/$name.diff")"
+  else bad "$name: $(cat "$tmp/$name.diff")"; fi
+  # shellcheck disable=SC2086
+  plan=$(timeout 60 $MPIEXEC -n "$np" "$dtexec" $common "$@" --dump-plan 2>/dev/null |
+         sed -n 's/^rank [0-9]*:.* \([0-9][0-9]*\) bytes.*/\1/p' | tr '\n' ' ')
+  got=$(sed -n 's/.*"alloc_bytes": \[\([^]]*\)\].*/\1/p' "$tmp/$name.jsonl" | tr -d ',')
+  if [ -n "$plan" ] && [ "$(echo $plan)" = "$(echo $got)" ]; then ok "memory $name: $plan"
+  else bad "memory $name: plan [$plan] allocated [$got]"; fi
+}
+# differs REF NAME NPROCS ARGS...: the control NAME must fail the comparison
+differs() {
+  ref=$1 name=$2 np=$3; shift 3
+  run "$name" "$np" "$@" || return
+  if ! "$diff" "$tmp/$ref.bin" "$tmp/$name.bin" "$TOL" >"$tmp/$name.diff"; then
+    ok "control $name fails the comparison: $(head -c 120 "$tmp/$name.diff")"
+  else bad "control $name passed the comparison"; fi
+}
+
+wide="--model mlp-wide" tiny="--model $tmp/tiny.yaml"
+run wide 1 $wide --batch 32 --momentum 0.9 || exit 1
+run tiny 1 $tiny --batch 32 || exit 1
+run tiny-acc 1 $tiny --batch 16 --accumulate 2 || exit 1
+
+# every stage with each of ring, mpi-allreduce and ps-sharded on 2 ranks (on mlp-wide with
+# momentum: its state is what stage 1 shards, and the memory check sees it)
+for z in 1 2 3; do
+  same wide "wide-z$z-ring" 2 $wide --batch 16 --momentum 0.9 --strategy ring --zero "$z"
+done
+same tiny tiny-z1-ps 2 $tiny --batch 16 --strategy ps-sharded --zero 1
+same tiny tiny-z2-library 2 $tiny --batch 16 --strategy mpi-allreduce --zero 2
+same tiny tiny-z3-ps 2 $tiny --batch 16 --strategy ps-sharded --zero 3
+same tiny tiny-z3-library 2 $tiny --batch 16 --strategy mpi-allreduce --zero 3
+# 4 ranks (oversubscribed), 256 B buckets (units of several layers), accumulation (stages 2-3
+# reduce every micro-batch)
+same tiny-acc tiny-z1-n4 4 $tiny --batch 4 --accumulate 2 --strategy ring --zero 1 --bucket 256B
+same tiny-acc tiny-z2-n4 4 $tiny --batch 4 --accumulate 2 --strategy mpi-allreduce --zero 2 \
+  --bucket 256B
+same tiny-acc tiny-z3-n4 4 $tiny --batch 4 --accumulate 2 --strategy ring --zero 3 --bucket 256B
+
+# controls
+differs tiny ctl-zero1 2 $tiny --batch 16 --strategy ring --zero 1 --drop-op zero
+differs tiny ctl-zero2 2 $tiny --batch 16 --strategy ring --zero 2 --drop-op zero
+differs tiny ctl-copy2 2 $tiny --batch 16 --strategy ring --zero 2 --drop-op copy
+differs tiny ctl-copy3 2 $tiny --batch 16 --strategy ring --zero 3 --drop-op copy
+differs tiny ctl-seed 2 $tiny --batch 16 --strategy ring --zero 3 --seed 8
+
+[ "$fails" -eq 0 ] && echo "all ZeRO checks passed"
+exit $((fails > 0))

@@ -1,0 +1,215 @@
+/* ZeRO stages 1-3 (Rajbhandari et al. 2020) against the paper's closed forms:
+ *   memory per rank, from the buffer table (dt_plan_rank_memory): with P, G bytes per parameter
+ *   and gradient and K optimizer bytes per parameter, psi parameters on N ranks,
+ *     baseline (P + G + K) psi, stage 1 (P + G) psi + K psi / N,
+ *     stage 2 P psi + (G + K) psi / N + G x staging, stage 3 (P + G + K) psi / N + (P + G) x
+ *     staging, staging being the largest unit (here the largest layer) that is gathered or
+ *     reduced at once: the paper's fp32-equivalent forms; with mixed-precision Adam (2, 2, 12)
+ *     they are its 16 psi, 4 psi + 12 psi / N, 2 psi + 14 psi / N and 16 psi / N;
+ *   traffic per rank per iteration, as dtsim plays it (bytes_sent of dt_sim_run): stages 1 and 2
+ *     move what plain data parallelism moves, 2 (N - 1) / N x 4 psi, stage 3 1.5 times that.
+ * The model's layers divide by every N used, so both hold exactly. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+#include "player.h"
+
+/* 64 -> 64 -> 128 -> 64: 4,160 + 8,320 + 8,256 = 20,736 parameters, each layer's a multiple
+ * of 8. */
+static struct dt_model *model(void)
+{
+    const char *text = "name: z\nsource: test\ninput: {shape: [64]}\nclasses: 64\nlayers:\n"
+                       "  - {kind: dense, units: 64}\n  - {kind: dense, units: 128}\n"
+                       "  - {kind: dense, units: 64}\n";
+    struct dt_model *m;
+    struct dt_error err;
+    if (dt_model_load_string("z.yaml", text, &m, &err) != DT_OK)
+        fail_msg("model: %s", err.msg);
+    assert_int_equal(m->total_params, 20736);
+    return m;
+}
+
+/* Nodes of n CPU devices on a crossbar, on one switch. */
+static struct dt_topology *nodes(int count, int n)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "name: n\nsource: test\nnodes:\n  - name: n\n    count: %d\n    devices: %d\n"
+             "    device: {kind: cpu, name: c, cores: 1, peak: {fp32: 1 GFLOP/s}, memory: 8 GiB,"
+             " memory_bw: 1 GB/s}\n"
+             "    intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us, sharing: crossbar}\n"
+             "    nic: {kind: infiniband, bandwidth: 10 GB/s, latency: 2 us, count: 1}\n"
+             "network: {kind: switch, latency: 0.5 us}\n",
+             count, n);
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("n.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    return t;
+}
+
+static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,
+                             enum dt_strategy s, const char *flags)
+{
+    struct dt_plan_options o;
+    dt_plan_options_init(&o);
+    o.strategy = s;
+    o.batch = 8;
+    struct dt_error err;
+    int at;
+    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
+        fail_msg("'%s' at %d: %s", flags, at, err.msg);
+    struct dt_plan *plan;
+    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
+        fail_msg("%s %s: %s", dt_strategy_name(s), flags, err.msg);
+    return plan;
+}
+
+static double largest_layer(const struct dt_model *m)
+{
+    long most = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        most = m->layers[l].params > most ? m->layers[l].params : most;
+    return (double)most;
+}
+
+/* The paper's bytes of parameters, gradients and optimizer state per rank. */
+static double formula(int stage, double psi, int n, double P, double G, double K, double staging)
+{
+    switch (stage) {
+    case 0: return (P + G + K) * psi;
+    case 1: return (P + G) * psi + K * psi / n;
+    case 2: return P * psi + (G + K) * psi / n + G * staging;
+    default: return (P + G + K) * psi / n + (P + G) * staging;
+    }
+}
+
+/* One row per precision and optimizer: bytes per parameter of weights, gradients and state.
+ * (Mixed precision, once --precision bf16 plans exist: {"bf16", "adam", 2, 2, 12}.) */
+static const struct {
+    const char *precision, *optimizer;
+    double P, G, K;
+} bytes_per_param[] = {
+    {"fp32", "adam", 4, 4, 8},
+    {"fp32", "momentum", 4, 4, 4},
+    {"fp32", "sgd", 4, 4, 0},
+};
+
+static void memory_follows_the_paper(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    const double psi = (double)m->total_params, staging = largest_layer(m);
+    for (size_t i = 0; i < sizeof bytes_per_param / sizeof bytes_per_param[0]; i++)
+        for (int n = 2; n <= 8; n *= 2) {
+            struct dt_topology *t = nodes(1, n);
+            for (int stage = 0; stage <= 3; stage++) {
+                char flags[128];
+                snprintf(flags, sizeof flags, "zero=%d precision=%s optimizer=%s", stage,
+                         bytes_per_param[i].precision, bytes_per_param[i].optimizer);
+                struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+                double want = formula(stage, psi, n, bytes_per_param[i].P, bytes_per_param[i].G,
+                                      bytes_per_param[i].K, staging);
+                for (int r = 0; r < n; r++) {
+                    struct dt_memory mem;
+                    dt_plan_rank_memory(plan, r, &mem);
+                    double got = mem.weights + mem.grads + mem.optimizer;
+                    if (fabs(got - want) > 1e-9 * want)
+                        fail_msg("%s, %d ranks, rank %d: %.0f bytes, the paper's form %.0f",
+                                 flags, n, r, got, want);
+                }
+                dt_plan_destroy(plan);
+            }
+            dt_topology_destroy(t);
+        }
+    dt_model_destroy(m);
+}
+
+/* Bytes rank r sends in one iteration as dtsim plays the plan. */
+static double sent(const struct dt_plan *plan, int r)
+{
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    struct dt_sim_result res;
+    struct dt_error err;
+    if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double b = res.rank[r].bytes_sent;
+    dt_sim_result_free(&res);
+    return b;
+}
+
+static void traffic_follows_the_paper(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    const double psi = (double)m->total_params;
+    const enum dt_strategy strategies[] = {DT_STRAT_ALLREDUCE_RING, DT_STRAT_ALLREDUCE_LIBRARY};
+    for (int n = 2; n <= 8; n *= 2) {
+        struct dt_topology *t = nodes(1, n);
+        const double allreduce = 2.0 * (n - 1) / n * 4 * psi; /* per rank */
+        for (size_t s = 0; s < 2; s++)
+            for (int stage = 0; stage <= 3; stage++) {
+                const char *buckets[] = {"", " bucket=40kB"};
+                for (int b = 0; b < 2; b++) {
+                    char flags[64];
+                    snprintf(flags, sizeof flags, "zero=%d%s", stage, buckets[b]);
+                    struct dt_plan *plan = build(m, t, strategies[s], flags);
+                    double want = stage == 3 ? 1.5 * allreduce : allreduce;
+                    for (int r = 0; r < n; r++)
+                        if (fabs(sent(plan, r) - want) > 1e-9 * want)
+                            fail_msg("%s %s, %d ranks, rank %d: %.0f bytes sent, the closed "
+                                     "form %.0f", dt_strategy_name(strategies[s]), flags, n,
+                                     r, sent(plan, r), want);
+                    dt_plan_destroy(plan);
+                }
+            }
+        dt_topology_destroy(t);
+    }
+    dt_model_destroy(m);
+}
+
+/* --zero goes with ring, mpi-allreduce and ps-sharded only; the others say why not. */
+static void other_strategies_refused(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    struct dt_topology *t = nodes(2, 2); /* hierarchical needs 2 */
+    for (int s = 0; s < DT_STRAT_COUNT; s++) {
+        struct dt_plan_options o;
+        dt_plan_options_init(&o);
+        o.strategy = s;
+        o.zero = 2;
+        char why[512] = "";
+        bool fits = dt_strategy_fits_options(&o, m, t, dt_plan_ranks(&o, t), why, sizeof why);
+        bool ok = s == DT_STRAT_ALLREDUCE_RING || s == DT_STRAT_ALLREDUCE_LIBRARY ||
+                  s == DT_STRAT_PS_SHARDED;
+        if (fits != ok)
+            fail_msg("%s with --zero 2: fits %d (%s)", dt_strategy_name(s), fits, why);
+        if (!ok && !strstr(why, "--zero shards over the data-parallel ranks"))
+            fail_msg("%s: %s", dt_strategy_name(s), why);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(memory_follows_the_paper),
+        cmocka_unit_test(traffic_follows_the_paper),
+        cmocka_unit_test(other_strategies_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
