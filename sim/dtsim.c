@@ -1005,7 +1005,11 @@ static int run_sweep(const struct options *o, const struct dt_model *model,
 static int recommend(const struct options *o, const struct dt_model *model,
                      const struct dt_topology *topo, int part, int parts)
 {
-    struct dt_cost_params cp;
+    struct dt_cost_params cp, *gcp = group_params(topo);
+    if (!gcp) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
     dt_cost_defaults(&cp, topo->groups[0].device.kind);
     if (calibration_path)
         dt_calibration_apply(&calibration, &cp);
@@ -1016,7 +1020,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
             limit = m;
     }
     struct dt_rec_request rq = {
-        .model = model, .topo = topo, .base = o->par, .cp = &cp,
+        .model = model, .topo = topo, .base = o->par, .cp = &cp, .group_cp = gcp,
         .global_batch = o->global_batch ? o->global_batch : (long)o->par.batch * topo->n_ranks,
         .memory_limit = limit, .dataset_size = o->dataset_size, .epochs = o->epochs,
         .top = o->top ? o->top : 5, .part = part, .parts = parts,
@@ -1028,6 +1032,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
     int rc = dt_recommend(&rq, o->out, &err);
     if (rc)
         dt_error_print(prog, &err);
+    free(gcp);
     return rc == DT_EINPUT ? 2 : rc ? 1 : 0;
 }
 

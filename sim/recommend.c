@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dt/table.h"
+#include "epoch.h"
 #include "player.h"
 #include "recommend.h"
 
@@ -143,11 +144,13 @@ static int enumerate(struct search *s)
 
 /* The busiest rank's local ops alone: a lower bound of the iteration the player computes
  * (it charges these same costs, at shared rates no faster, one op at a time per rank). */
-static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *cp)
+static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
     for (int r = 0; r < plan->n_ranks; r++) {
-        const struct dt_device_spec *dev = &dt_topology_group_of_rank(plan->topo, r)->device;
+        const struct dt_node_group *g = dt_topology_group_of_rank(plan->topo, r);
+        const struct dt_device_spec *dev = &g->device;
+        const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
         double t = 0;
         for (int i = 0; i < plan->ranks[r].n_ops; i++) {
             const struct dt_op *op = &plan->ranks[r].ops[i];
@@ -180,7 +183,7 @@ static int measure(const struct search *s, struct candidate *c, struct dt_error 
     c->v[V_MEM] = mem;
     bool over = s->rq->memory_limit > 0 && mem > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
-    c->v[V_BOUND] = over ? 0 : compute_bound(plan, s->rq->cp);
+    c->v[V_BOUND] = over ? 0 : compute_bound(plan, s->rq->group_cp);
     dt_plan_destroy(plan);
     return DT_OK;
 }
@@ -192,9 +195,11 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
     if (rc)
         return rc;
     struct dt_sim_result res;
-    rc = dt_sim_run(plan, s->rq->cp, NULL, &res, err);
+    struct dt_sim_options so = {.group_cp = s->rq->group_cp};
+    rc = dt_sim_run(plan, s->rq->cp, &so, &res, err);
     if (!rc) {
-        c->v[V_ITER] = res.iter_s;
+        /* as dtsim's rows: the loader reads ahead, the slower of the two sets the pace */
+        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, s->rq->cp));
         for (int r = 0; r < res.n_ranks; r++) {
             c->v[V_COMPUTE] += res.rank[r].compute_s / res.n_ranks;
             c->v[V_COMM] += res.rank[r].comm_s / res.n_ranks;
