@@ -563,8 +563,10 @@ static void fill_ranking(struct dt_table *tb, const struct options *o, const str
         dt_table_cell(tb, "%.1f", r->mem_total / MIB);
         dt_table_cell(tb, "%.2f", r->speedup);
         dt_table_cell(tb, "%.1f", r->efficiency * 100);
-        if (calibration_path)
+        if (calibration_path && r->epoch_hi_s > r->epoch_lo_s)
             dt_table_cell(tb, "[%.2f, %.2f]", r->epoch_lo_s, r->epoch_hi_s);
+        else if (calibration_path)
+            dt_table_cell(tb, "none");
     }
 }
 
@@ -617,10 +619,16 @@ static int print_table(FILE *out, const struct options *o, const struct dt_model
         return -1;
     print_pipelines(out, m, rows, n);
     if (calibration_path)
-        fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs; 95%% prediction interval "
-                     "from the parameters' covariance and the fit's residual spread)\n",
-                calibration_path, calibration.tool[0] ? calibration.tool : "dtvalidate",
-                calibration.n_obs);
+        fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs%s%s; %s)\n",
+                calibration.path, calibration.tool[0] ? calibration.tool : "dtvalidate",
+                calibration.n_obs, calibration.device_name[0] ? " of " : "",
+                calibration.device_name,
+                !dt_calibration_has_interval(&calibration)
+                    ? "no interval: the file has neither a covariance nor a residual spread"
+                : calibration.n_cov ? "95% prediction interval from the parameters' "
+                                      "covariance and the fit's residual spread"
+                                    : "95% prediction interval from the fit's residual spread "
+                                      "alone: the file has no covariance");
     fprintf(out, "\nepoch = floor(samples / global batch) iterations x iteration time (the "
                  "final partial batch is dropped, as dtexec does)%s; compute/comm/idle: mean "
                  "per rank per iteration; mem: the largest rank (weights + gradients + "
@@ -654,8 +662,10 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
         stage_list(sa, sizeof sa, r->stage_act_B, r->stages, ";");
         fprintf(out, ",%d,%d,%.6g,%s,%s,%ld,%.9g", r->stages, r->micro_batches, r->bubble, sc,
                 sa, r->iters, r->epoch_s * o->epochs);
-        if (calibration_path)
+        if (calibration_path && r->epoch_hi_s > r->epoch_lo_s)
             fprintf(out, ",%.9g,%.9g", r->epoch_lo_s, r->epoch_hi_s);
+        else if (calibration_path)
+            fputs(",,", out);
         fputc('\n', out);
     }
 }
@@ -671,9 +681,11 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         char iv[128] = "", pj[8400] = "";
-        if (calibration_path)
+        if (calibration_path && r->epoch_hi_s > r->epoch_lo_s)
             snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
                      r->epoch_lo_s, r->epoch_hi_s);
+        else if (calibration_path)
+            snprintf(iv, sizeof iv, ", \"epoch_low_s\": null, \"epoch_high_s\": null");
         if (r->stages) {
             char sc[4096], sa[4096];
             stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ", ");
@@ -941,6 +953,22 @@ static int recommend(const struct options *o, const struct dt_model *model,
     return rc == DT_EINPUT ? 2 : rc ? 1 : 0;
 }
 
+/* A calibration fitted on another kind of device is refused; on another device of the same
+ * kind, applied with a warning naming both. */
+static int check_calibration_device(const struct dt_topology *topo)
+{
+    char warn[512];
+    struct dt_error err;
+    dt_error_clear(&err);
+    if (dt_calibration_check_device(&calibration, topo, warn, sizeof warn, &err)) {
+        dt_error_print(prog, &err);
+        return 2;
+    }
+    if (warn[0])
+        fprintf(stderr, "%s: warning: %s\n", prog, warn);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {.model = DEFAULT_MODEL, .epochs = 1, .dataset_size = 60000};
@@ -962,7 +990,11 @@ int main(int argc, char **argv)
     if (calibration_path) {
         struct dt_error cerr;
         dt_error_clear(&cerr);
-        if (dt_calibration_load(calibration_path, &calibration, &cerr)) {
+        /* a path, or a shipped calibration by name: calibrations/NAME.yaml */
+        static char cal_file[1024];
+        if (dt_locate_data("--calibration", "calibrations", calibration_path, cal_file,
+                           sizeof cal_file, &cerr) ||
+            dt_calibration_load(cal_file, &calibration, &cerr)) {
             dt_error_print(prog, &cerr);
             dt_split_finalize();
             return 2;
@@ -972,6 +1004,12 @@ int main(int argc, char **argv)
     struct dt_topology *topo = NULL;
     if ((rc = load_inputs(&o, &model, &topo))) {
         dt_model_destroy(model);
+        dt_split_finalize();
+        return rc;
+    }
+    if (calibration_path && (rc = check_calibration_device(topo))) {
+        dt_model_destroy(model);
+        dt_topology_destroy(topo);
         dt_split_finalize();
         return rc;
     }

@@ -422,6 +422,13 @@ static int save_calibration(const char *path, const struct dt_calibration *cal, 
 {
     struct dt_error err;
     dt_error_clear(&err);
+    if (dt_calibration_check_values(cal, &err)) {
+        fprintf(stderr, "%s: %s: not written: %s (an efficiency above 1: the runs went "
+                "faster than the topology's peak allows, so check its `peak:` or the work the "
+                "model counts; otherwise the model misses something these runs show)\n", prog,
+                path, err.msg);
+        return 1;
+    }
     int rc = dt_calibration_save(path, cal, &err);
     if (rc)
         return fail(&err, rc);
@@ -473,11 +480,23 @@ done:
     return rc;
 }
 
-static int load_calibration(const char *path, struct dt_calibration *cal)
+/* A calibration by path or by name (calibrations/NAME.yaml), checked against the device of
+ * every run it will predict: another kind is refused, another name warned about once. */
+static int load_calibration(const char *path, const struct dtv_runset *set,
+                            struct dt_calibration *cal)
 {
     struct dt_error err;
     dt_error_clear(&err);
-    int rc = dt_calibration_load(path, cal, &err);
+    char file[1024], warn[512], last[512] = "";
+    int rc = dt_locate_data("--calibration", "calibrations", path, file, sizeof file, &err);
+    if (!rc)
+        rc = dt_calibration_load(file, cal, &err);
+    for (int i = 0; i < set->n && !rc; i++) {
+        rc = dt_calibration_check_device(cal, set->runs[i].topo, warn, sizeof warn, &err);
+        if (!rc && warn[0] && strcmp(warn, last) != 0)
+            fprintf(stderr, "%s: warning: %s\n", prog, warn);
+        snprintf(last, sizeof last, "%s", warn);
+    }
     return rc ? fail(&err, rc) : 0;
 }
 
@@ -490,7 +509,7 @@ static int cmd_predict(const struct options *o)
     dtv_runset_init(&set);
     int rc = load_inputs(o, &set, &err);
     if (!rc && o->calibration)
-        rc = load_calibration(o->calibration, &cal);
+        rc = load_calibration(o->calibration, &set, &cal);
     if (rc)
         goto done;
     int w = dtv_label_width(&set);
@@ -564,7 +583,7 @@ static int cmd_compare(const struct options *o, bool plot)
     if (!rc)
         rc = get_spec(o, &spec, &given);
     if (!rc && o->calibration)
-        rc = load_calibration(o->calibration, &cal);
+        rc = load_calibration(o->calibration, &set, &cal);
     if (rc) {
         dtv_runset_free(&set);
         return rc;
@@ -724,7 +743,7 @@ static int cmd_ops(const struct options *o)
         dtv_runset_free(&set);
         return fail(&err, rc);
     }
-    if (o->calibration && (rc = load_calibration(o->calibration, &cal))) {
+    if (o->calibration && (rc = load_calibration(o->calibration, &set, &cal))) {
         dtv_runset_free(&set);
         return rc;
     }
