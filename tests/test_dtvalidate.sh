@@ -192,7 +192,7 @@ expect_error "unknown command" "unknown command" "$dtv" frobnicate
 expect_error "unknown fit parameter" "unknown parameter 'eff_gpu'" "$dtv" calibrate --fit eff_gpu validate/data/seed002-cascadelake-mpi.csv
 expect_error "bad selection" "unknown key 'colour'" "$dtv" compare --train colour=red validate/data/seed002-cascadelake-mpi.csv
 # a flag the command does not read is refused, not ignored
-expect_error "-d given to compare" "--dir does not apply to compare (only to plot loop)" \
+expect_error "-d given to compare" "--dir does not apply to compare (only to plot loop gpu)" \
   "$dtv" compare -d "$tmp/d" validate/data/seed002-cascadelake-mpi.csv
 expect_error "--fit given to predict" "--fit does not apply to predict" \
   "$dtv" predict --fit eff_gemm validate/data/seed002-cascadelake-mpi.csv
