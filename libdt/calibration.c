@@ -17,6 +17,18 @@ struct param_info {
     const char *description;
 };
 
+/* Ranges of a value, as the topology files' (libdt/topology.c): an efficiency is a fraction
+ * of the device's peak, so at most 1; a bandwidth lies between 1 MB/s and 100 TB/s; a time is
+ * 0 or between 1 ns and a bound of its kind (latencies and per-op costs 1 s, the per-iteration
+ * overhead an hour). What lies outside is a typo or a fit gone wrong, never a machine. */
+#define FRACTION_MIN 1e-6
+#define FRACTION_MAX 1.0
+#define BW_MIN 1e6
+#define BW_MAX 1e14
+#define TIME_MIN 1e-9
+#define TIME_MAX 1.0
+#define ITER_TIME_MAX 3600.0
+
 static const struct param_info params[DT_CAL_COUNT] = {
     [DT_CAL_ITER_OVERHEAD] = {"iter_overhead", DT_CAL_TIME,
                               "framework overhead per iteration, per rank"},
@@ -71,6 +83,43 @@ enum dt_cal_kind dt_cal_param_kind(enum dt_cal_param p) { return params[p].kind;
 const char *dt_cal_param_description(enum dt_cal_param p)
 {
     return (unsigned)p < DT_CAL_COUNT ? params[p].description : "?";
+}
+
+bool dt_cal_param_in_range(enum dt_cal_param p, double v, char *why, size_t len)
+{
+    double lo, hi;
+    const char *range;
+    switch (params[p].kind) {
+    case DT_CAL_FRACTION:
+        lo = FRACTION_MIN, hi = FRACTION_MAX;
+        range = "a fraction of the device's peak, from 1e-6 to 1";
+        break;
+    case DT_CAL_BANDWIDTH:
+        lo = BW_MIN, hi = BW_MAX;
+        range = "a bandwidth from 1 MB/s to 100 TB/s";
+        break;
+    default:
+        if (v == 0)
+            return true;
+        lo = TIME_MIN;
+        hi = p == DT_CAL_ITER_OVERHEAD ? ITER_TIME_MAX : TIME_MAX;
+        range = p == DT_CAL_ITER_OVERHEAD ? "0 or a time from 1 ns to 1 h"
+                                          : "0 or a time from 1 ns to 1 s";
+        break;
+    }
+    if (isfinite(v) && v >= lo && v <= hi)
+        return true;
+    snprintf(why, len, "%s = %g is out of range (%s)", params[p].name, v, range);
+    return false;
+}
+
+int dt_calibration_check_values(const struct dt_calibration *cal, struct dt_error *err)
+{
+    char why[160];
+    for (int i = 0; i < cal->n_entries; i++)
+        if (!dt_cal_param_in_range(cal->entry[i].param, cal->entry[i].value, why, sizeof why))
+            return dt_fail(err, DT_EINPUT, cal->path[0] ? cal->path : NULL, 0, 0, "%s", why);
+    return DT_OK;
 }
 
 double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
@@ -188,7 +237,52 @@ struct dt_cal_entry *dt_calibration_set(struct dt_calibration *cal, enum dt_cal_
 
 bool dt_calibration_has_interval(const struct dt_calibration *cal)
 {
-    return cal->n_cov > 0 && cal->dof >= 1 && cal->t95 > 0;
+    return cal->dof >= 1 && cal->t95 > 0 && (cal->n_cov > 0 || cal->resid_sd > 0);
+}
+
+static const char *kind_name(enum dt_device_kind k) { return k == DT_DEV_GPU ? "gpu" : "cpu"; }
+
+/* Whether name is one of the "; "-separated names of list. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p; p = strstr(p, "; "), p = p ? p + 2 : NULL)
+        if (strncmp(p, name, n) == 0 && (p[n] == '\0' || strncmp(p + n, "; ", 2) == 0))
+            return true;
+    return false;
+}
+
+void dt_calibration_add_device(struct dt_calibration *cal, const struct dt_device_spec *d)
+{
+    snprintf(cal->device, sizeof cal->device, "%s", kind_name(d->kind));
+    if (listed(cal->device_name, d->name))
+        return;
+    size_t n = strlen(cal->device_name);
+    if (n + strlen(d->name) + 3 < sizeof cal->device_name)
+        snprintf(cal->device_name + n, sizeof cal->device_name - n, "%s%s", n ? "; " : "",
+                 d->name);
+}
+
+int dt_calibration_check_device(const struct dt_calibration *cal, const struct dt_topology *topo,
+                                char *warn, size_t len, struct dt_error *err)
+{
+    warn[0] = '\0';
+    for (int g = 0; g < topo->n_groups; g++) {
+        const struct dt_device_spec *d = &topo->groups[g].device;
+        const char *kind = kind_name(d->kind);
+        const char *fitted = cal->device_name[0] ? cal->device_name : "an unnamed device";
+        if (strcmp(kind, cal->device) != 0)
+            return dt_fail(err, DT_EINPUT, cal->path[0] ? cal->path : NULL, cal->device_line,
+                           cal->device_col, "calibration fitted on %s (%s) cannot be applied "
+                           "to topology '%s', whose devices '%s' are %ss: its unlisted "
+                           "parameters are the %s defaults", fitted, cal->device, topo->name,
+                           d->name, kind, cal->device);
+        if (cal->device_name[0] && !listed(cal->device_name, d->name) && !warn[0])
+            snprintf(warn, len, "calibration fitted on '%s' applied to '%s' (topology '%s'): "
+                     "its efficiencies are taken as fractions of this device's peaks",
+                     cal->device_name, d->name, topo->name);
+    }
+    return DT_OK;
 }
 
 void dt_calibration_apply(const struct dt_calibration *cal, struct dt_cost_params *cp)
@@ -302,6 +396,7 @@ void dt_calibration_write(FILE *f, const struct dt_calibration *cal)
     put_key(f, "host", cal->host);
     put_key(f, "tool", cal->tool);
     fprintf(f, "device: %s\n", cal->device[0] ? cal->device : "cpu");
+    put_key(f, "device_name", cal->device_name);
     put_key(f, "method", cal->method);
     if (cal->n_data) {
         fprintf(f, "data:\n");
@@ -395,9 +490,10 @@ static int copy_str(const struct dt_ydoc *doc, const struct dt_ynode *map, const
     return rc;
 }
 
-/* A value of the parameter's kind: a plain number for fractions, a quantity otherwise. */
+/* A value of the parameter's kind, zero or more: a plain number for fractions, a quantity
+ * otherwise. */
 static int node_value(const struct dt_ydoc *doc, const struct dt_ynode *n, enum dt_cal_param p,
-                      const char *what, bool positive, double *out, struct dt_error *err)
+                      const char *what, double *out, struct dt_error *err)
 {
     enum dt_cal_kind k = params[p].kind;
     if (n->type != DT_Y_SCALAR)
@@ -409,8 +505,8 @@ static int node_value(const struct dt_ydoc *doc, const struct dt_ynode *n, enum 
         if (n->quoted || end == n->value || *end || errno == ERANGE || !isfinite(v))
             return dt_yfail(doc, n, err, "%s of %s: expected a plain number (a fraction of "
                             "peak, e.g. 0.35), found '%s'", what, params[p].name, n->value);
-        if (v < 0 || (positive && v == 0) || v > 100)
-            return dt_yfail(doc, n, err, "%s of %s: %s is out of range (0, 100]", what,
+        if (v < 0)
+            return dt_yfail(doc, n, err, "%s of %s cannot be negative, found '%s'", what,
                             params[p].name, n->value);
         *out = v;
         return DT_OK;
@@ -420,9 +516,9 @@ static int node_value(const struct dt_ydoc *doc, const struct dt_ynode *n, enum 
     double v;
     if (dt_parse_quantity(n->value, u, &v, why, sizeof why))
         return dt_yfail(doc, n, err, "%s of %s: %s", what, params[p].name, why);
-    if (v < 0 || (positive && v == 0))
-        return dt_yfail(doc, n, err, "%s of %s must be %s, found '%s'", what, params[p].name,
-                        positive ? "positive" : "zero or more", n->value);
+    if (v < 0)
+        return dt_yfail(doc, n, err, "%s of %s cannot be negative, found '%s'", what,
+                        params[p].name, n->value);
     *out = v;
     return DT_OK;
 }
@@ -449,10 +545,12 @@ static int load_entry(const struct dt_ydoc *doc, const struct dt_ynode *key,
     const struct dt_ynode *v = dt_ymap_get(node, "value");
     if (!v)
         return dt_yfail(doc, node, err, "parameter '%s' has no 'value'", params[p].name);
-    /* Time overheads may be 0; efficiencies and bandwidths must be positive. */
     double value;
-    if ((rc = node_value(doc, v, p, "value", params[p].kind != DT_CAL_TIME, &value, err)))
+    char why[160];
+    if ((rc = node_value(doc, v, p, "value", &value, err)))
         return rc;
+    if (!dt_cal_param_in_range(p, value, why, sizeof why))
+        return dt_yfail(doc, v, err, "%s", why);
     struct dt_cal_entry e = {.param = p, .value = value};
     if ((rc = dt_yget_bool(doc, node, "fitted", false, &e.fitted, err)))
         return rc;
@@ -463,15 +561,15 @@ static int load_entry(const struct dt_ydoc *doc, const struct dt_ynode *key,
     if (e.fitted && (!se || !ci))
         return dt_yfail(doc, node, err, "fitted parameter '%s' needs 'stderr' and 'ci95'",
                         params[p].name);
-    if (se && (rc = node_value(doc, se, p, "stderr", false, &e.se, err)))
+    if (se && (rc = node_value(doc, se, p, "stderr", &e.se, err)))
         return rc;
     e.lo = e.hi = value;
     if (ci) {
         if (ci->type != DT_Y_SEQ || ci->n != 2)
             return dt_yfail(doc, ci, err, "ci95 of %s must be a list of two values [low, "
                             "high]", params[p].name);
-        if ((rc = node_value(doc, ci->items[0], p, "ci95", false, &e.lo, err)) ||
-            (rc = node_value(doc, ci->items[1], p, "ci95", false, &e.hi, err)))
+        if ((rc = node_value(doc, ci->items[0], p, "ci95", &e.lo, err)) ||
+            (rc = node_value(doc, ci->items[1], p, "ci95", &e.hi, err)))
             return rc;
         if (!(e.lo <= value && value <= e.hi))
             return dt_yfail(doc, ci, err, "ci95 of %s does not contain its value (low <= value "
@@ -543,9 +641,9 @@ static int load_covariance(const struct dt_ydoc *doc, const struct dt_ynode *nod
 static int load_tree(const struct dt_ydoc *doc, struct dt_calibration *cal,
                      struct dt_error *err)
 {
-    static const char *const top[] = {"format", "created", "host", "tool", "device", "method",
-                                      "data", "fit", "parameters", "covariance", "notes",
-                                      NULL};
+    static const char *const top[] = {"format", "created", "host", "tool", "device",
+                                      "device_name", "method", "data", "fit", "parameters",
+                                      "covariance", "notes", NULL};
     static const char *const fitkeys[] = {"observations", "dof", "residual_sd", "t95",
                                           "mape_pct", NULL};
     static const char *const datakeys[] = {"file", "rows", "host", "when", NULL};
@@ -571,6 +669,14 @@ static int load_tree(const struct dt_ydoc *doc, struct dt_calibration *cal,
     if ((rc = dt_yget_enum(doc, root, "device", false, devices, &dev, err)))
         return rc;
     snprintf(cal->device, sizeof cal->device, "%s", devices[dev]);
+    const struct dt_ynode *devnode = dt_ymap_get(root, "device");
+    if (devnode) {
+        cal->device_line = devnode->line;
+        cal->device_col = devnode->col;
+    }
+    if ((rc = copy_str(doc, root, "device_name", cal->device_name, sizeof cal->device_name,
+                       err)))
+        return rc;
     const struct dt_ynode *data = dt_ymap_get(root, "data");
     if (data) {
         if ((rc = dt_ycheck_seq(doc, data, "data", err)))
@@ -664,7 +770,8 @@ int dt_calibration_interval(const struct dt_calibration *cal, const struct dt_co
     if (rc)
         return rc;
     *value = *lo = *hi = y0;
-    if (!dt_calibration_has_interval(cal) || !(y0 > 0))
+    if (!dt_calibration_has_interval(cal) || !(y0 > 0) ||
+        (kind == DT_CAL_CONFIDENCE && cal->n_cov == 0))
         return DT_OK;
     /* g_k = d log y / d log theta_k by a forward step of 0.1% in theta_k. */
     const double h = 1e-3;
@@ -685,7 +792,9 @@ int dt_calibration_interval(const struct dt_calibration *cal, const struct dt_co
     if (kind == DT_CAL_PREDICTION)
         var += cal->resid_sd * cal->resid_sd;
     double half = cal->t95 * sqrt(fmax(var, 0));
-    *lo = y0 * exp(-half);
-    *hi = y0 * exp(half);
+    if (half > 0) { /* else none: a zero-width interval would claim certainty */
+        *lo = y0 * exp(-half);
+        *hi = y0 * exp(half);
+    }
     return DT_OK;
 }

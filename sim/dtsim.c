@@ -637,8 +637,10 @@ static void fill_ranking(struct dt_table *tb, const struct options *o, const str
             price_cell(tb, r->price_h, r->epoch_s);
         if (oc.price_run)
             price_cell(tb, r->price_h, r->epoch_s * o->epochs);
-        if (oc.interval)
+        if (oc.interval && r->epoch_hi_s > r->epoch_lo_s)
             dt_table_cell(tb, "[%.2f, %.2f]", r->epoch_lo_s, r->epoch_hi_s);
+        else if (oc.interval)
+            dt_table_cell(tb, "none");
     }
 }
 
@@ -693,10 +695,16 @@ static int print_table(FILE *out, const struct options *o, const struct dt_model
         return -1;
     print_pipelines(out, m, rows, n);
     if (calibration_path)
-        fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs; 95%% prediction interval "
-                     "from the parameters' covariance and the fit's residual spread)\n",
-                calibration_path, calibration.tool[0] ? calibration.tool : "dtvalidate",
-                calibration.n_obs);
+        fprintf(out, "\ncost parameters: %s (fitted by %s on %d runs%s%s; %s)\n",
+                calibration.path, calibration.tool[0] ? calibration.tool : "dtvalidate",
+                calibration.n_obs, calibration.device_name[0] ? " of " : "",
+                calibration.device_name,
+                !dt_calibration_has_interval(&calibration)
+                    ? "no interval: the file has neither a covariance nor a residual spread"
+                : calibration.n_cov ? "95% prediction interval from the parameters' "
+                                      "covariance and the fit's residual spread"
+                                    : "95% prediction interval from the fit's residual spread "
+                                      "alone: the file has no covariance");
     fprintf(out, "\nepoch = floor(samples / global batch) iterations x iteration time (the "
                  "final partial batch is dropped, as dtexec does)%s; compute/comm/idle: mean "
                  "per rank per iteration; mem: the largest rank (weights + gradients + "
@@ -737,8 +745,10 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
                     r->price_h * r->epoch_s * o->epochs / 3600);
         else
             fputs(",,,", out);
-        if (calibration_path)
+        if (calibration_path && r->epoch_hi_s > r->epoch_lo_s)
             fprintf(out, ",%.9g,%.9g", r->epoch_lo_s, r->epoch_hi_s);
+        else if (calibration_path)
+            fputs(",,", out);
         fputc('\n', out);
     }
 }
@@ -759,9 +769,11 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
             snprintf(usd, sizeof usd, "%.6g, \"usd_per_epoch\": %.6g, \"usd_per_run\": %.6g",
                      r->price_h, r->price_h * r->epoch_s / 3600,
                      r->price_h * r->epoch_s * o->epochs / 3600);
-        if (calibration_path)
+        if (calibration_path && r->epoch_hi_s > r->epoch_lo_s)
             snprintf(iv, sizeof iv, ", \"epoch_low_s\": %.9g, \"epoch_high_s\": %.9g",
                      r->epoch_lo_s, r->epoch_hi_s);
+        else if (calibration_path)
+            snprintf(iv, sizeof iv, ", \"epoch_low_s\": null, \"epoch_high_s\": null");
         if (r->stages) {
             char sc[4096], sa[4096];
             stage_list(sc, sizeof sc, r->stage_compute_s, r->stages, ", ");
@@ -1036,6 +1048,22 @@ static int recommend(const struct options *o, const struct dt_model *model,
     return rc == DT_EINPUT ? 2 : rc ? 1 : 0;
 }
 
+/* A calibration fitted on another kind of device is refused; on another device of the same
+ * kind, applied with a warning naming both. */
+static int check_calibration_device(const struct dt_topology *topo)
+{
+    char warn[512];
+    struct dt_error err;
+    dt_error_clear(&err);
+    if (dt_calibration_check_device(&calibration, topo, warn, sizeof warn, &err)) {
+        dt_error_print(prog, &err);
+        return 2;
+    }
+    if (warn[0])
+        fprintf(stderr, "%s: warning: %s\n", prog, warn);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {.model = DEFAULT_MODEL, .epochs = 1};
@@ -1057,7 +1085,11 @@ int main(int argc, char **argv)
     if (calibration_path) {
         struct dt_error cerr;
         dt_error_clear(&cerr);
-        if (dt_calibration_load(calibration_path, &calibration, &cerr)) {
+        /* a path, or a shipped calibration by name: calibrations/NAME.yaml */
+        static char cal_file[1024];
+        if (dt_locate_data("--calibration", "calibrations", calibration_path, cal_file,
+                           sizeof cal_file, &cerr) ||
+            dt_calibration_load(cal_file, &calibration, &cerr)) {
             dt_error_print(prog, &cerr);
             dt_split_finalize();
             return 2;
@@ -1072,6 +1104,12 @@ int main(int argc, char **argv)
     }
     if (!o.dataset_size) /* the model's dataset, else MNIST's 60,000 */
         o.dataset_size = model && model->dataset_samples ? model->dataset_samples : 60000;
+    if (calibration_path && (rc = check_calibration_device(topo))) {
+        dt_model_destroy(model);
+        dt_topology_destroy(topo);
+        dt_split_finalize();
+        return rc;
+    }
     FILE *out = stdout, *trace = NULL;
     struct row *rows = NULL;
     int n_rows = 0, cap = 0, trace_pid = 1;

@@ -298,6 +298,135 @@ static void test_error_unknown_key(void **state)
     expect_error(HEAD "paramters: {}\n", 2, 1, "unknown key 'paramters'");
 }
 
+/* Ensure that values outside what a device can be are refused at the value, as in topology
+ * files: an efficiency above 1 (more than the peak), a vanishing one, a 1 B/s link, a
+ * negative or absurd time. */
+static void test_error_out_of_range(void **state)
+{
+    (void)state;
+    expect_error(HEAD "parameters:\n  eff_conv: {value: 1.5}\n", 3, 21,
+                 "eff_conv = 1.5 is out of range (a fraction of the device's peak");
+    expect_error(HEAD "parameters:\n  eff_gemm: {value: 1e-300}\n", 3, 21, "out of range");
+    expect_error(HEAD "parameters:\n  nic_bw: {value: 1 B/s}\n", 3, 19,
+                 "nic_bw = 1 is out of range (a bandwidth from 1 MB/s to 100 TB/s)");
+    expect_error(HEAD "parameters:\n  op_overhead: {value: 5 s}\n", 3, 24,
+                 "0 or a time from 1 ns to 1 s");
+    expect_error(HEAD "parameters:\n  intra_lat: {value: -1 us}\n", 3, 22, "negative");
+}
+
+/* Ensure that a calibration records the device it was fitted on (several names for runs on
+ * two devices of a kind) and that the file keeps them. */
+static void test_device_roundtrip(void **state)
+{
+    (void)state;
+    struct dt_calibration a, b;
+    fill(&a);
+    struct dt_device_spec v100 = {.kind = DT_DEV_GPU, .name = "NVIDIA Tesla V100 SXM2 32GB"};
+    struct dt_device_spec v100b = {.kind = DT_DEV_GPU, .name = "NVIDIA Tesla V100 SXM3 32GB"};
+    dt_calibration_add_device(&a, &v100);
+    dt_calibration_add_device(&a, &v100b);
+    dt_calibration_add_device(&a, &v100); /* listed once */
+    assert_string_equal(a.device, "gpu");
+    assert_string_equal(a.device_name,
+                        "NVIDIA Tesla V100 SXM2 32GB; NVIDIA Tesla V100 SXM3 32GB");
+    save_and_load(&a, &b);
+    assert_string_equal(b.device, "gpu");
+    assert_string_equal(b.device_name, a.device_name);
+    assert_true(b.device_line > 0);
+}
+
+static struct dt_topology *one_device(struct dt_node_group *g, enum dt_device_kind kind,
+                                      const char *name, struct dt_topology *t)
+{
+    memset(g, 0, sizeof *g);
+    memset(t, 0, sizeof *t);
+    g->device.kind = kind;
+    snprintf(g->device.name, sizeof g->device.name, "%s", name);
+    snprintf(t->name, sizeof t->name, "t");
+    t->n_groups = 1;
+    t->groups = g;
+    return t;
+}
+
+/* Ensure that a calibration applied to another device kind is refused at its `device:` line
+ * naming both devices, and to another device of its kind is allowed with a warning that
+ * names both; a listed device gets no warning. */
+static void test_device_check(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dt_calibration_load_string("cal.yaml", HEAD "device: gpu\n"
+                                                 "device_name: \"V100; V100b\"\n"
+                                                 "parameters: {}\n", &cal, &err), DT_OK);
+    struct dt_node_group g;
+    struct dt_topology t;
+    char warn[512];
+    assert_int_equal(dt_calibration_check_device(&cal, one_device(&g, DT_DEV_CPU, "Xeon", &t),
+                                                 warn, sizeof warn, &err), DT_EINPUT);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.col, 9);
+    assert_non_null(strstr(err.msg, "fitted on V100; V100b (gpu) cannot be applied"));
+    assert_non_null(strstr(err.msg, "'Xeon' are cpus"));
+    assert_int_equal(dt_calibration_check_device(&cal, one_device(&g, DT_DEV_GPU, "A100", &t),
+                                                 warn, sizeof warn, &err), DT_OK);
+    assert_non_null(strstr(warn, "fitted on 'V100; V100b' applied to 'A100'"));
+    assert_int_equal(dt_calibration_check_device(&cal, one_device(&g, DT_DEV_GPU, "V100b", &t),
+                                                 warn, sizeof warn, &err), DT_OK);
+    assert_string_equal(warn, "");
+    /* a prefix of a listed name is another device */
+    assert_int_equal(dt_calibration_check_device(&cal, one_device(&g, DT_DEV_GPU, "V10", &t),
+                                                 warn, sizeof warn, &err), DT_OK);
+    assert_true(warn[0] != '\0');
+}
+
+/* Ensure that a calibration without a covariance gives a prediction interval from its
+ * residual spread alone (y exp(-/+ t95 s)), no confidence interval, and none at all (lo = hi,
+ * never a zero-width interval presented as one) without a residual spread. */
+static void test_interval_without_covariance(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    dt_calibration_init(&cal);
+    dt_calibration_set(&cal, DT_CAL_ITER_OVERHEAD, 0.1);
+    cal.dof = 5;
+    cal.t95 = 2.570581836;
+    cal.resid_sd = 0.05;
+    assert_true(dt_calibration_has_interval(&cal));
+    struct dt_cost_params base;
+    dt_cost_defaults(&base, DT_DEV_CPU);
+    double y, lo, hi;
+    struct dt_error err;
+    assert_int_equal(dt_calibration_interval(&cal, &base, DT_CAL_PREDICTION, twice_overhead,
+                                             NULL, &y, &lo, &hi, &err), DT_OK);
+    assert_true(fabs(lo - 0.2 * exp(-cal.t95 * 0.05)) < 1e-12);
+    assert_true(fabs(hi - 0.2 * exp(cal.t95 * 0.05)) < 1e-12);
+    assert_int_equal(dt_calibration_interval(&cal, &base, DT_CAL_CONFIDENCE, twice_overhead,
+                                             NULL, &y, &lo, &hi, &err), DT_OK);
+    assert_true(lo == y && hi == y);
+    cal.resid_sd = 0;
+    assert_false(dt_calibration_has_interval(&cal));
+    assert_int_equal(dt_calibration_interval(&cal, &base, DT_CAL_PREDICTION, twice_overhead,
+                                             NULL, &y, &lo, &hi, &err), DT_OK);
+    assert_true(lo == y && hi == y);
+}
+
+/* Ensure that what a fit produced out of range is caught before it is written. */
+static void test_check_values(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    dt_calibration_init(&cal);
+    dt_calibration_set(&cal, DT_CAL_EFF_GEMM, 0.6);
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dt_calibration_check_values(&cal, &err), DT_OK);
+    dt_calibration_set(&cal, DT_CAL_EFF_GEMM, 1.3);
+    assert_int_equal(dt_calibration_check_values(&cal, &err), DT_EINPUT);
+    assert_non_null(strstr(err.msg, "eff_gemm = 1.3 is out of range"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +444,11 @@ int main(void)
         cmocka_unit_test(test_error_asymmetric),
         cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_error_unknown_key),
+        cmocka_unit_test(test_error_out_of_range),
+        cmocka_unit_test(test_device_roundtrip),
+        cmocka_unit_test(test_device_check),
+        cmocka_unit_test(test_interval_without_covariance),
+        cmocka_unit_test(test_check_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -284,9 +284,8 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
                        "runs (dropped: %s)", dropped);
     const struct dtv_fit *F = &out->fit;
     /* fill the calibration */
-    const struct dtv_run *r0 = &set->runs[out->used[0]];
-    snprintf(cal->device, sizeof cal->device, "%s",
-             r0->topo->groups[0].device.kind == DT_DEV_GPU ? "gpu" : "cpu");
+    for (int i = 0; i < n; i++)
+        dt_calibration_add_device(cal, &set->runs[out->used[i]].topo->groups[0].device);
     dtv_stamp(cal);
     snprintf(cal->method, sizeof cal->method,
              "nonlinear least squares (GSL gsl_multifit_nlinear, trust region, LM, finite-"

@@ -16,6 +16,7 @@
 #include "check.h"
 #include "dt/calibration.h"
 #include "dt/datafile.h"
+#include "gpureport.h"
 #include "loop.h"
 #include "ops.h"
 #include "plot.h"
@@ -57,7 +58,12 @@ static void usage(FILE *f)
         "                       on 2 ranks), calibrate, validate, plot\n"
         "  ops RECORDS TRACE    a per-op trace (dtexec --ops-csv) against the cost model, op by\n"
         "                       op, with per-class efficiencies fitted from it (-o writes them);\n"
-        "                       the run is the last record of RECORDS\n\n"
+        "                       the run is the last record of RECORDS\n"
+        "  gpu [TABLE]          per-device GPU calibrations (v100, a100) fitted on NVIDIA's\n"
+        "                       published throughput (default gpu-published.csv), and what\n"
+        "                       they predict: 1-GPU -> multi-GPU rows, one framework -> the\n"
+        "                       others, V100 -> A100 and back; --dir DIR writes DIR/v100.yaml\n"
+        "                       and DIR/a100.yaml\n\n"
         "How predictions are made (compare, plot; default --loo):\n"
         "  -c, --calibration FILE  use this calibration for every run\n"
         "      --loo               leave-one-out: each run predicted by a fit on the others\n"
@@ -171,9 +177,9 @@ static const struct {
     {OPT_TRAIN, "--train", " compare plot loop "},
     {OPT_UNCAL, "--uncalibrated", " compare plot "},
     {OPT_USE, "--use", " calibrate "},
-    {OPT_FIT, "--fit", " calibrate compare plot seed002 loop "},
+    {OPT_FIT, "--fit", " calibrate compare plot seed002 loop gpu "},
     {'o', "--output", " calibrate seed002 ops "},
-    {'d', "--dir", " plot loop "},
+    {'d', "--dir", " plot loop gpu "},
     {OPT_PLOTS, "--plots", " compare seed002 "},
     {'f', "--format", " predict compare "},
     {OPT_TOPOLOGY, "--topology", " calibrate predict compare plot ops loop "},
@@ -422,6 +428,13 @@ static int save_calibration(const char *path, const struct dt_calibration *cal, 
 {
     struct dt_error err;
     dt_error_clear(&err);
+    if (dt_calibration_check_values(cal, &err)) {
+        fprintf(stderr, "%s: %s: not written: %s (an efficiency above 1: the runs went "
+                "faster than the topology's peak allows, so check its `peak:` or the work the "
+                "model counts; otherwise the model misses something these runs show)\n", prog,
+                path, err.msg);
+        return 1;
+    }
     int rc = dt_calibration_save(path, cal, &err);
     if (rc)
         return fail(&err, rc);
@@ -473,11 +486,23 @@ done:
     return rc;
 }
 
-static int load_calibration(const char *path, struct dt_calibration *cal)
+/* A calibration by path or by name (calibrations/NAME.yaml), checked against the device of
+ * every run it will predict: another kind is refused, another name warned about once. */
+static int load_calibration(const char *path, const struct dtv_runset *set,
+                            struct dt_calibration *cal)
 {
     struct dt_error err;
     dt_error_clear(&err);
-    int rc = dt_calibration_load(path, cal, &err);
+    char file[1024], warn[512], last[512] = "";
+    int rc = dt_locate_data("--calibration", "calibrations", path, file, sizeof file, &err);
+    if (!rc)
+        rc = dt_calibration_load(file, cal, &err);
+    for (int i = 0; i < set->n && !rc; i++) {
+        rc = dt_calibration_check_device(cal, set->runs[i].topo, warn, sizeof warn, &err);
+        if (!rc && warn[0] && strcmp(warn, last) != 0)
+            fprintf(stderr, "%s: warning: %s\n", prog, warn);
+        snprintf(last, sizeof last, "%s", warn);
+    }
     return rc ? fail(&err, rc) : 0;
 }
 
@@ -490,7 +515,7 @@ static int cmd_predict(const struct options *o)
     dtv_runset_init(&set);
     int rc = load_inputs(o, &set, &err);
     if (!rc && o->calibration)
-        rc = load_calibration(o->calibration, &cal);
+        rc = load_calibration(o->calibration, &set, &cal);
     if (rc)
         goto done;
     int w = dtv_label_width(&set);
@@ -564,7 +589,7 @@ static int cmd_compare(const struct options *o, bool plot)
     if (!rc)
         rc = get_spec(o, &spec, &given);
     if (!rc && o->calibration)
-        rc = load_calibration(o->calibration, &cal);
+        rc = load_calibration(o->calibration, &set, &cal);
     if (rc) {
         dtv_runset_free(&set);
         return rc;
@@ -724,7 +749,7 @@ static int cmd_ops(const struct options *o)
         dtv_runset_free(&set);
         return fail(&err, rc);
     }
-    if (o->calibration && (rc = load_calibration(o->calibration, &cal))) {
+    if (o->calibration && (rc = load_calibration(o->calibration, &set, &cal))) {
         dtv_runset_free(&set);
         return rc;
     }
@@ -746,6 +771,26 @@ static int cmd_ops(const struct options *o)
     }
     dtv_runset_free(&set);
     return rc;
+}
+
+static int cmd_gpu(const struct options *o)
+{
+    if (o->n_inputs > 1) {
+        fprintf(stderr, "%s: gpu takes at most one TABLE (got '%s' too)\n", prog, o->inputs[1]);
+        return 2;
+    }
+    struct dtv_fitspec spec;
+    bool given;
+    int rc = get_spec(o, &spec, &given);
+    if (rc || (o->dir && (rc = prepare_dir("--dir", o->dir))))
+        return rc ? rc : 2;
+    struct dtv_gpu_options go = {.table = o->n_inputs ? o->inputs[0] : NULL,
+                                 .spec = given ? &spec : NULL, .dir = o->dir,
+                                 .verbose = o->quiet ? NULL : stderr};
+    struct dt_error err;
+    dt_error_clear(&err);
+    rc = dtv_gpu_report(&go, stdout, &err);
+    return rc ? fail(&err, rc) : 0;
 }
 
 static int cmd_loop(const struct options *o, const char *argv0)
@@ -788,13 +833,13 @@ int main(int argc, char **argv)
         return 0;
     }
     static const char *const commands[] = {"calibrate", "predict", "compare", "plot",
-                                           "seed002", "loop", "ops", NULL};
+                                           "seed002", "loop", "ops", "gpu", NULL};
     bool known = false;
     for (const char *const *c = commands; *c; c++)
         known = known || strcmp(*c, cmd) == 0;
     if (!known) {
         fprintf(stderr, "%s: unknown command '%s' (commands: calibrate predict compare plot "
-                        "seed002 loop ops; see --help)\n", prog, cmd);
+                        "seed002 loop ops gpu; see --help)\n", prog, cmd);
         return 2;
     }
     o.command = cmd;
@@ -817,5 +862,7 @@ int main(int argc, char **argv)
         return cmd_seed002(&o);
     if (strcmp(cmd, "ops") == 0)
         return cmd_ops(&o);
+    if (strcmp(cmd, "gpu") == 0)
+        return cmd_gpu(&o);
     return cmd_loop(&o, argv[0]);
 }

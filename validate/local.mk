@@ -20,6 +20,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/plot.c validate/plot.h \
 	validate/loop.c validate/loop.h \
 	validate/ops.c validate/ops.h \
+	validate/published.c validate/published.h validate/gpureport.c validate/gpureport.h \
 	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c
 DTVALIDATE_LIBS = validate/libdtvalidate.a sim/libdtsimengine.a $(DTCORE_LIBS)
 
@@ -50,3 +51,12 @@ tests_test_fit_LDADD = $(DTVALIDATE_LIBS) $(CMOCKA_LIBS)
 
 TESTS += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh
 EXTRA_DIST += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh
+
+# GPU calibrations fitted by `dtvalidate gpu --dir calibrations`, found by name
+# (dtsim --calibration a100); see calibrations/README.md.
+calibrationsdir = $(pkgdatadir)/calibrations
+dist_calibrations_DATA = $(wildcard $(srcdir)/calibrations/*.yaml)
+EXTRA_DIST += calibrations/README.md
+
+TESTS += tests/test_gpu_calibration.sh
+EXTRA_DIST += tests/test_gpu_calibration.sh

@@ -372,8 +372,7 @@ void dtv_ops_calibration(const struct dtv_run *run, const char *path,
 {
     dt_calibration_init(cal);
     dtv_stamp(cal);
-    snprintf(cal->device, sizeof cal->device, "%s",
-             run->topo->groups[0].device.kind == DT_DEV_GPU ? "gpu" : "cpu");
+    dt_calibration_add_device(cal, &run->topo->groups[0].device);
     snprintf(cal->method, sizeof cal->method,
              "per class, linear least squares (GSL gsl_fit_linear) of the per-op median "
              "durations of a dtexec trace on their FLOPs: eff = 1 / (slope x peak)");

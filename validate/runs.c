@@ -36,7 +36,7 @@ void dtv_runset_free(struct dtv_runset *set)
 
 /* ---- caches ---- */
 
-static int get_model(struct dtv_runset *set, const char *name, const char *file, int line,
+int dtv_runset_model(struct dtv_runset *set, const char *name, const char *file, int line,
                      int col, const struct dt_model **out, struct dt_error *err)
 {
     char path[1024];
@@ -69,7 +69,7 @@ static int get_model(struct dtv_runset *set, const char *name, const char *file,
 
 /* The topology file `name`, reshaped to nodes x ppn when both are > 0 and differ from its
  * shape. */
-static int get_topo(struct dtv_runset *set, const char *name, int nodes, int ppn,
+int dtv_runset_topo(struct dtv_runset *set, const char *name, int nodes, int ppn,
                     const char *file, int line, int col, const struct dt_topology **out,
                     struct dt_error *err)
 {
@@ -116,7 +116,7 @@ static int get_topo(struct dtv_runset *set, const char *name, int nodes, int ppn
     return DT_OK;
 }
 
-static struct dtv_run *new_run(struct dtv_runset *set, const char *file, int line)
+struct dtv_run *dtv_runset_new_run(struct dtv_runset *set, const char *file, int line)
 {
     if (set->n == set->cap) {
         int cap = set->cap ? 2 * set->cap : 16;
@@ -186,7 +186,7 @@ static void name_run(struct dtv_run *run)
 }
 
 /* Builds the plan of a run whose configuration is complete; fills the derived fields. */
-static int finish_run(struct dtv_run *run, int col, struct dt_error *err)
+int dtv_run_finish(struct dtv_run *run, int col, struct dt_error *err)
 {
     const struct dt_topology *t = run->topo;
     if (run->ranks < 1)
@@ -460,7 +460,7 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
         if (s->type != DTV_J_OBJ)
             return rec_fail(c, s, "'%s' must be an object", sections[i]);
     }
-    struct dtv_run *run = new_run(set, c->file, c->line);
+    struct dtv_run *run = dtv_runset_new_run(set, c->file, c->line);
     if (!run)
         return dt_fail(c->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     const char *model = NULL, *model_path = NULL, *topo = NULL, *topo_path = NULL;
@@ -532,7 +532,7 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
     snprintf(run->when, sizeof run->when, "%s", when ? when : "");
     snprintf(run->model_name, sizeof run->model_name, "%s", model);
     const struct dtv_json *mf = field(rec, "config", model_path ? "model_path" : "model");
-    if ((rc = get_model(set, model_path ? model_path : model, c->file, c->line, mf->col,
+    if ((rc = dtv_runset_model(set, model_path ? model_path : model, c->file, c->line, mf->col,
                         &run->model, c->err)))
         return rc;
     /* The topology the run used: its file, else one named like it, else the caller's. */
@@ -547,7 +547,7 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
                         "FILE for such records", topo ? topo : "?");
     snprintf(run->topo_name, sizeof run->topo_name, "%s", tname);
     const struct dtv_json *tf = field(rec, "config", "topology");
-    if ((rc = get_topo(set, tname, 0, 0, c->file, c->line, tf ? tf->col : 0, &run->topo,
+    if ((rc = dtv_runset_topo(set, tname, 0, 0, c->file, c->line, tf ? tf->col : 0, &run->topo,
                        c->err)))
         return rc;
     /* Bytes read at start: uint8 inputs of the samples each rank loads (real data only). */
@@ -555,7 +555,7 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
         double in = (double)dt_shape_size(&run->model->input);
         run->data_bytes = (train + test) * (in + 1);
     }
-    if ((rc = finish_run(run, field(rec, "config", "strategy")->col, c->err)))
+    if ((rc = dtv_run_finish(run, field(rec, "config", "strategy")->col, c->err)))
         return rc;
     if ((rc = read_alloc(c, rec, run))) {
         dt_plan_destroy(run->plan);
@@ -807,7 +807,7 @@ static int table_row(struct dtv_runset *set, const struct table *t, int line, ch
                        "%d fields where the header has %d", n, t->n_cols);
     struct row r;
     row_values(t, line, f, cols, &r);
-    struct dtv_run *run = new_run(set, t->path, line);
+    struct dtv_run *run = dtv_runset_new_run(set, t->path, line);
     if (!run)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     static const char *const need[] = {"model", "strategy", "batch", "dataset_size", "topology"};
@@ -845,11 +845,11 @@ static int table_row(struct dtv_runset *set, const struct table *t, int line, ch
     /* what finish_run refuses is this row's: at its strategy field, or the whole row when the
      * strategy is a table-wide setting (its column is on another line) */
     int strategy_col = r.line[C_STRATEGY] == line ? r.col[C_STRATEGY] : 0;
-    if ((rc = get_model(set, r.val[C_MODEL], t->path, r.line[C_MODEL], r.col[C_MODEL],
+    if ((rc = dtv_runset_model(set, r.val[C_MODEL], t->path, r.line[C_MODEL], r.col[C_MODEL],
                         &run->model, err)) ||
-        (rc = get_topo(set, run->topo_name, (int)nodes, (int)ppn, t->path, r.line[C_TOPOLOGY],
+        (rc = dtv_runset_topo(set, run->topo_name, (int)nodes, (int)ppn, t->path, r.line[C_TOPOLOGY],
                        r.col[C_TOPOLOGY], &run->topo, err)) ||
-        (rc = finish_run(run, strategy_col, err)))
+        (rc = dtv_run_finish(run, strategy_col, err)))
         return rc;
     run->iters_per_epoch = ((long)dataset + run->global_batch - 1) / run->global_batch;
     if (r.val[C_EPOCH] && !r.val[C_ITER])

@@ -97,6 +97,19 @@ void dtv_runset_free(struct dtv_runset *set);
 int dtv_runset_load(struct dtv_runset *set, const char *path,
                     const struct dtv_load_options *opt, struct dt_error *err);
 
+/* For readers of other formats (published.c): the model and the topology (reshaped to
+ * nodes x ppn when both are > 0) by name, loaded once per set, errors at file:line:col; a new
+ * run at the end of the set (counted once the caller does set->n++); the run's plan built
+ * from its configuration (model, topo, strategy, scaling, batch, ranks, opt), its derived
+ * fields filled, errors at the run's line and column col. */
+int dtv_runset_model(struct dtv_runset *set, const char *name, const char *file, int line,
+                     int col, const struct dt_model **out, struct dt_error *err);
+int dtv_runset_topo(struct dtv_runset *set, const char *name, int nodes, int ppn,
+                    const char *file, int line, int col, const struct dt_topology **out,
+                    struct dt_error *err);
+struct dtv_run *dtv_runset_new_run(struct dtv_runset *set, const char *file, int line);
+int dtv_run_finish(struct dtv_run *run, int col, struct dt_error *err);
+
 /* Opens an input file for reading; a directory or a file that cannot be opened is DT_EINPUT
  * (NULL, with err set; `what` says what the file should have been). */
 FILE *dtv_open_input(const char *path, const char *what, struct dt_error *err);

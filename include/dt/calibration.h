@@ -91,6 +91,9 @@ struct dt_calibration {
     char host[256];         /* where dtvalidate ran */
     char tool[128];         /* "dtvalidate 0.1.0 (git ...)" */
     char device[8];         /* "cpu" or "gpu": the defaults the unlisted parameters keep */
+    char device_name[256];  /* the topologies' device names it was fitted on, "; "-separated
+                               ("" unknown) */
+    int device_line, device_col;    /* where the file says `device:` (0 when absent) */
     char method[256];       /* how the fit was made */
     char notes[2048];       /* what was fixed and why; what did not fit */
     int n_data;
@@ -115,8 +118,30 @@ struct dt_cal_entry *dt_calibration_set(struct dt_calibration *cal, enum dt_cal_
                                         double value);
 const struct dt_cal_entry *dt_calibration_find(const struct dt_calibration *cal,
                                                enum dt_cal_param p);
-/* Whether the file carries what an interval needs (a covariance and dof >= 1). */
+/* Whether the file carries what an interval needs: dof >= 1, t95 > 0, and a covariance or a
+ * residual spread (resid_sd > 0: without a covariance the interval is the residual spread
+ * alone). */
 bool dt_calibration_has_interval(const struct dt_calibration *cal);
+
+/* Whether v is a sensible value of p: an efficiency in [1e-6, 1] (a fraction of the
+ * device's peak), a bandwidth in [1 MB/s, 100 TB/s] (the topology files' range), a time 0 or
+ * in [1 ns, 1 s] (iter_overhead: 1 h). Otherwise false, with a sentence in why. */
+bool dt_cal_param_in_range(enum dt_cal_param p, double v, char *why, size_t len);
+/* DT_EINPUT (err says which) when an entry is out of its range: what a fit wrote must load. */
+int dt_calibration_check_values(const struct dt_calibration *cal, struct dt_error *err);
+
+/* Records that cal is fitted on device d: its kind, and its name added to device_name
+ * ("A; B" when runs on two devices of a kind were fitted together). */
+void dt_calibration_add_device(struct dt_calibration *cal, const struct dt_device_spec *d);
+
+/* Whether cal may be applied to the devices of topo. A device of another kind than the one
+ * it was fitted on (a CPU calibration on a GPU) is refused: DT_EINPUT at the file's
+ * `device:` line, naming both. A device of the same kind with another name (fitted on a
+ * V100, applied to an A100) is allowed with a warning in warn naming both (its efficiencies
+ * are fractions of the other device's peaks); warn is "" when the names agree or the file
+ * names no device. */
+int dt_calibration_check_device(const struct dt_calibration *cal, const struct dt_topology *topo,
+                                char *warn, size_t len, struct dt_error *err);
 
 /* Loads path; errors as file:line:column (status DT_EINPUT). */
 int dt_calibration_load(const char *path, struct dt_calibration *cal, struct dt_error *err);
@@ -140,7 +165,8 @@ enum dt_cal_interval { DT_CAL_CONFIDENCE, DT_CAL_PREDICTION };
 /* The prediction with the calibration applied to base, and its 95% interval [lo, hi] by the
  * delta method above (n_cov + 1 calls of fn). Without an interval in the file, lo = hi = value.
  * DT_CAL_CONFIDENCE: parameter uncertainty only; DT_CAL_PREDICTION: plus the fit's residual
- * variance. */
+ * variance (alone when the file has no covariance). An interval of zero width is none:
+ * lo = hi = value. */
 int dt_calibration_interval(const struct dt_calibration *cal, const struct dt_cost_params *base,
                             enum dt_cal_interval kind, dt_cal_predict_fn fn, void *ctx,
                             double *value, double *lo, double *hi, struct dt_error *err);

@@ -1,0 +1,103 @@
+#!/bin/sh
+# GPU calibrations: `dtvalidate gpu` on NVIDIA's published table (every row simulated or left
+# out with its reason; the reports; calibrations written only in range), bad rows of the table
+# at file:line:column, and what dtsim does with a calibration: found by name, refused on
+# another device kind, warned about on another device, an interval from the residual spread
+# without a covariance and none without either, out-of-range values refused.
+. "${top_srcdir:=..}/tests/testlib.sh"
+dtv="$top_builddir/dtvalidate"
+dtsim="$top_builddir/dtsim"
+csv="$top_srcdir/validate/data/gpu-published.csv"
+
+# The reports: every row of the table is either simulated or listed as left out.
+if "$dtv" gpu -q --dir "$tmp/cal" "$csv" >"$tmp/gpu.out" 2>"$tmp/gpu.err"; then
+  ok "dtvalidate gpu runs"
+else
+  bad "dtvalidate gpu: $(cat "$tmp/gpu.err")"
+fi
+rows=$(grep -vc '^#' "$csv")
+sim=$(sed -n 's/.*: \([0-9]*\) rows the simulator runs, \([0-9]*\) left out.*/\1 \2/p' "$tmp/gpu.out")
+left=$(grep -c '^  line  *[0-9]' "$tmp/gpu.out")
+set -- $sim
+[ $# -eq 2 ] && [ $(($1 + $2)) -eq $((rows - 1)) ] && [ "$left" -eq "$2" ] &&
+  ok "all $((rows - 1)) rows simulated ($1) or left out with a reason ($2)" ||
+  bad "rows: '$sim', $left reasons listed, table has $((rows - 1))"
+for title in "v100: calibration on all" "v100: fit on the 1-GPU rows, predict the multi-GPU" \
+  "v100: fit on pytorch, predict the other frameworks" "fit on v100, predict a100 from its" \
+  "fit on a100, predict v100 from its"; do
+  grep -q "^$title" "$tmp/gpu.out" && ok "report: $title" || bad "no report '$title'"
+done
+# A device's calibration is written exactly when its values are in range, and then loads.
+for dev in v100 a100; do
+  if [ -f "$tmp/cal/$dev.yaml" ]; then
+    grep -q "written to $tmp/cal/$dev.yaml" "$tmp/gpu.out" &&
+      "$dtsim" -t dgx-a100 -m resnet50-imagenet -s ring --calibration "$tmp/cal/$dev.yaml" \
+        >/dev/null 2>&1 && ok "$dev.yaml written and loads" || bad "$dev.yaml"
+  else
+    sed -n "/^$dev: calibration/,/^\$/p" "$tmp/gpu.out" >"$tmp/$dev.part"
+    if grep -q "out of range" "$tmp/$dev.part" && grep -q "not written" "$tmp/$dev.part"; then
+      ok "$dev: not written, out of range"
+    elif grep -q "no calibration for $dev" "$tmp/$dev.part"; then
+      ok "$dev: no rows to fit, no file"
+    else
+      bad "$dev: no file and no reason: $(cat "$tmp/$dev.part")"
+    fi
+  fi
+done
+
+# Bad rows of the table, each at its line and column.
+bad_row() { # name, sed expression on line 28 (a V100 fp32 row), expected text
+  sed "28$2" "$csv" >"$tmp/bad.csv"
+  expect_error "table: $1" "$3" "$dtv" gpu -q "$tmp/bad.csv"
+}
+bad_row "precision" 's/,fp32,/,fp12,/' "bad.csv:28:40: precision: 'fp12' is not one of fp32, tf32, amp"
+bad_row "throughput" 's/,367,/,367 img\/s,/' "bad.csv:28:52: throughput: expected a positive number"
+bad_row "gpus" 's/,1,resnet50/,0,resnet50/' "bad.csv:28:29: gpus: expected a whole number"
+bad_row "system" 's/DGX-1/DGX-9/' "bad.csv:28:13: system 'DGX-9' with GPU 'V100-16GB': no topology"
+bad_row "too many GPUs" 's/,1,resnet50/,9,resnet50/' "bad.csv:28:29: gpus: 9 GPUs do not fill 'DGX-1'"
+bad_row "unit" 's/img\/s/seq\/s/' "bad.csv:28:56: unit: resnet50 is measured in img/s"
+bad_row "fields" 's/$/,extra/' "bad.csv:28:1: 12 fields where the header has 11"
+sed 's/^source,/src,/' "$csv" >"$tmp/bad.csv"
+expect_error "table: header" "bad.csv:23:1: column 1 is 'src', expected 'source'" \
+  "$dtv" gpu -q "$tmp/bad.csv"
+expect_error "gpu: two tables" "gpu takes at most one TABLE" "$dtv" gpu "$csv" "$csv"
+
+# Calibrations applied by dtsim, found by name through DTSIM_DATADIR.
+mkdir -p "$tmp/data/calibrations"
+cal() { # name, device, device_name, fit block, eff_gemm value
+  printf 'format: dtsim-calibration/1\ndevice: %s\ndevice_name: "%s"\n%bparameters:\n  eff_gemm: {value: %s}\n' \
+    "$2" "$3" "$4" "$5" >"$tmp/data/calibrations/$1.yaml"
+}
+cal v100x gpu "NVIDIA Tesla V100 SXM2 32GB" 'fit: {observations: 8, dof: 6, residual_sd: 0.05, t95: 2.447}\n' 0.6
+cal nocov gpu "NVIDIA A100 SXM4 80GB" 'fit: {observations: 8, dof: 6, residual_sd: 0.05, t95: 2.447}\n' 0.6
+cal nospread gpu "NVIDIA A100 SXM4 80GB" '' 0.6
+cal cpu cpu "Intel Xeon" '' 0.3
+cal toofast gpu "NVIDIA A100 SXM4 80GB" '' 1.4
+run() { DTSIM_DATADIR="$tmp/data" "$dtsim" -m resnet50-imagenet -s ring -b 64 "$@"; }
+
+run -t dgx-a100 --calibration v100x >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "warning: calibration fitted on 'NVIDIA Tesla V100 SXM2 32GB' applied to 'NVIDIA A100 SXM4 80GB'" "$tmp/err" &&
+  ok "by name; another device of the kind: warned by name" || bad "v100x on dgx-a100: $(cat "$tmp/err")"
+run -t dgx1-v100 --calibration v100x >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/err" ] &&
+  ok "its own device: no warning" || bad "v100x on dgx1-v100: $(cat "$tmp/err")"
+expect_error "another device kind refused" \
+  "v100x.yaml:2:9: calibration fitted on NVIDIA Tesla V100 SXM2 32GB (gpu) cannot be applied to topology '2n4p'" \
+  run -t 2n4p --calibration v100x
+expect_error "a cpu calibration on a gpu refused" "cpu.yaml:2:9:" run -t dgx-a100 --calibration cpu
+# no covariance: the interval is the residual spread alone, y exp(-/+ t95 s)
+run -t dgx-a100 --calibration nocov -f csv >"$tmp/out" 2>"$tmp/err"
+awk -F, 'NR == 2 { e = $11; lo = $(NF - 1); hi = $NF; w = exp(2.447 * 0.05)
+           exit !(lo > 0 && hi > lo && (e / lo - w) ^ 2 < 1e-12 && (hi / e - w) ^ 2 < 1e-12) }' \
+  "$tmp/out" && ok "no covariance: interval from the residual spread" ||
+  bad "nocov interval: $(cat "$tmp/out" "$tmp/err")"
+run -t dgx-a100 --calibration nospread >"$tmp/out" 2>&1 && grep -q " none" "$tmp/out" &&
+  grep -q "no interval: the file has neither a covariance nor a residual spread" "$tmp/out" &&
+  ok "no covariance, no spread: no interval (not a zero-width one)" ||
+  bad "nospread: $(cat "$tmp/out")"
+run -t dgx-a100 --calibration nospread -f csv | awk -F, 'NR == 2 { exit !($(NF - 1) == "" && $NF == "") }' &&
+  ok "csv: empty interval fields" || bad "nospread csv"
+expect_error "efficiency above 1" "toofast.yaml:5:21: eff_gemm = 1.4 is out of range" \
+  run -t dgx-a100 --calibration toofast
+expect_error "unknown name" "--calibration nosuch: not found" run -t dgx-a100 --calibration nosuch
+
+finish
