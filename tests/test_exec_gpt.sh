@@ -29,7 +29,7 @@ falls() {
 # train NAME NPROCS ARGS...: dtexec under mpiexec, output in $tmp/NAME.out
 train() {
   name=$1 np=$2; shift 2
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" "$@" >"$tmp/$name.out" 2>&1 ||
+  timeout "${limit:-120}" $MPIEXEC -n "$np" "$dtexec" "$@" >"$tmp/$name.out" 2>&1 ||
     bad "$name: exit $? $(cat "$tmp/$name.out")"
 }
 
@@ -100,6 +100,7 @@ mkdir "$tmp/dir"
 
 # ---- gpt2-124m (opt-in: minutes of CPU) ----
 if [ "${DT_LONG_TESTS:-0}" = 1 ]; then
+  limit=3600
   train gpt2-1 1 -m "$top_srcdir/models/gpt2-124m.yaml" --synthetic 2 -b 1 -e 3
   falls "gpt2-124m, 1 rank, synthetic" "$tmp/gpt2-1.out"
   train gpt2-2 2 -m "$top_srcdir/models/gpt2-124m.yaml" --synthetic 4 -b 1 -e 3 -s ring
