@@ -20,6 +20,7 @@ exec_libdtcpu_a_SOURCES = \
 	exec/cpu/movement.c \
 	exec/cpu/lstm.c \
 	exec/cpu/attention.c \
+	exec/cpu/attention_core.c \
 	exec/cpu/optim.c exec/cpu/optim.h \
 	exec/cpu/init.c exec/cpu/init.h \
 	exec/cpu/net.c exec/cpu/net.h

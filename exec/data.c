@@ -28,8 +28,8 @@ void dtx_data_destroy(struct dtx_data *d)
     free(d);
 }
 
-static int alloc_data(const struct dtx_data_shape *want, long total, struct dtx_range range,
-                      const char *what, struct dtx_data **out, struct dt_error *err)
+int dtx_data_alloc(const struct dtx_data_shape *want, long total, struct dtx_range range,
+                   const char *what, struct dtx_data **out, struct dt_error *err)
 {
     *out = NULL;
     long first = range.first < 0 ? 0 : range.first;
@@ -345,7 +345,7 @@ int dtx_idx_load(const char *images_path, const char *labels_path,
     }
     char what[600];
     snprintf(what, sizeof what, "%s", images_path);
-    if ((rc = alloc_data(want, im.items, range, what, &d, err)))
+    if ((rc = dtx_data_alloc(want, im.items, range, what, &d, err)))
         goto done;
     long chunk = 4096, C = want->input.rank == 3 ? want->input.d[0] : 1;
     long HW = im.item_bytes / C;
@@ -441,7 +441,7 @@ int dtx_cifar_load(const char *const *paths, int n_paths, const struct dtx_data_
     char what[600];
     snprintf(what, sizeof what, "%s", paths[0]);
     struct dtx_data *d;
-    int rc = alloc_data(want, total, range, what, &d, err);
+    int rc = dtx_data_alloc(want, total, range, what, &d, err);
     unsigned char *rec = malloc(CIFAR_RECORD);
     if (!rc && !rec)
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -510,7 +510,7 @@ int dtx_synthetic(const struct dtx_data_shape *want, long total, uint64_t seed,
     char what[64];
     snprintf(what, sizeof what, "synthetic (%ld samples)", total);
     struct dtx_data *d;
-    int rc = alloc_data(want, total, range, what, &d, err);
+    int rc = dtx_data_alloc(want, total, range, what, &d, err);
     if (rc)
         return rc;
     const long F = d->sample_floats, C = want->classes, R = d->label_rows;

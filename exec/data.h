@@ -77,6 +77,27 @@ int dtx_data_load_dir(const char *dir, bool train, const struct dtx_data_shape *
                       struct dt_error *err);
 
 void dtx_data_destroy(struct dtx_data *d);
+/* An empty set of `total` samples holding [range.first, range.first + range.count) of them
+ * (count < 0: to the end), shaped by want; `what` names it in messages. For the readers. */
+int dtx_data_alloc(const struct dtx_data_shape *want, long total, struct dtx_range range,
+                   const char *what, struct dtx_data **out, struct dt_error *err);
+
+/* ---- language-model data (data_text.c): models with loss: language_model ----
+ * A sample is T token ids (want->input is (T)) and its labels the T tokens that follow each,
+ * from sequences of T + 1 tokens.
+ * dtx_lm_synthetic: sequences of a fixed random Markov chain over the vocabulary (seeded by
+ * teacher_seed; from token a the next is one fixed successor with probability 3/4, else
+ * uniform), so that a model can learn it; sequence i is the same whatever range is asked.
+ * dtx_text_load: a text file read as bytes, one token per byte (vocab 256 takes any file),
+ * cut into sequences of T + 1 bytes starting T apart; the first 90% of the file is the
+ * training set (train), the rest the test set. A byte outside the vocab is an error at its
+ * line and column; so is a file too short for one sequence of each set. With shard_count > 1
+ * and !whole, shard shard_index of the sequences. */
+int dtx_lm_synthetic(const struct dtx_data_shape *want, long total, uint64_t seed,
+                     uint64_t teacher_seed, struct dtx_range range, struct dtx_data **out,
+                     struct dt_error *err);
+int dtx_text_load(const char *path, bool train, const struct dtx_data_shape *want, bool whole,
+                  int shard_index, int shard_count, struct dtx_data **out, struct dt_error *err);
 
 /* Order of samples for one epoch. With the whole set held, one global permutation (the same on
  * every rank, from seed and epoch) is cut into global batches and rank r takes its part of each

@@ -117,9 +117,11 @@ static void usage(FILE *f)
             "\n"
             "Data:\n"
             "  -d, --data DIR           MNIST/Fashion-MNIST IDX files or CIFAR-10 binary batches\n"
-            "                           (default " DEFAULT_DATA ")\n"
+            "                           (default " DEFAULT_DATA "); a language model\n"
+            "                           reads a text FILE as bytes\n"
             "      --synthetic N        N random training samples (and N/5 test samples) of\n"
             "                           the model's input, labelled by a random linear teacher\n"
+            "                           (a language model: sequences of a random Markov chain)\n"
             "      --read-whole         every rank reads the whole set (default: its shard)\n"
             "\n"
             "Output:\n"
@@ -785,6 +787,24 @@ static void drop_ops(struct dt_plan *plan, enum dt_op_kind kind)
     }
 }
 
+/* A language model's data: the --data file read as bytes (dtx_text_load). */
+static int load_text(const struct options *o, const struct dtx_data_shape *want, bool whole,
+                     int shard, int shards_n, struct run *R, struct dt_error *err)
+{
+    if (!o->data)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "model '%s' is a language model: give a text file (--data FILE, read as "
+                       "bytes) or --synthetic N",
+                       R->model->name);
+    int rc = dtx_text_load(o->data, true, want, whole, shard, shards_n, &R->train, err);
+    if (!rc)
+        rc = dtx_text_load(o->data, false, want, whole, shard, shards_n, &R->test, err);
+    if (!rc)
+        snprintf(R->data_what, sizeof R->data_what, "%s as bytes: %ld train, %ld test sequences",
+                 o->data, R->train->total, R->test->total);
+    return rc;
+}
+
 static int setup(struct run *R, struct dt_error *err, double *read_s)
 {
     struct options *o = &R->o;
@@ -871,7 +891,10 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     const int shard = rp->dp_index, shards_n = rp->dp_count;
     bool whole = o->read_whole || shards_n == 1;
     double t0 = MPI_Wtime();
-    if (o->synthetic) {
+    const bool lm = m->loss == DT_LOSS_NEXT_TOKEN;
+    if (lm && !o->synthetic) {
+        rc = load_text(o, &want, whole, shard, shards_n, R, err);
+    } else if (o->synthetic) {
         long n_test = o->synthetic / 5 > 0 ? o->synthetic / 5 : 1;
         struct dtx_range rtrain = {0, -1}, rtest = {0, -1};
         if (!whole) {
@@ -879,9 +902,11 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
             dt_chunk(n_test, shards_n, shard, &rtest.first, &rtest.count);
         }
         uint64_t teacher = o->seed * 0x2545F4914F6CDD1Dull + 99;
-        rc = dtx_synthetic(&want, o->synthetic, o->seed * 2 + 1, teacher, rtrain, &R->train, err);
+        int (*gen)(const struct dtx_data_shape *, long, uint64_t, uint64_t, struct dtx_range,
+                   struct dtx_data **, struct dt_error *) = lm ? dtx_lm_synthetic : dtx_synthetic;
+        rc = gen(&want, o->synthetic, o->seed * 2 + 1, teacher, rtrain, &R->train, err);
         if (!rc)
-            rc = dtx_synthetic(&want, n_test, o->seed * 2 + 2, teacher, rtest, &R->test, err);
+            rc = gen(&want, n_test, o->seed * 2 + 2, teacher, rtest, &R->test, err);
         snprintf(R->data_what, sizeof R->data_what, "synthetic: %ld train, %ld test samples",
                  o->synthetic, n_test);
     } else {

@@ -18,6 +18,7 @@ enum dt_op_class dt_layer_class(enum dt_layer_kind kind)
     case DT_L_DENSE:
     case DT_L_LSTM:
     case DT_L_ATTENTION:
+    case DT_L_ATTENTION_CORE:
         return DT_CLASS_DENSE;
     case DT_L_MAXPOOL:
     case DT_L_AVGPOOL:
@@ -96,7 +97,7 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
     double in = l->n_in > 0 && l->in[0] >= 0 ? dt_shape_size(&m->layers[l->in[0]].out_shape)
                                               : dt_shape_size(&m->input);
     double out = dt_shape_size(&l->out_shape);
-    double io = (in + out) * e * op->samples + l->params * e;
+    double io = (in + out) * e * op->samples + (double)dt_layer_weight_floats(m, l) * e;
     if (op->phase == DT_PH_FORWARD) {
         *flops = l->fwd_flops * op->samples;
         *bytes = io;
@@ -130,7 +131,7 @@ double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
         return 0;
     const struct dt_layer *l = &m->layers[op->layer];
     double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
-    return passes * dt_op_elem_bytes(op) * (double)l->params;
+    return passes * dt_op_elem_bytes(op) * (double)dt_layer_weight_floats(m, l);
 }
 
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)

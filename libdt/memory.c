@@ -19,7 +19,7 @@ bool dt_layer_needs_dact(const struct dt_model *m, int i)
     if (i < first)
         return false;
     const struct dt_layer *L = &m->layers[i];
-    if (L->params > 0 || i == first)
+    if (dt_layer_trains(L) || i == first)
         return true;
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= first && dt_layer_needs_dact(m, L->in[k]))
@@ -52,6 +52,7 @@ void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *kee
     case DT_L_LAYERNORM: *keep_floats = 2 * rows; break;        /* mean, 1/std per row */
     case DT_L_LSTM: *keep_floats = 6 * rows * L->units; break;  /* gates, cell, hidden */
     case DT_L_ATTENTION: *keep_floats = 4 * rows * last + (long)L->heads * rows * rows; break;
+    case DT_L_ATTENTION_CORE: *keep_floats = (long)L->heads * rows * rows; break; /* P */
     default: break;
     }
     /* the last layer's probabilities when it gives logits (not fused with its loss) */

@@ -31,6 +31,7 @@ static const char *const kind_names[DT_L_KIND_COUNT + 1] = {
     [DT_L_LSTM] = "lstm",
     [DT_L_ATTENTION] = "attention",
     [DT_L_SEQPOOL] = "seqpool",
+    [DT_L_ATTENTION_CORE] = "attention_core",
     [DT_L_KIND_COUNT] = NULL,
 };
 
@@ -106,7 +107,8 @@ struct loader {
 };
 
 static const char *const top_keys[] = {"name", "source", "description", "input", "classes",
-                                       "dataset", "layers", NULL};
+                                       "dataset", "loss", "layers", NULL};
+static const char *const loss_names[] = {"classification", "language_model", NULL};
 static const char *const input_keys[] = {"shape", "tokens", "vocab", NULL};
 
 static int nomem(struct loader *L)
@@ -420,7 +422,7 @@ static int finish(struct loader *L)
             if (j < 0)
                 continue;
             consumed[j] = true;
-            if (m->layers[j].params > 0 || trainable_above[j])
+            if (dt_layer_trains(&m->layers[j]) || trainable_above[j])
                 l->needs_input_grad = true;
         }
         trainable_above[i] = l->needs_input_grad;
@@ -430,10 +432,11 @@ static int finish(struct loader *L)
         bool view = l->kind == DT_L_FLATTEN;
         l->fwd_io_bytes = view ? 0 : 4 * (in_total + out);
         /* dY in, the saved input for the weights, dX out */
-        bool any_bwd = l->params > 0 || l->needs_input_grad;
+        bool trains = dt_layer_trains(l);
+        bool any_bwd = trains || l->needs_input_grad;
         l->bwd_io_bytes = view || !any_bwd
                               ? 0
-                              : 4 * (out + (l->params > 0 ? in_total : 0) +
+                              : 4 * (out + (trains ? in_total : 0) +
                                      (l->needs_input_grad ? in_total : 0));
         l->param_offset = offset;
         if (__builtin_add_overflow(offset, l->params, &offset) || offset > DT_MODEL_MAX_PARAMS) {
@@ -506,6 +509,42 @@ static int check_output_head(struct loader *L)
     return DT_OK;
 }
 
+/* loss: language_model: targets are the input's next tokens, so the input must be tokens,
+ * the output a (T, V) distribution per position over a vocabulary covering the ids, and no
+ * position may see the token it predicts (every attention causal). */
+static int check_lm(struct loader *L, const struct dt_ynode *loss_node)
+{
+    const struct dt_model *m = L->m;
+    const struct dt_layer *last = &m->layers[m->n_layers - 1];
+    const struct dt_shape *o = &last->out_shape;
+    if (!m->input_is_tokens)
+        return dt_yfail(L->doc, loss_node, L->err,
+                        "loss: language_model needs a token input (input: {tokens: T, vocab: V})");
+    if (o->rank != 2 || o->d[0] != m->input.d[0]) {
+        char buf[64];
+        dt_shape_format(o, buf, sizeof buf);
+        return dt_yfail(L->doc, loss_node, L->err,
+                        "loss: language_model needs one output row per token, (%ld, V), but the "
+                        "last layer '%s' outputs %s",
+                        m->input.d[0], last->name, buf);
+    }
+    if (m->classes < m->vocab)
+        return dt_yfail(L->doc, loss_node, L->err,
+                        "loss: language_model predicts the next token, but classes %ld do not "
+                        "cover the input's vocab %ld",
+                        m->classes, m->vocab);
+    for (int i = 0; i < m->n_layers; i++) {
+        const struct dt_layer *l = &m->layers[i];
+        if (l->kind == DT_L_ATTENTION || (l->kind == DT_L_ATTENTION_CORE && !l->causal))
+            return dt_fail(L->err, DT_EINPUT, dt_ydoc_name(L->doc), l->line, l->col,
+                           "layer '%s' lets every position see the tokens after it, the ones "
+                           "loss: language_model asks it to predict (use attention_core with "
+                           "causal: true)",
+                           l->name);
+    }
+    return DT_OK;
+}
+
 static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_error *err)
 {
     const struct dt_ynode *root = dt_ydoc_root(doc);
@@ -522,12 +561,15 @@ static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_err
     if (!input)
         return dt_yfail(doc, root, err,
                         "missing required key 'input' (e.g. input: {shape: [1, 28, 28]})");
+    int loss = DT_LOSS_CLASSIFY;
     if ((rc = read_input(&L, input)) ||
-        (rc = dt_yget_long(doc, root, "classes", true, 1, DT_MODEL_MAX_UNITS, &m->classes, err)))
+        (rc = dt_yget_long(doc, root, "classes", true, 1, DT_MODEL_MAX_UNITS, &m->classes, err)) ||
+        (rc = dt_yget_enum(doc, root, "loss", false, loss_names, &loss, err)))
         return rc;
     const struct dt_ynode *dataset = dt_ymap_get(root, "dataset");
     if (dataset && (rc = read_dataset(&L, dataset)))
         return rc;
+    m->loss = (enum dt_loss)loss;
     if (m->classes < 2)
         return dt_yfail(doc, dt_ymap_get(root, "classes"), err,
                         "classes is 1: one class leaves nothing to learn (a yes/no output is "
@@ -557,6 +599,8 @@ static int load_doc(const struct dt_ydoc *doc, struct dt_model *m, struct dt_err
         rc = check_output_head(&L);
     if (rc == DT_OK)
         rc = check_classes(&L, dt_ymap_get(root, "classes"));
+    if (rc == DT_OK && m->loss == DT_LOSS_NEXT_TOKEN)
+        rc = check_lm(&L, dt_ymap_get(root, "loss"));
     return rc;
 }
 
@@ -606,6 +650,19 @@ void dt_model_destroy(struct dt_model *model)
         return;
     free(model->layers);
     free(model);
+}
+
+bool dt_layer_trains(const struct dt_layer *l)
+{
+    return l->params > 0 || l->tied;
+}
+
+long dt_layer_weight_floats(const struct dt_model *m, const struct dt_layer *l)
+{
+    if (!l->tied)
+        return l->params;
+    const struct dt_layer *t = &m->layers[l->tied_layer];
+    return t->vocab * t->units;
 }
 
 int dt_model_find_layer(const struct dt_model *model, const char *name)

@@ -30,7 +30,7 @@ static const char *const keys_convt[] = {COMMON, "filters", "kernel", "stride", 
                                          "bias", "activation", NULL};
 static const char *const keys_pool[] = {COMMON, "kernel", "stride", "padding", NULL};
 static const char *const keys_plain[] = {COMMON, NULL};
-static const char *const keys_dense[] = {COMMON, "units", "bias", "activation", NULL};
+static const char *const keys_dense[] = {COMMON, "units", "bias", "activation", "tied", NULL};
 static const char *const keys_dropout[] = {COMMON, "rate", NULL};
 static const char *const keys_batchnorm[] = {COMMON, "eps", "activation", NULL};
 static const char *const keys_layernorm[] = {COMMON, "eps", NULL};
@@ -41,6 +41,7 @@ static const char *const keys_embedding[] = {COMMON, "dim", "vocab", "positions"
                                              NULL};
 static const char *const keys_lstm[] = {COMMON, "units", "return_sequences", NULL};
 static const char *const keys_attention[] = {COMMON, "heads", NULL};
+static const char *const keys_attention_core[] = {COMMON, "heads", "causal", NULL};
 
 const char *const *dt_layer_keys(enum dt_layer_kind kind)
 {
@@ -59,6 +60,7 @@ const char *const *dt_layer_keys(enum dt_layer_kind kind)
     case DT_L_EMBEDDING: return keys_embedding;
     case DT_L_LSTM: return keys_lstm;
     case DT_L_ATTENTION: return keys_attention;
+    case DT_L_ATTENTION_CORE: return keys_attention_core;
     default: return keys_plain;
     }
 }
@@ -402,13 +404,54 @@ static int setup_globalpool(struct dt_layer_setup *s)
     return set_out(s, 1, s->in[0]->d[0], 0, 0);
 }
 
+/* tied: <embedding>: the layer's W is that embedding's token table (vocab x dim), as GPT-2's
+ * LM head reuses wte. It has no parameters and no bias of its own; units default to the
+ * table's vocab. Sets l->tied_layer and l->units. */
+static int setup_tied(struct dt_layer_setup *s, long width)
+{
+    struct dt_layer *l = s->layer;
+    const struct dt_ynode *tn = key_node(s, "tied");
+    const char *name = NULL;
+    int rc = dt_yget_str(s->doc, s->node, "tied", true, &name, s->err);
+    if (rc)
+        return rc;
+    int j = dt_model_find_layer(s->model, name);
+    if (j < 0)
+        return fail_at(s, tn, "tied: no layer named '%s' before this one", name);
+    const struct dt_layer *e = &s->model->layers[j];
+    if (e->kind != DT_L_EMBEDDING)
+        return fail_at(s, tn,
+                       "tied: '%s' is a %s layer; a dense layer can only be tied to an "
+                       "embedding (it reuses the token table)",
+                       name, dt_layer_kind_name(e->kind));
+    if (width != e->units)
+        return fail_at(s, tn,
+                       "dense layer '%s' tied to '%s' needs inputs of the table's width %ld, "
+                       "but its input '%s' has width %ld",
+                       l->name, name, e->units, s->in_names[0], width);
+    const struct dt_ynode *un = key_node(s, "units");
+    if (un && (rc = get_units(s, "units", &l->units)))
+        return rc;
+    if (un && l->units != e->vocab)
+        return fail_at(s, un, "units %ld differ from the vocab %ld of the tied table '%s'",
+                       l->units, e->vocab, name);
+    if (l->bias)
+        return fail_at(s, key_node(s, "bias"),
+                       "a tied dense layer has no bias (it reuses the table alone)");
+    l->units = e->vocab;
+    l->tied = true;
+    l->tied_layer = j;
+    return DT_OK;
+}
+
 static int setup_dense(struct dt_layer_setup *s)
 {
     struct dt_layer *l = s->layer;
     const struct dt_shape *in = s->in[0];
+    const bool tied = key_node(s, "tied") != NULL;
     int rc;
-    l->bias = true;
-    if ((rc = get_units(s, "units", &l->units)) ||
+    l->bias = !tied;
+    if ((!tied && (rc = get_units(s, "units", &l->units))) ||
         (rc = dt_yget_bool(s->doc, s->node, "bias", false, &l->bias, s->err)))
         return rc;
     if (in->rank == 3)
@@ -416,9 +459,11 @@ static int setup_dense(struct dt_layer_setup *s)
                                "before it)");
     long d = in->d[in->rank - 1];
     long t = in->rank == 2 ? in->d[0] : 1;
+    if (tied && (rc = setup_tied(s, d)))
+        return rc;
     if ((rc = in->rank == 2 ? set_out(s, 2, t, l->units, 0) : set_out(s, 1, l->units, 0, 0)))
         return rc;
-    long f[] = {d, l->units};
+    long f[] = {tied ? 0 : d, l->units};
     if ((rc = set_params(s, l->bias ? l->units : 0, 2, f)))
         return rc;
     double macs = (double)t * d * l->units;
@@ -649,6 +694,37 @@ static int setup_attention(struct dt_layer_setup *s)
     return DT_OK;
 }
 
+/* The attention core of a transformer layer as llm.c and Megatron-LM cut it: q|k|v side by
+ * side in (T, 3D) from a dense layer, per head softmax(q k^T / sqrt(D/heads)) v into (T, D),
+ * which a dense output projection reads. No parameters. */
+static int setup_attention_core(struct dt_layer_setup *s)
+{
+    struct dt_layer *l = s->layer;
+    const struct dt_shape *in = s->in[0];
+    int rc;
+    if ((rc = dt_yget_int(s->doc, s->node, "heads", true, 1, MAX_HEADS, &l->heads, s->err)) ||
+        (rc = dt_yget_bool(s->doc, s->node, "causal", false, &l->causal, s->err)))
+        return rc;
+    if (in->rank != 2 || in->d[1] % 3)
+        return bad_input(s, 0, "a (T, 3D) input: q, k and v side by side (a dense layer of "
+                               "3D units)");
+    long t = in->d[0], d = in->d[1] / 3;
+    if (d % l->heads)
+        return fail_at(s, key_node(s, "heads"), "heads (%d) must divide the width %ld (a third "
+                       "of the input's %ld)", l->heads, d, in->d[1]);
+    l->units = d;
+    if ((rc = set_out(s, 2, t, d, 0)))
+        return rc;
+    /* scores q k^T and context P v: 2 T^2 D MACs; scale, mask and softmax 6 per score. The
+     * causal mask saves nothing: the kernels multiply whole T x T blocks (as GEMMs do and as
+     * Megatron's FLOP formula counts them). Backward: dP = dY v^T, dv = P^T dY, dq, dk: 4 T^2 D
+     * MACs, softmax 4 per score. All of it is input gradient: there are no weights. */
+    double ttd = (double)t * t * d, htt = (double)l->heads * t * t;
+    l->fwd_flops = 2 * 2 * ttd + 6 * htt;
+    l->bwd_data_flops = 2 * 4 * ttd + 4 * htt;
+    return DT_OK;
+}
+
 static int setup_seqpool(struct dt_layer_setup *s)
 {
     if (s->in[0]->rank != 2)
@@ -681,6 +757,8 @@ static double act_bytes(const struct dt_layer *l, const struct dt_shape *in)
         double t = (double)in->d[0], d = (double)in->d[1];
         return 4 * (5 * t * d + l->heads * t * t); /* Q, K, V, context, output; P */
     }
+    case DT_L_ATTENTION_CORE:
+        return 4 * (out + (double)l->heads * in->d[0] * in->d[0]); /* output; P */
     default:
         return 4 * out;
     }
@@ -713,6 +791,7 @@ int dt_layer_setup(struct dt_layer_setup *s)
     case DT_L_LSTM: rc = setup_lstm(s); break;
     case DT_L_ATTENTION: rc = setup_attention(s); break;
     case DT_L_SEQPOOL: rc = setup_seqpool(s); break;
+    case DT_L_ATTENTION_CORE: rc = setup_attention_core(s); break;
     default: return fail_at(s, NULL, "internal error: unknown layer kind %d", (int)l->kind);
     }
     if (rc)

@@ -554,6 +554,14 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         if (L->params > 0 && l < p.first_train)
             p.first_train = l;
     }
+    for (int l = 0; l < m->n_layers && !rc; l++)
+        if (m->layers[l].tied && stage_of_chunk(&p, p.chunk_of[l]) !=
+                                     stage_of_chunk(&p, p.chunk_of[m->layers[l].tied_layer]))
+            rc = dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                         "layer '%s' is tied to '%s' on another stage: tied embeddings across "
+                         "pipeline stages are not implemented yet (put both on one stage with "
+                         "--stages)",
+                         m->layers[l].name, m->layers[m->layers[l].tied_layer].name);
     if (!rc && first_readers(&p))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && replica_groups(&p, group_of_stage))

@@ -10,10 +10,11 @@
 #   In both, a line ending in "\" (man: "\e") goes on in the next one.
 # All examples run in document order (README.md, dtsim.1, dtexec.1, dtvalidate.1) in one
 # scratch directory, so an example may read what an earlier one wrote (seed002.yaml,
-# here.jsonl). The scratch directory links models/, topologies/ and validate/ from the source
-# tree and _build/ to the build tree, and PATH starts with the build tree: a command runs as
-# it would from the repository root after `./setup.sh run`, with dtsim, dtexec and
-# dtvalidate as installed. Each must exit 0 (or the status listed in expect_status).
+# here.jsonl). The scratch directory links models/, topologies/, validate/ and tests/ (the
+# sample text) from the source tree and _build/ to the build tree, and PATH starts with the
+# build tree: a command runs as it would from the repository root after `./setup.sh run`, with
+# dtsim, dtexec and dtvalidate as installed. Each must exit 0 (or the status listed in
+# expect_status).
 #
 # The short form (one rule for every example; the log shows the command as run):
 #   dtexec           --epochs/-e N becomes 1 and --max-iters N at most 3 (added when absent):
@@ -144,7 +145,7 @@ shorten() {
 # ---- the scratch directory: the repository root's layout, writable ---------------------
 run_dir="$tmp/run"
 mkdir "$run_dir"
-for d in models topologies validate; do ln -s "$top_srcdir/$d" "$run_dir/$d"; done
+for d in models topologies validate tests; do ln -s "$top_srcdir/$d" "$run_dir/$d"; done
 ln -s "$top_builddir" "$run_dir/_build"
 PATH="$top_builddir${mpiexec_dir:+:$mpiexec_dir}:$PATH"
 export PATH

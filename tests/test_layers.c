@@ -973,6 +973,95 @@ static void test_attention_single_token_identity(void **state)
         assert_float_equal(y[i], x[i], 1e-6f);
 }
 
+struct core_ctx {
+    int B, T, D, heads;
+    bool causal;
+    float *qkv, *y, *att, *dqkv, *dy, *work;
+};
+
+static void core_fwd(void *p)
+{
+    struct core_ctx *c = p;
+    dtk_attn_core_forward(c->y, c->att, c->qkv, c->B, c->T, c->D, c->heads, c->causal);
+}
+
+static void core_bwd(void *p)
+{
+    struct core_ctx *c = p;
+    dtk_attn_core_backward(c->dqkv, c->work, 2, c->dy, c->qkv, c->att, c->B, c->T, c->D,
+                           c->heads);
+}
+
+/* Ensure that the attention core's backward matches finite differences for q, k and v, with
+ * and without the causal mask (2 samples, 5 tokens, 3 heads of width 2). */
+static void test_attn_core_gradcheck(void **state)
+{
+    (void)state;
+    for (int causal = 0; causal < 2; causal++) {
+        struct core_ctx c = {.B = 2, .T = 5, .D = 6, .heads = 3, .causal = causal};
+        long nq = 2 * 5 * 18, ny = 2 * 5 * 6;
+        c.qkv = frand(nq, -1.5f, 1.5f), c.y = fbuf(ny), c.att = fbuf(2 * 3 * 25);
+        c.dqkv = fbuf(nq), c.dy = fbuf(ny), c.work = fbuf(dtk_attn_core_workspace_floats(5, 2));
+        struct gcheck g = {core_fwd, core_bwd, &c, c.y, ny, c.dy, 1,
+                           {{"qkv", c.qkv, c.dqkv, nq}}};
+        assert_int_equal(gradcheck(&g), 0);
+        free(c.qkv), free(c.y), free(c.att), free(c.dqkv), free(c.dy), free(c.work);
+    }
+}
+
+/* Ensure that the causal core never looks ahead: changing the k and v of the last token leaves
+ * every earlier output as it was, the first output is exactly v of token 0, and P is zero above
+ * the diagonal with rows summing to 1. */
+static void test_attn_core_causal(void **state)
+{
+    (void)state;
+    enum { T = 4, D = 4, H = 2 };
+    float *qkv = frand(T * 3 * D, -1, 1), y[T * D], y2[T * D], att[H * T * T];
+    dtk_attn_core_forward(y, att, qkv, 1, T, D, H, true);
+    for (int i = 0; i < D; i++)
+        assert_float_equal(y[i], qkv[2 * D + i], 1e-6f);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            double sum = 0;
+            for (int j = 0; j < T; j++) {
+                float pr = att[(h * T + i) * T + j];
+                if (j > i)
+                    assert_true(pr == 0.0f);
+                sum += pr;
+            }
+            assert_float_equal(sum, 1.0, 1e-6);
+        }
+    for (int i = D; i < 3 * D; i++)
+        qkv[(T - 1) * 3 * D + i] += 0.5f;
+    dtk_attn_core_forward(y2, att, qkv, 1, T, D, H, true);
+    for (int i = 0; i < (T - 1) * D; i++)
+        assert_true(y[i] == y2[i]);
+    assert_false(y[(T - 1) * D] == y2[(T - 1) * D]);
+    free(qkv);
+}
+
+/* Ensure that a dense q|k|v projection, the unmasked core and a dense output projection give
+ * what the fused attention layer gives with the same weights (its layout: Wq, Wk, Wv, Wo,
+ * then the four biases), so the two cuts of one computation agree. */
+static void test_attn_core_matches_attention(void **state)
+{
+    (void)state;
+    enum { B = 2, T = 3, D = 6, H = 2 };
+    float *x = frand(B * T * D, -1, 1), *w = frand(4 * D * D + 4 * D, -0.5f, 0.5f);
+    float wqkv[3 * D * D], bqkv[3 * D], qkv[B * T * 3 * D], ctx[B * T * D], y[B * T * D];
+    float ref[B * T * D], att[B * H * T * T];
+    float *cache = fbuf(dtk_attention_cache_floats(B, T, D, H));
+    memcpy(wqkv, w, sizeof wqkv);            /* Wq, Wk, Wv stacked are the (3D, D) matrix */
+    memcpy(bqkv, w + 4 * D * D, sizeof bqkv);
+    dtk_dense_forward(qkv, x, wqkv, bqkv, B * T, D, 3 * D);
+    dtk_attn_core_forward(ctx, att, qkv, B, T, D, H, false);
+    dtk_dense_forward(y, ctx, w + 3 * D * D, w + 4 * D * D + 3 * D, B * T, D, D);
+    dtk_attention_forward(ref, cache, x, w, B, T, D, H);
+    for (int i = 0; i < B * T * D; i++)
+        assert_float_equal(y[i], ref[i], 1e-5f);
+    free(x), free(w), free(cache);
+}
+
 /* ---------------------------------------------------------------- rng */
 
 /* Ensure that the generator is deterministic per seed, differs between seeds, and that its
@@ -1032,6 +1121,9 @@ int main(void)
         cmocka_unit_test(test_lstm_step_values),
         cmocka_unit_test(test_attention_gradcheck),
         cmocka_unit_test(test_attention_single_token_identity),
+        cmocka_unit_test(test_attn_core_gradcheck),
+        cmocka_unit_test(test_attn_core_causal),
+        cmocka_unit_test(test_attn_core_matches_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -232,6 +232,132 @@ static void test_params_bert_large(void **state)
     dt_model_destroy(m);
 }
 
+/* ---- GPT models ---- */
+
+/* GPT-2-style count with tied embeddings: per layer 12 h^2 + 13 h, token and position tables
+ * (V + T) h, the final layernorm 2 h. */
+static long gpt_params(long layers, long h, long vocab, long tokens)
+{
+    return 12 * layers * h * h + 13 * layers * h + (vocab + tokens) * h + 2 * h;
+}
+
+/* Checks a GPT model of the zoo: total from the formula, lm_head tied to the token table with
+ * no parameters, classes = vocab, a language-model loss. */
+static void check_gpt(const char *name, long layers, long h, long vocab, long tokens)
+{
+    struct dt_model *m = load_zoo(name);
+    assert_int_equal(m->total_params, gpt_params(layers, h, vocab, tokens));
+    const struct dt_layer *head = layer(m, "lm_head");
+    assert_true(head->tied);
+    assert_int_equal(head->params, 0);
+    assert_int_equal(head->tied_layer, dt_model_find_layer(m, "transformer.wte"));
+    assert_int_equal(m->classes, vocab);
+    assert_int_equal(m->loss, DT_LOSS_NEXT_TOKEN);
+    assert_shape(&m->layers[m->n_layers - 1].out_shape, 2, tokens, vocab, 0);
+    dt_model_destroy(m);
+}
+
+/* Ensure that gpt2-124m has the 124,439,808 parameters llm.c's train_gpt2 prints
+ * (num_parameters with vocab 50257; the 50304 padding is memory only), and that the formula
+ * gives that figure. */
+static void test_params_gpt2_124m(void **state)
+{
+    (void)state;
+    assert_int_equal(gpt_params(12, 768, 50257, 1024), 124439808);
+    check_total("gpt2-124m", 124439808);
+    check_gpt("gpt2-124m", 12, 768, 50257, 1024);
+    struct dt_model *m = load_zoo("gpt2-124m");
+    /* (50257 + 1024) * 768: wte and wpe; qkv 768*2304 + 2304 */
+    assert_int_equal(layer(m, "transformer.wte")->params, 39383808);
+    assert_int_equal(layer(m, "transformer.h.11.attn.c_attn")->params, 1771776);
+    assert_int_equal(layer(m, "transformer.h.11.attn.core")->params, 0);
+    dt_model_destroy(m);
+}
+
+/* Ensure that the execution tests' tiny models have their formula counts (tiny-gpt: 28,032). */
+static void test_params_tiny_gpt(void **state)
+{
+    (void)state;
+    check_total("tiny-gpt", 28032);
+    check_gpt("tiny-gpt", 2, 32, 64, 16);
+    check_gpt("tiny-gpt-bytes", 2, 64, 256, 64);
+}
+
+/* Ensure that the GPT-3 family (Brown et al. 2020, Table 2.1; d_model 2048 with 16 heads and
+ * 5120 for 13B, see models/gen/zoo.py) has the formula's counts: 175B is 174,604,259,328. */
+static void test_params_gpt3(void **state)
+{
+    (void)state;
+    assert_int_equal(gpt_params(96, 12288, 50257, 2048), 174604259328L);
+    check_gpt("gpt3-1.3b", 24, 2048, 50257, 2048);
+    check_gpt("gpt3-2.7b", 32, 2560, 50257, 2048);
+    check_gpt("gpt3-6.7b", 32, 4096, 50257, 2048);
+    check_gpt("gpt3-13b", 40, 5120, 50257, 2048);
+    check_gpt("gpt3-175b", 96, 12288, 50257, 2048);
+}
+
+/* Ensure that Megatron-LM's 530B row (Narayanan et al. 2021, Table 1: 529.6B by their formula,
+ * which leaves out the final layernorm's 2h) has 529,600,819,200 parameters. */
+static void test_params_megatron_530b(void **state)
+{
+    (void)state;
+    long h = 20480, l = 105;
+    assert_int_equal(12 * l * h * h + 13 * l * h + (51200 + 2048) * h, 529600778240L);
+    check_gpt("megatron-530b", 105, 20480, 51200, 2048);
+}
+
+/* The smallest causal model: T=4 tokens, D=8, 2 heads, vocab 10, tied head. */
+#define CORE_MODEL                                                                           \
+    "name: t\nsource: test\ninput: {tokens: 4, vocab: 10}\nclasses: 10\n"                   \
+    "loss: language_model\nlayers:\n"                                                       \
+    "  - {kind: embedding, name: wte, dim: 8, positions: 4}\n"                                \
+    "  - {kind: dense, name: qkv, units: 24}\n"                                               \
+    "  - {kind: attention_core, name: core, heads: 2, causal: true}\n"                        \
+    "  - {kind: dense, name: proj, units: 8}\n"                                               \
+    "  - {kind: dense, name: head, tied: wte}\n"
+
+/* Ensure that the attention core costs the hand value for T=4, D=8, 2 heads: scores and
+ * context 2*2*T*T*D = 512, scale, mask and softmax 6*heads*T*T = 192: 704 forward FLOPs;
+ * backward 2*4*T*T*D + 4*heads*T*T = 1,152, all of it input gradient; it keeps its output
+ * and P: 4*(T*D + heads*T*T) = 256 bytes. */
+static void test_flops_attention_core(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_text(CORE_MODEL);
+    const struct dt_layer *c = layer(m, "core");
+    assert_int_equal(c->params, 0);
+    assert_true(c->causal);
+    assert_int_equal(c->heads, 2);
+    assert_shape(&c->out_shape, 2, 4, 8, 0);
+    assert_near(c->fwd_flops, 704, 0);
+    assert_near(c->bwd_data_flops, 1152, 0);
+    assert_near(c->bwd_weight_flops, 0, 0);
+    assert_near(c->act_bytes, 256, 0);
+    assert_true(c->needs_input_grad);
+    dt_model_destroy(m);
+}
+
+/* Ensure that a tied head has no parameters but costs its GEMMs (2*T*D*V = 640 forward, the
+ * same for each backward half), reads the table's 100 weights, and counts as trainable. */
+static void test_tied_head(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_text(CORE_MODEL);
+    const struct dt_layer *h = layer(m, "head");
+    assert_int_equal(h->params, 0);
+    assert_int_equal(h->units, 10);
+    assert_false(h->bias);
+    assert_true(dt_layer_trains(h));
+    assert_int_equal(dt_layer_weight_floats(m, h), 80);
+    assert_near(h->fwd_flops, 640, 0);
+    assert_near(h->bwd_data_flops, 640, 0);
+    assert_near(h->bwd_weight_flops, 640, 0);
+    /* wte (10 + 4) * 8, qkv 8*24 + 24, proj 8*8 + 8; the head adds nothing */
+    assert_int_equal(m->total_params, 112 + 216 + 72);
+    assert_false(dt_layer_trains(layer(m, "core")));
+    dt_model_destroy(m);
+}
+
 /* ---- shapes, padding, state ---- */
 
 /* Ensure that the seed 002 CNN has Figure 1's output shapes and per-layer counts. */
@@ -542,6 +668,12 @@ int main(void)
         cmocka_unit_test(test_params_lstm_sentiment),
         cmocka_unit_test(test_params_bert_base),
         cmocka_unit_test(test_params_bert_large),
+        cmocka_unit_test(test_params_gpt2_124m),
+        cmocka_unit_test(test_params_tiny_gpt),
+        cmocka_unit_test(test_params_gpt3),
+        cmocka_unit_test(test_params_megatron_530b),
+        cmocka_unit_test(test_flops_attention_core),
+        cmocka_unit_test(test_tied_head),
         cmocka_unit_test(test_shapes_cnn690k),
         cmocka_unit_test(test_shapes_resnet50),
         cmocka_unit_test(test_batchnorm_state),

@@ -633,6 +633,131 @@ static void test_positions_too_few(void **state)
     expect_error(TOK "  - {kind: embedding, dim: 4, positions: 4}\n", 6, 42, "do not cover");
 }
 
+/* ---- transformer pieces: attention core, tied embeddings, language-model loss ---- */
+
+#define EMB8 "  - {kind: embedding, dim: 8}\n"
+/* Lines 1-6 with a language-model loss; the first layer is on line 7. */
+#define LM "name: t\nsource: s\ninput: {tokens: 8, vocab: 16}\nclasses: 16\n" \
+           "loss: language_model\nlayers:\n"
+
+/* Ensure that an attention core's heads must divide a third of its q|k|v input. */
+static void test_core_heads_not_dividing(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, units: 24}\n  - {kind: attention_core, heads: 3}\n",
+                 8, 35, "heads (3) must divide the width 8");
+}
+
+/* Ensure that an attention core refuses an input that is not q|k|v of one width. */
+static void test_core_input_not_qkv(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: attention_core, heads: 2}\n", 7, 5, "(T, 3D) input");
+}
+
+/* Ensure that causal is refused on a layer that is not an attention core. */
+static void test_causal_on_dense(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, units: 4, causal: true}\n", 7, 29,
+                 "unknown key 'causal' in a dense layer");
+}
+
+/* Ensure that causal takes only true or false. */
+static void test_causal_not_bool(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, units: 24}\n"
+                          "  - {kind: attention_core, heads: 2, causal: yes}\n",
+                 8, 46, "expected true or false");
+}
+
+/* Ensure that a dense layer can only be tied to an embedding. */
+static void test_tied_to_layernorm(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: layernorm, name: ln}\n  - {kind: dense, tied: ln}\n", 8, 25,
+                 "'ln' is a layernorm layer; a dense layer can only be tied to an embedding");
+}
+
+/* Ensure that tied names an existing earlier layer. */
+static void test_tied_to_unknown(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, tied: nope}\n", 7, 25, "no layer named 'nope'");
+}
+
+/* Ensure that a tied layer's input has the table's width. */
+static void test_tied_width_mismatch(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, units: 4}\n  - {kind: dense, tied: embedding}\n", 8,
+                 25, "needs inputs of the table's width 8, but its input 'dense' has width 4");
+}
+
+/* Ensure that a tied layer has no bias of its own. */
+static void test_tied_with_bias(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, tied: embedding, bias: true}\n", 7, 42,
+                 "a tied dense layer has no bias");
+}
+
+/* Ensure that a tied layer's units, when given, are the table's vocabulary. */
+static void test_tied_units_mismatch(void **state)
+{
+    (void)state;
+    expect_error(TOK EMB8 "  - {kind: dense, tied: embedding, units: 10}\n", 7, 43,
+                 "units 10 differ from the vocab 100 of the tied table 'embedding'");
+}
+
+/* Ensure that an unknown loss is refused at its value. */
+static void test_unknown_loss(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {tokens: 8, vocab: 16}\nclasses: 16\n"
+                 "loss: regression\nlayers:\n" EMB8,
+                 5, 7, "unknown loss 'regression' (known: classification, language_model)");
+}
+
+/* Ensure that a language-model loss needs token ids to predict. */
+static void test_lm_on_image(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {shape: [4]}\nclasses: 4\n"
+                 "loss: language_model\nlayers:\n  - {kind: dense, units: 4}\n",
+                 5, 7, "needs a token input");
+}
+
+/* Ensure that a language-model loss needs one output row per token. */
+static void test_lm_not_per_token(void **state)
+{
+    (void)state;
+    expect_error(LM EMB8 "  - {kind: seqpool}\n  - {kind: dense, units: 16}\n", 5, 7,
+                 "needs one output row per token, (8, V), but the last layer 'dense' outputs "
+                 "(16)");
+}
+
+/* Ensure that a language model's classes cover the input's token ids (its targets). */
+static void test_lm_classes_below_vocab(void **state)
+{
+    (void)state;
+    expect_error("name: t\nsource: s\ninput: {tokens: 8, vocab: 16}\nclasses: 8\n"
+                 "loss: language_model\nlayers:\n" EMB8 "  - {kind: dense, units: 8}\n",
+                 5, 7, "classes 8 do not cover the input's vocab 16");
+}
+
+/* Ensure that a language model refuses an attention that sees the tokens it predicts. */
+static void test_lm_not_causal(void **state)
+{
+    (void)state;
+    expect_error(LM EMB8 "  - {kind: dense, units: 24}\n  - {kind: attention_core, heads: 2}\n"
+                         "  - {kind: dense, units: 16}\n",
+                 9, 5, "layer 'attention_core' lets every position see the tokens after it");
+    expect_error(LM EMB8 "  - {kind: attention, heads: 2}\n  - {kind: dense, units: 16}\n", 8,
+                 5, "layer 'attention' lets every position see");
+}
+
 /* ---- counts ---- */
 
 /* Ensure that one layer's parameter count over the limit (2^24 x 2^24 dense) is refused. */
@@ -812,6 +937,20 @@ int main(void)
         cmocka_unit_test(test_heads_not_dividing),
         cmocka_unit_test(test_embedding_vocab_too_small),
         cmocka_unit_test(test_positions_too_few),
+        cmocka_unit_test(test_core_heads_not_dividing),
+        cmocka_unit_test(test_core_input_not_qkv),
+        cmocka_unit_test(test_causal_on_dense),
+        cmocka_unit_test(test_causal_not_bool),
+        cmocka_unit_test(test_tied_to_layernorm),
+        cmocka_unit_test(test_tied_to_unknown),
+        cmocka_unit_test(test_tied_width_mismatch),
+        cmocka_unit_test(test_tied_with_bias),
+        cmocka_unit_test(test_tied_units_mismatch),
+        cmocka_unit_test(test_unknown_loss),
+        cmocka_unit_test(test_lm_on_image),
+        cmocka_unit_test(test_lm_not_per_token),
+        cmocka_unit_test(test_lm_classes_below_vocab),
+        cmocka_unit_test(test_lm_not_causal),
         cmocka_unit_test(test_layer_params_overflow),
         cmocka_unit_test(test_total_params_overflow),
         cmocka_unit_test(test_valid_base_model),

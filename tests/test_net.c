@@ -57,9 +57,9 @@ static double loss_at(struct dtk_net *net, const float *x, const int *labels, in
 }
 
 /* Compares dtk_net_loss_backward's parameter gradients with finite differences of the loss on
- * NET_CHECKS parameters (all when fewer); returns the mismatches. */
-static int net_gradcheck(struct dtk_net *net, const float *x, const int *labels, int B,
-                         uint64_t seed)
+ * max_checks parameters (all when fewer); returns the mismatches. */
+static int net_gradcheck_n(struct dtk_net *net, const float *x, const int *labels, int B,
+                           uint64_t seed, long max_checks)
 {
     long n = dtk_net_n_params(net);
     float *p = dtk_net_params(net);
@@ -70,9 +70,9 @@ static int net_gradcheck(struct dtk_net *net, const float *x, const int *labels,
     struct dtk_rng r;
     dtk_rng_seed(&r, seed);
     int bad = 0;
-    long checks = n < NET_CHECKS ? n : NET_CHECKS;
+    long checks = n < max_checks ? n : max_checks;
     for (long c = 0; c < checks; c++) {
-        long i = n <= NET_CHECKS ? c : (long)dtk_rng_below(&r, (uint64_t)n);
+        long i = n <= max_checks ? c : (long)dtk_rng_below(&r, (uint64_t)n);
         float keep = p[i];
         p[i] = keep + (float)NET_H;
         double lp = loss_at(net, x, labels, B);
@@ -89,6 +89,12 @@ static int net_gradcheck(struct dtk_net *net, const float *x, const int *labels,
     }
     free(g);
     return bad;
+}
+
+static int net_gradcheck(struct dtk_net *net, const float *x, const int *labels, int B,
+                         uint64_t seed)
+{
+    return net_gradcheck_n(net, x, labels, B, seed, NET_CHECKS);
 }
 
 static float *rand_input(long n, float lo, float hi, uint64_t seed)
@@ -178,6 +184,53 @@ static void test_net_gradcheck_sequence(void **state)
     float x[B * 5] = {1, 6, 0, 3, 3, 2, 2, 5, 4, 0, 6, 1, 1, 0, 2};
     int labels[B] = {2, 0, 1};
     assert_int_equal(net_gradcheck(net, x, labels, B, 6), 0);
+    dtk_net_destroy(net);
+    dt_model_destroy(m);
+}
+
+/* A GPT block: token and position tables, pre-layernorm causal attention through the core with
+ * a residual, final layernorm, an LM head tied to the token table, per-token softmax. */
+static const char *const GPT_GRAPH =
+    "name: gpt\nsource: test\ninput: {tokens: 5, vocab: 7}\nclasses: 7\n"
+    "loss: language_model\nlayers:\n"
+    "  - {kind: embedding, name: wte, dim: 8, positions: 5}\n"
+    "  - {kind: layernorm, name: ln_1}\n"
+    "  - {kind: dense, name: c_attn, units: 24}\n"
+    "  - {kind: attention_core, name: core, heads: 2, causal: true}\n"
+    "  - {kind: dense, name: c_proj, units: 8}\n"
+    "  - {kind: add, name: res, inputs: [wte, c_proj]}\n"
+    "  - {kind: layernorm, name: ln_f}\n"
+    "  - {kind: dense, name: lm_head, tied: wte}\n"
+    "  - {kind: softmax, name: softmax}\n";
+
+/* Ensure that every parameter's gradient of a GPT block with a next-token loss matches finite
+ * differences, the token table's included: its gradient is the sum of the lookup's and the
+ * tied head's (token 6 never occurs in the input, so its row's gradient is the head's alone,
+ * and nonzero), and the head has no parameters of its own. */
+static void test_net_gradcheck_gpt_tied(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_string(GPT_GRAPH);
+    enum { B = 2, T = 5, V = 7, D = 8 };
+    assert_int_equal(m->total_params, (V + T) * D + 16 + (D * 24 + 24) + (D * D + D) + 16);
+    struct dtk_net *net = make_net(m, B, DTK_INIT_KAIMING, 3);
+    /* two sequences of 6 tokens: inputs the first 5, targets the next 5 */
+    const int seq[B][T + 1] = {{1, 4, 0, 2, 2, 5}, {3, 3, 1, 0, 5, 6}};
+    float x[B * T];
+    int labels[B * T];
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            x[b * T + t] = (float)seq[b][t];
+            labels[b * T + t] = seq[b][t + 1];
+        }
+    assert_int_equal(dtk_net_labels_per_sample(net), T);
+    assert_int_equal(net_gradcheck_n(net, x, labels, B, 8, 1000), 0);
+    loss_at(net, x, labels, B);
+    const float *g = dtk_net_grads(net);
+    double row6 = 0;
+    for (int d = 0; d < D; d++)
+        row6 += fabs(g[6 * D + d]);
+    assert_true(row6 > 1e-4);
     dtk_net_destroy(net);
     dt_model_destroy(m);
 }
@@ -546,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_net_gradcheck_cnn_graph),
         cmocka_unit_test(test_net_backward_repeats_exactly),
         cmocka_unit_test(test_net_gradcheck_sequence),
+        cmocka_unit_test(test_net_gradcheck_gpt_tied),
         cmocka_unit_test(test_net_gradcheck_segmentation),
         cmocka_unit_test(test_net_gradcheck_sigmoid),
         cmocka_unit_test(test_net_microbatches_match_batch),

@@ -222,4 +222,16 @@ void dtk_attention_backward(float *dinp, float *dw, float *work, const float *do
                             const float *inp, const float *w, const float *cache, int B, int T,
                             int D, int heads);
 
+/* ---- attention core (GPT, llm.c's cut): qkv (B, T, 3D) holds q | k | v of each token side
+ * by side, out (B, T, D); head h owns columns [h dh, (h+1) dh) of q, k, v and out (dh =
+ * D/heads). Per head P = softmax(q k^T / sqrt(dh)), with causal row t keeping columns <= t
+ * (the others 0); out = P v. att (B, heads, T, T) keeps P for backward. No parameters.
+ * Backward adds to dqkv; its scratch is dtk_attn_core_workspace_floats(T, threads) floats,
+ * for at most `threads` threads (one (sample, head) pair per task). */
+long dtk_attn_core_workspace_floats(int T, int threads);
+void dtk_attn_core_forward(float *out, float *att, const float *qkv, int B, int T, int D,
+                           int heads, bool causal);
+void dtk_attn_core_backward(float *dqkv, float *work, int threads, const float *dout,
+                            const float *qkv, const float *att, int B, int T, int D, int heads);
+
 #endif

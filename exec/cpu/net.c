@@ -130,6 +130,15 @@ static int check_layer(const struct dt_model *m, int i, struct dtk_lay *ly, int 
     case DT_L_DENSE:
         if (in->rank == 3 || last_dim(out) != L->units)
             return layer_fail(err, m, L, "needs a (N) or (T,D) input");
+        if (L->tied && (L->tied_layer < 0 || L->tied_layer >= i || L->bias ||
+                        m->layers[L->tied_layer].kind != DT_L_EMBEDDING ||
+                        m->layers[L->tied_layer].units != ly->cols ||
+                        m->layers[L->tied_layer].vocab != L->units))
+            return layer_fail(err, m, L, "must be tied to an earlier embedding of its shape");
+        break;
+    case DT_L_ATTENTION_CORE:
+        if (in->rank != 2 || in->d[1] != 3 * L->units || L->heads < 1 || L->units % L->heads)
+            return layer_fail(err, m, L, "needs a (T, 3D) input and heads dividing D");
         break;
     case DT_L_LSTM:
     case DT_L_ATTENTION:
@@ -193,6 +202,9 @@ static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *l
     case DT_L_ATTENTION:
         *work = dtk_attention_workspace_floats(B, ly->rows, ly->cols, L->heads);
         break;
+    case DT_L_ATTENTION_CORE:
+        *work = dtk_attn_core_workspace_floats(ly->rows, ly->cd.threads);
+        break;
     default: break;
     }
 }
@@ -224,6 +236,22 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
         ly->poff = v->layers ? v->layers[i].param_offset : m->layers[i].param_offset;
         ly->goff = v->layers && v->layers[i].grads_apart ? v->layers[i].grad_offset : ly->poff;
     }
+}
+
+/* A tied layer reads (and adds its gradient to) the table of the embedding it is tied to,
+ * which must be on this rank. */
+static int tie_weights(struct dtk_net *net, struct dt_error *err)
+{
+    const struct dt_model *m = net->model;
+    for (int i = 0; i < m->n_layers; i++) {
+        const struct dt_layer *L = &m->layers[i];
+        if (!L->tied || !net->lay[i].runs)
+            continue;
+        if (L->tied_layer < 0 || L->tied_layer >= i || !net->lay[L->tied_layer].runs)
+            return layer_fail(err, m, L, "its tied table is not on this rank");
+        net->lay[i].poff = net->lay[L->tied_layer].poff;
+    }
+    return DT_OK;
 }
 
 /* Whether layer j's output gradient arrives from another rank (then no reader zeroes it). */
@@ -284,10 +312,15 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the network");
     }
     apply_view(net, v);
+    int rc = tie_weights(net, err);
+    if (rc) {
+        free(net->lay);
+        free(net);
+        return rc;
+    }
 
     /* Shapes, kinds and which gradients are needed; then the arena sizes. */
     long acts = 0, iacts = 0, work = 0, state = 0;
-    int rc = DT_OK;
     for (int i = 0; i < n && rc == DT_OK; i++) {
         const struct dt_layer *L = &model->layers[i];
         struct dtk_lay *ly = &net->lay[i];
@@ -296,9 +329,11 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             break;
         ly->cd.B = max_batch;
         /* a convolution's scratch serves the kernels' threads (one block of samples each) */
-        ly->cd.threads = L->kind == DT_L_CONV2D ? dtk_num_threads() : 1;
+        ly->cd.threads = L->kind == DT_L_CONV2D || L->kind == DT_L_ATTENTION_CORE
+                             ? dtk_num_threads()
+                             : 1;
         ly->out_sz = shape_size(&L->out_shape);
-        ly->need = L->params > 0;
+        ly->need = dt_layer_trains(L);
         for (int k = 0; k < L->n_in; k++)
             if (L->in[k] >= 0 && net->lay[L->in[k]].need)
                 ly->need = true;
@@ -637,6 +672,9 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_ATTENTION:
         dtk_attention_forward(y, aux, x, w, nb, ly->rows, ly->cols, L->heads);
         break;
+    case DT_L_ATTENTION_CORE:
+        dtk_attn_core_forward(y, aux, x, nb, ly->rows, (int)L->units, L->heads, L->causal);
+        break;
     case DT_L_SEQPOOL: dtk_seqpool_forward(y, x, nb, ly->rows, ly->cols); break;
     default: break;
     }
@@ -909,6 +947,11 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_ATTENTION:
         dtk_attention_backward(dx, dw, net->work, dy, x, w, aux, nb, ly->rows, ly->cols,
                                L->heads);
+        break;
+    case DT_L_ATTENTION_CORE:
+        if (dx)
+            dtk_attn_core_backward(dx, net->work, ly->cd.threads, dy, x, aux, nb, ly->rows,
+                                   (int)L->units, L->heads);
         break;
     case DT_L_SEQPOOL:
         if (dx)

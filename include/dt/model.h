@@ -18,6 +18,10 @@
  *     conv2d_transpose  W[in_c][filters/groups][kh][kw], b[filters]  (PyTorch layout)
  *     lstm       W_x[4H][in], W_h[4H][H], b[4H] (Keras layout: gates i,f,c,o; one bias)
  *     attention  Wq,Wk,Wv,Wo each [D][D] then bq,bk,bv,bo each [D]
+ *     attention_core  none (its q|k|v input comes from a dense layer of 3D units, its output
+ *                goes to a dense output projection, as llm.c and Megatron-LM cut them)
+ *     dense tied to an embedding  none: W is the embedding's token table [vocab][dim]
+ *                (GPT-2's LM head); its gradient is added to the table's
  */
 #ifndef DT_MODEL_H
 #define DT_MODEL_H
@@ -52,6 +56,8 @@ enum dt_layer_kind {
     DT_L_LSTM,         /* (T,D) -> (T,H) or (H) */
     DT_L_ATTENTION,    /* multi-head self-attention (T,D) -> (T,D) */
     DT_L_SEQPOOL,      /* (T,D) -> (D): take the first token (BERT's [CLS]) */
+    DT_L_ATTENTION_CORE, /* (T,3D) q|k|v -> (T,D): softmax(q k^T / sqrt(D/heads)) v per head,
+                            optionally causal; no parameters */
     DT_L_KIND_COUNT
 };
 
@@ -88,7 +94,10 @@ struct dt_layer {
     int groups;                 /* conv2d */
     bool bias;                  /* dense, conv2d (default true) */
     double rate;                /* dropout */
-    int heads;                  /* attention */
+    int heads;                  /* attention, attention_core */
+    bool causal;                /* attention_core: position t attends to positions <= t */
+    bool tied;                  /* dense: W is layer tied_layer's token table (no params) */
+    int tied_layer;             /* dense with tied: the embedding it reads W from */
     long vocab;                 /* embedding */
     bool return_sequences;      /* lstm */
     double eps;                 /* batchnorm, layernorm */
@@ -119,6 +128,11 @@ struct dt_model {
     int input_is_tokens;        /* input holds token ids (embedding first) */
     long vocab;                 /* token input: ids are < vocab (0 otherwise) */
     long classes;
+    enum dt_loss {
+        DT_LOSS_CLASSIFY,       /* labels come with the data (default) */
+        DT_LOSS_NEXT_TOKEN      /* `loss: language_model`: per-token cross-entropy of the
+                                   (T, vocab) output against the next tokens of the input */
+    } loss;
     int n_layers;
     struct dt_layer *layers;
     long total_params;
@@ -135,6 +149,12 @@ int dt_model_load(const char *path, struct dt_model **out, struct dt_error *err)
 int dt_model_load_string(const char *name, const char *text, struct dt_model **out,
                          struct dt_error *err);
 void dt_model_destroy(struct dt_model *model);
+
+/* Whether the layer produces parameter gradients: it has parameters, or it is tied to
+ * another layer's (its gradient goes there). */
+bool dt_layer_trains(const struct dt_layer *l);
+/* Floats of weights the layer reads: its parameters, or the tied table (vocab x dim). */
+long dt_layer_weight_floats(const struct dt_model *m, const struct dt_layer *l);
 
 /* Index of the layer called name, or -1. */
 int dt_model_find_layer(const struct dt_model *model, const char *name);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the long models of the zoo (VGG, ResNet, U-Net, BERT) as models/*.yaml.
+"""Writes the long models of the zoo (VGG, ResNet, U-Net, BERT, GPT) as models/*.yaml.
 
 The YAML files are committed; this script is how they were made and how to remake them:
     python3 models/gen/zoo.py [OUTDIR]        (default: the models/ folder beside this script)
@@ -11,9 +11,9 @@ import sys
 
 
 class Model:
-    def __init__(self, name, source, comment, input_, classes, dataset=None):
+    def __init__(self, name, source, comment, input_, classes, dataset=None, loss=None):
         self.name, self.source, self.comment = name, source, comment
-        self.input, self.classes, self.dataset = input_, classes, dataset
+        self.input, self.classes, self.dataset, self.loss = input_, classes, dataset, loss
         self.rows = []  # (mapping text, trailing comment)
 
     def add(self, kind, name, comment=None, **attrs):
@@ -43,6 +43,8 @@ class Model:
         out.append("classes: %d" % self.classes)
         if self.dataset:
             out.append("dataset: " + self.dataset)
+        if self.loss:
+            out.append("loss: " + self.loss)
         out.append("layers:")
         for row, comment in self.rows:
             out.append("  - " + row + ("  # " + comment if comment else ""))
@@ -338,6 +340,106 @@ and its 128 x 30522 logits per sequence.""" % tokens,
     m.add("softmax", "softmax")
     return m
 
+# ---- GPT ----
+
+def gpt_params(layers, width, vocab, tokens):
+    """GPT-2-style parameter count with tied embeddings: per layer 12 h^2 (qkv 3h^2, output
+    projection h^2, MLP 8h^2) + 13 h (biases 3h + h + 4h + h, two layernorms 4h); the token and
+    position tables (V + T) h; the final layernorm 2h."""
+    return 12 * layers * width ** 2 + 13 * layers * width + (vocab + tokens) * width + 2 * width
+
+
+def gpt(name, source, comment, layers, width, heads, tokens, vocab):
+    """A GPT-2-style decoder (pre-LayerNorm, GELU MLP of 4x width, no dropout), layer for layer
+    Hugging Face GPT2LMHeadModel / llm.c: the LM head is tied to the token table and the loss
+    is the next-token cross-entropy over every position."""
+    count = "{:,}".format(gpt_params(layers, width, vocab, tokens))
+    m = Model(name, source + ": %s parameters" % count, comment + """
+Layers as Hugging Face GPT2LMHeadModel (names from its state_dict) and llm.c: one `embedding`
+holds wte and wpe (their sum); per block ln_1, attn.c_attn (q|k|v, 3 x %d), a causal
+attention_core (%d heads), attn.c_proj, residual add, ln_2, mlp.c_fc (GELU), mlp.c_proj,
+residual add; then ln_f and lm_head, a dense layer tied to wte (no parameters of its own).
+No dropout. Parameters: 12 L h^2 + 13 L h + (V + T) h + 2 h = %s.""" % (width, heads, count),
+              "{tokens: %d, vocab: %d}" % (tokens, vocab), vocab, loss="language_model")
+    x = m.add("embedding", "transformer.wte", "token table (wte) + position table (wpe)",
+              dim=width, vocab=vocab, positions=tokens)
+    for i in range(layers):
+        p = "transformer.h.%d." % i
+        m.add("layernorm", p + "ln_1", input=x)
+        m.add("dense", p + "attn.c_attn", units=3 * width)
+        m.add("attention_core", p + "attn.core", heads=heads, causal=True)
+        m.add("dense", p + "attn.c_proj", units=width)
+        x = m.add("add", p + "attn.add", inputs=[x, p + "attn.c_proj"])
+        m.add("layernorm", p + "ln_2")
+        m.add("dense", p + "mlp.c_fc", units=4 * width, activation="gelu")
+        m.add("dense", p + "mlp.c_proj", units=width)
+        x = m.add("add", p + "mlp.add", inputs=[x, p + "mlp.c_proj"])
+    m.add("layernorm", "transformer.ln_f", input=x)
+    m.add("dense", "lm_head", "tied to transformer.wte", tied="transformer.wte")
+    m.add("softmax", "softmax", "next-token cross-entropy, fused in training")
+    return m
+
+
+def gpt2_124m():
+    return gpt("gpt2-124m",
+               "Radford et al., Language Models are Unsupervised Multitask Learners, 2019 "
+               "(the 117M/124M model: 12 layers, 768 wide); configuration and count as "
+               "karpathy/llm.c train_gpt2 prints them (num_parameters with vocab 50257)",
+               """GPT-2 small (124M) as llm.c trains it: 12 layers, width 768, 12 heads, 1024 tokens,
+vocabulary 50257. llm.c pads the vocabulary to 50304 in memory but counts 50257.""",
+               12, 768, 12, 1024, 50257)
+
+
+def tiny_gpt():
+    return gpt("tiny-gpt",
+               "dtsim's own test model, GPT-2's architecture scaled down (issue 12: 2 layers, "
+               "32 wide, 4 heads, 16 tokens, vocabulary 64)",
+               """A GPT-2-shaped model small enough for the execution tests: 2 layers, width 32,
+4 heads, 16 tokens, vocabulary 64.""", 2, 32, 4, 16, 64)
+
+
+def tiny_gpt_bytes():
+    return gpt("tiny-gpt-bytes",
+               "dtsim's own byte-level test model, GPT-2's architecture scaled down to read "
+               "text as bytes (vocabulary 256)",
+               """A byte-level GPT for dtexec's text smoke test (exec/data/tiny.txt read as bytes):
+2 layers, width 64, 4 heads, 64 tokens, vocabulary 256.""", 2, 64, 4, 64, 256)
+
+
+# Brown et al. 2020, Table 2.1: name, n_layers, d_model, n_heads. Two rows of the table do not
+# add up: GPT-3 XL lists 24 heads of 128 for d_model 2048 and GPT-3 13B lists d_model 5140
+# with 40 heads of 128. Both are taken with d_head = 128 as the table gives it: 16 heads for
+# 2048, and d_model = 40 x 128 = 5120 (as Megatron-LM and others reproduce these models).
+GPT3 = [("1.3b", "GPT-3 XL", 24, 2048, 16), ("2.7b", "GPT-3 2.7B", 32, 2560, 32),
+        ("6.7b", "GPT-3 6.7B", 32, 4096, 32), ("13b", "GPT-3 13B", 40, 5120, 40),
+        ("175b", "GPT-3 175B", 96, 12288, 96)]
+
+
+def gpt3(size, label, layers, width, heads):
+    note = {"1.3b": " The table's 24 heads of 128 do not make 2048: 16 heads of 128 here.",
+            "13b": " The table's d_model 5140 is not 40 heads of 128: 5120 here."}.get(size, "")
+    return gpt("gpt3-" + size,
+               "Brown et al., Language Models are Few-Shot Learners, NeurIPS 2020, Table 2.1 "
+               "(%s: n_layers %d, d_model %d, d_head 128, n_ctx 2048), GPT-2's tokenizer "
+               "(vocabulary 50257) and architecture with tied embeddings" % (label, layers,
+                                                                            width),
+               """%s (Brown et al. 2020, Table 2.1) for dtsim: %d layers, width %d, %d heads,
+2048 tokens, vocabulary 50257. Dense attention in every layer (the paper alternates dense and
+locally banded sparse layers, which changes FLOPs but not parameters).%s""" % (
+                   label, layers, width, heads, note), layers, width, heads, 2048, 50257)
+
+
+def megatron_530b():
+    return gpt("megatron-530b",
+               "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters "
+               "Using Megatron-LM, SC 2021, Table 1 (529.6B row: 105 layers, hidden 20480, "
+               "128 heads; vocabulary 51200, sequence 2048); their count "
+               "12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) leaves out the final layernorm's 2h",
+               """The 530B row of Narayanan et al. 2021, Table 1, for dtsim: 105 layers, hidden 20480,
+128 heads, 2048 tokens, vocabulary 51200 (GPT-2's padded to a multiple of 1024).""",
+               105, 20480, 128, 2048, 51200)
+
+
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
@@ -353,6 +455,11 @@ def main():
         unet(),
         bert_base(),
         bert_large(),
+        gpt2_124m(),
+        tiny_gpt(),
+        tiny_gpt_bytes(),
+    ] + [gpt3(*row) for row in GPT3] + [
+        megatron_530b(),
     ]
     for m in models:
         with open(os.path.join(out, m.name + ".yaml"), "w") as f:
