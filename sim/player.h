@@ -4,6 +4,7 @@
 #ifndef DT_SIM_PLAYER_H
 #define DT_SIM_PLAYER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "dt/costmodel.h"
@@ -29,6 +30,8 @@ struct dt_sim_options {
     FILE *trace;         /* Chrome trace JSON of the iteration, or NULL */
     int trace_pid;       /* process id used in the trace (several strategies in one file) */
     const char *trace_name;
+    bool eager;          /* expand every round of a collective when it starts (as before the
+                          * lazy expansion; kept to check that both give the same result) */
 };
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,

@@ -234,7 +234,8 @@ static struct dt_model *load_model(const char *name)
 static double iteration(const struct dt_model *m, const struct dt_topology *t,
                         enum dt_strategy s)
 {
-    struct dt_plan_options po = {.strategy = s, .scaling = DT_SCALING_WEAK, .batch = 32};
+    struct dt_plan_options po = {.strategy = s, .scaling = DT_SCALING_WEAK, .batch = 32,
+                                 .precision = DT_FP32};
     struct dt_plan *plan;
     struct dt_error err;
     if (dt_plan_build(m, t, &po, &plan, &err) != DT_OK)
@@ -278,7 +279,7 @@ static double rank0_compute(const struct dt_model *m, const struct dt_topology *
                             struct dt_plan **plan)
 {
     struct dt_plan_options po = {.strategy = s, .scaling = DT_SCALING_WEAK, .batch = 64,
-                                 .n_ranks = ranks};
+                                 .n_ranks = ranks, .precision = DT_FP32};
     struct dt_error err;
     if (dt_plan_build(m, t, &po, plan, &err) != DT_OK)
         fail_msg("plan: %s", err.msg);
@@ -425,7 +426,8 @@ static void test_buckets_overlap(void **state)
     (void)state;
     struct dt_model *m = load_model("cnn690k");
     struct dt_topology *t = cluster(4, 1, "100 GB/s", "10 Gbit/s");
-    struct dt_plan_options po = {.strategy = DT_STRAT_ALLREDUCE_RING, .batch = 32};
+    struct dt_plan_options po = {.strategy = DT_STRAT_ALLREDUCE_RING, .batch = 32,
+                                 .precision = DT_FP32};
     struct dt_plan *plain, *buck;
     struct dt_error err;
     assert_int_equal(dt_plan_build(m, t, &po, &plain, &err), DT_OK);
