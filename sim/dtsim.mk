@@ -13,8 +13,8 @@ tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
-TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
-EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
+TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
+EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
 
 # Benchmark: the seed 002 grid x all strategies (target: under 1 s).
 EXTRA_DIST += sim/bench_grid.sh sim/bench_1k.sh
