@@ -29,4 +29,19 @@ bench-dtsim-grid: dtsim$(EXEEXT)
 BENCH_TARGETS += bench-dtsim-1k
 bench-dtsim-1k: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_1k.sh ./dtsim$(EXEEXT) $(DTSIM_BEFORE)
-.PHONY: bench-dtsim-1k
+.PHONY: bench-dtsim-1k bench-peer-simgrid
+
+# Benchmark peer: the same plan and flows on SimGrid 3.32 (built when libsimgrid-dev is there).
+EXTRA_DIST += sim/peer_simgrid.c sim/bench_allreduce.yaml sim/bench_peer_simgrid.sh
+if HAVE_SIMGRID
+noinst_PROGRAMS += sim/peer_simgrid
+sim_peer_simgrid_SOURCES = sim/peer_simgrid.c sim/network.c sim/network.h
+sim_peer_simgrid_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+sim_peer_simgrid_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) -lsimgrid
+endif
+if HAVE_SIMGRID
+BENCH_TARGETS += bench-peer-simgrid
+bench-peer-simgrid: dtsim$(EXEEXT) sim/peer_simgrid$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_peer_simgrid.sh ./dtsim$(EXEEXT) \
+	  ./sim/peer_simgrid$(EXEEXT)
+endif
