@@ -52,6 +52,7 @@ struct options {
     enum format format;
     bool summary, dump_plan, detect, topology_info;
     bool eager;                   /* --expansion eager: every collective round up front */
+    struct dt_ranklist trace_ranks; /* --trace-ranks (n == 0: every rank) */
     FILE *out;                    /* where the table, --summary and --dump-plan go */
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
     int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
@@ -115,6 +116,8 @@ static void usage(FILE *out)
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
         "      --sweep SPEC         shapes from the topology's node: 'nodes=1,2,4 ppn=1,2,4,8'\n"
+        "      --trace-ranks LIST   the trace shows these ranks only (and the links their\n"
+        "                           flows cross): '0-7,1024'\n"
         "      --expansion lazy|eager  collectives' rounds expanded as each rank reaches\n"
         "                           them, or all when they start (same result; default lazy)\n"
         "      --dump-plan          print each strategy's plan (per-rank ops) and exit\n"
@@ -216,7 +219,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"global-batch", required_argument, NULL, 'G'},
         {"memory-limit", required_argument, NULL, 'L'},
         {"top", required_argument, NULL, 'N'},
-        {"expansion", required_argument, NULL, 'X'}};
+        {"expansion", required_argument, NULL, 'X'},
+        {"trace-ranks", required_argument, NULL, 'K'}};
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
@@ -304,6 +308,10 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             o->top = (int)v;
             break;
+        case 'K':
+            if (dt_ranklist_parse(prog, "--trace-ranks", optarg, &o->trace_ranks))
+                return 2;
+            break;
         case 'X':
             if (strcmp(optarg, "lazy") != 0 && strcmp(optarg, "eager") != 0)
                 return bad_flag("--expansion", "expected lazy or eager, got '%s'", optarg);
@@ -348,6 +356,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         return bad_flag("--recommend", "%s", "searches every strategy on the topology as given: "
                         "drop --sweep, --strategy, --dump-plan, --trace, --summary and "
                         "--topology-info");
+    if (o->trace_ranks.n && !o->trace)
+        return bad_flag("--trace-ranks", "%s", "bounds the trace: give --trace FILE too");
     if (o->topology_info && (o->summary || o->dump_plan))
         return bad_flag("--topology-info", "%s", "give one of --topology-info, --summary and --dump-plan");
     return 0;
@@ -439,6 +449,12 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_plan_destroy(plan);
         return DT_OK;
     }
+    if (o->trace_ranks.n && dt_ranklist_max(&o->trace_ranks) >= topo->n_ranks) {
+        dt_plan_destroy(plan);
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--trace-ranks: rank %d is not among the "
+                       "%d ranks of %s", dt_ranklist_max(&o->trace_ranks), topo->n_ranks,
+                       topo->name);
+    }
     struct dt_cost_params cp;
     dt_cost_defaults(&cp, topo->groups[0].device.kind);
     /* a sweep's traces hold one process per strategy and shape: name both */
@@ -446,7 +462,8 @@ static int simulate(const struct options *o, const struct dt_model *model,
     snprintf(name, sizeof name, "%s on %d node%s x %d", dt_strategy_name(s), topo->n_nodes,
              topo->n_nodes > 1 ? "s" : "", topo->groups[0].devices);
     struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name,
-                                .eager = o->eager};
+                                .eager = o->eager,
+                                .trace_ranks = o->trace_ranks.n ? &o->trace_ranks : NULL};
     struct sim_run run = {.plan = plan, .opt = &so};
     double iter_c = 0, iter_lo = 0, iter_hi = 0;
     /* with a calibration, the interval's first run is the row's: each plan runs once */

@@ -1,6 +1,7 @@
 # The dtsim program: plan player, network routes, CLI and reports.
 bin_PROGRAMS += dtsim
-dtsim_SOURCES = sim/dtsim.c sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
+dtsim_SOURCES = sim/dtsim.c sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/ranklist.c \
+	sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -29,7 +30,7 @@ bench-dtsim-grid: dtsim$(EXEEXT)
 BENCH_TARGETS += bench-dtsim-1k
 bench-dtsim-1k: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_1k.sh ./dtsim$(EXEEXT) $(DTSIM_BEFORE)
-.PHONY: bench-dtsim-1k bench-peer-simgrid
+.PHONY: bench-dtsim-1k bench-peer-simgrid bench-scale
 
 # Benchmark peer: the same plan and flows on SimGrid 3.32 (built when libsimgrid-dev is there).
 EXTRA_DIST += sim/peer_simgrid.c sim/bench_allreduce.yaml sim/bench_peer_simgrid.sh
@@ -45,3 +46,8 @@ bench-peer-simgrid: dtsim$(EXEEXT) sim/peer_simgrid$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_peer_simgrid.sh ./dtsim$(EXEEXT) \
 	  ./sim/peer_simgrid$(EXEEXT)
 endif
+# Benchmark: time and memory against devices, 1k to 16k GPUs (bench-scale.dat, bench-scale.svg).
+EXTRA_DIST += sim/bench_scale.sh
+BENCH_TARGETS += bench-scale
+bench-scale: dtsim$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_scale.sh ./dtsim$(EXEEXT) .

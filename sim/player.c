@@ -116,11 +116,17 @@ static int colocated_params(struct player *p)
     return DT_OK;
 }
 
+/* Whether the trace shows this rank (--trace-ranks). */
+static bool traced(const struct player *p, int rank)
+{
+    return !p->opt->trace_ranks || dt_ranklist_has(p->opt->trace_ranks, rank);
+}
+
 static void trace(struct player *p, int tid, const char *name, const char *cat, double t0,
                   double t1)
 {
     FILE *f = p->opt ? p->opt->trace : NULL;
-    if (!f || p->trace_events > 2000000)
+    if (!f || p->trace_events > 2000000 || (tid < LINK_TID && !traced(p, tid)))
         return;
     p->trace_events++;
     fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, ",
@@ -570,7 +576,8 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     p->flows[fi].act = p->flow_free; /* the record is free again */
     p->flow_free = fi;
     p->res->rank[f->dst].bytes_recv += c->bytes;
-    if (p->opt && p->opt->trace) { /* one track per link the flow crossed */
+    if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
+        /* one track per link the flow crossed */
         int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
         char name[48];
         snprintf(name, sizeof name, "%d->%d", f->src, f->dst);
@@ -696,9 +703,10 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
                             "\"args\": {\"name\": \"%s\"}}",
                 opt->trace_pid, opt->trace_name ? opt->trace_name : "plan");
         for (int r = 0; r < n; r++)
-            fprintf(opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
-                                "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
-                    opt->trace_pid, r, r);
+            if (traced(&p, r))
+                fprintf(opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", "
+                                    "\"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+                        opt->trace_pid, r, r);
     }
     /* Every rank starts with the per-iteration framework overhead (its ZERO op clears the
      * gradients). */

@@ -9,6 +9,7 @@
 
 #include "dt/costmodel.h"
 #include "dt/plan.h"
+#include "ranklist.h"
 
 struct dt_rank_stats {
     double end_s;        /* when the rank finished its iteration */
@@ -30,6 +31,8 @@ struct dt_sim_options {
     FILE *trace;         /* Chrome trace JSON of the iteration, or NULL */
     int trace_pid;       /* process id used in the trace (several strategies in one file) */
     const char *trace_name;
+    const struct dt_ranklist *trace_ranks; /* the ranks the trace shows (and the links their
+                                            * flows cross), or NULL: all */
     bool eager;          /* expand every round of a collective when it starts (as before the
                           * lazy expansion; kept to check that both give the same result) */
 };

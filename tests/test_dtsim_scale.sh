@@ -25,7 +25,26 @@ for t in topologies/*.yaml; do
   done
 done
 
+# --trace-ranks: rank tracks of the listed ranks only (the whole trace holds all 8).
+"$dtsim" -t 2n4p -s ring --trace "$tmp/all.json" -o /dev/null &&
+  "$dtsim" -t 2n4p -s ring --trace "$tmp/some.json" --trace-ranks 1,4-5 -o /dev/null ||
+  bad "--trace-ranks run failed"
+tracks() { # the rank tracks named in a trace, one line
+  grep -o '"name": "rank [0-9]*"' "$1" | sed 's/.*rank //; s/"//' | sort -n | uniq | tr '\n' ' '
+}
+[ "$(tracks "$tmp/all.json")" = "0 1 2 3 4 5 6 7 " ] && ok "trace: every rank" ||
+  bad "trace: ranks $(tracks "$tmp/all.json")"
+[ "$(tracks "$tmp/some.json")" = "1 4 5 " ] && ok "--trace-ranks 1,4-5" ||
+  bad "--trace-ranks 1,4-5: ranks $(tracks "$tmp/some.json")"
+n_all=$(grep -c '"ph": "X"' "$tmp/all.json") n_some=$(grep -c '"ph": "X"' "$tmp/some.json")
+[ "$n_some" -gt 0 ] && [ "$n_some" -lt "$n_all" ] && ok "--trace-ranks: $n_some of $n_all spans" ||
+  bad "--trace-ranks: $n_some of $n_all spans"
+
 # Bad values of the new flags: the flag's name, exit 2.
 expect_error "--expansion bad" "--expansion" "$dtsim" -t 2n2p --expansion sometimes
+expect_error "--trace-ranks syntax" "--trace-ranks: not a rank" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 1,,2
+expect_error "--trace-ranks range" "ends before it starts" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 3-1
+expect_error "--trace-ranks without --trace" "give --trace FILE too" "$dtsim" -t 2n2p --trace-ranks 1
+expect_error "--trace-ranks beyond the ranks" "rank 9 is not among the 4 ranks" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 9
 
 finish
