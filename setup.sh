@@ -15,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Debian packages the build, the tests and the default data need.
 pkgs="build-essential autoconf automake libtool pkg-config libyaml-dev libgsl-dev
       libopenblas-dev mpich libmpich-dev libcmocka-dev zlib1g-dev libhwloc-dev gnuplot-nox
-      dataset-fashion-mnist iproute2 clang libclang-rt-dev"
+      dataset-fashion-mnist iproute2 clang libclang-rt-dev time"
 missing=
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -3,12 +3,14 @@
  * post-steps for non-power-of-two groups, the same chunking. */
 #include "dt/collective.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 void dt_schedule_init(struct dt_schedule *s)
 {
     memset(s, 0, sizeof *s);
+    s->last = INT_MAX;
 }
 
 void dt_schedule_free(struct dt_schedule *s)
@@ -25,9 +27,18 @@ void dt_chunk(long count, int n, int i, long *offset, long *len)
     *offset = i * base + (i < extra ? i : extra);
 }
 
-/* Opens a new round. */
+/* Whether the round being generated lies in the window (is stored). */
+static bool keeping(const struct dt_schedule *s)
+{
+    return s->seen - 1 >= s->first && s->seen - 1 < s->last;
+}
+
+/* Opens a new round (counted; stored when in the window). */
 static int round_open(struct dt_schedule *s)
 {
+    s->seen++;
+    if (!keeping(s))
+        return DT_OK;
     if (s->n_rounds + 2 > s->cap_rounds) {
         int cap = s->cap_rounds ? 2 * s->cap_rounds : 16;
         int *rs = realloc(s->round_start, (size_t)cap * sizeof *rs);
@@ -45,8 +56,8 @@ static int round_open(struct dt_schedule *s)
 
 static int add(struct dt_schedule *s, bool send, int peer, long offset, long count, bool sum)
 {
-    if (count <= 0)
-        return DT_OK; /* an empty chunk moves nothing */
+    if (count <= 0 || !keeping(s))
+        return DT_OK; /* an empty chunk moves nothing; a round outside the window is skipped */
     if (s->n_xfers == s->cap_xfers) {
         int cap = s->cap_xfers ? 2 * s->cap_xfers : 16;
         struct dt_xfer *x = realloc(s->xfers, (size_t)cap * sizeof *x);
@@ -74,17 +85,37 @@ static int sendrecv(struct dt_schedule *s, int to, long soff, long scount, int f
 
 int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedule *s)
 {
+    s->first = 0; /* every round kept */
+    s->last = INT_MAX;
+    s->seen = s->n_rounds;
     return send ? sendrecv(s, peer, 0, count, -1, 0, 0, false)
                 : sendrecv(s, -1, 0, 0, peer, 0, count, sum);
 }
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
+static int clamp(long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
+
+/* The steps [*lo, *hi) of a phase of n_steps one-round steps that fall in s's window; the
+ * steps before *lo are counted here, the caller counts those after *hi (skip_after). */
+static void window_steps(struct dt_schedule *s, int n_steps, int *lo, int *hi)
+{
+    *lo = clamp((long)s->first - s->seen, 0, n_steps);
+    *hi = clamp((long)s->last - s->seen, *lo, n_steps);
+    s->seen += *lo;
+}
+
+static void skip_after(struct dt_schedule *s, int n_steps, int hi)
+{
+    s->seen += n_steps - hi;
+}
+
 /* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
 static int ring_reduce_scatter(int p, int me, long n, struct dt_schedule *s)
 {
-    int right = mod(me + 1, p), left = mod(me - 1, p);
-    for (int step = 0; step < p - 1; step++) {
+    int right = mod(me + 1, p), left = mod(me - 1, p), lo, hi;
+    window_steps(s, p - 1, &lo, &hi);
+    for (int step = lo; step < hi; step++) {
         long so, sl, ro, rl;
         dt_chunk(n, p, mod(me - step - 1, p), &so, &sl);
         dt_chunk(n, p, mod(me - step - 2, p), &ro, &rl);
@@ -92,14 +123,16 @@ static int ring_reduce_scatter(int p, int me, long n, struct dt_schedule *s)
         if (rc)
             return rc;
     }
+    skip_after(s, p - 1, hi);
     return DT_OK;
 }
 
 /* Ring allgather: member me starts with chunk me and ends with all. */
 static int ring_allgather(int p, int me, long n, struct dt_schedule *s)
 {
-    int right = mod(me + 1, p), left = mod(me - 1, p);
-    for (int step = 0; step < p - 1; step++) {
+    int right = mod(me + 1, p), left = mod(me - 1, p), lo, hi;
+    window_steps(s, p - 1, &lo, &hi);
+    for (int step = lo; step < hi; step++) {
         long so, sl, ro, rl;
         dt_chunk(n, p, mod(me - step, p), &so, &sl);
         dt_chunk(n, p, mod(me - step - 1, p), &ro, &rl);
@@ -107,6 +140,7 @@ static int ring_allgather(int p, int me, long n, struct dt_schedule *s)
         if (rc)
             return rc;
     }
+    skip_after(s, p - 1, hi);
     return DT_OK;
 }
 
@@ -324,8 +358,20 @@ enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long coun
 int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
                      long count, struct dt_schedule *s, struct dt_error *err)
 {
+    int total;
+    return dt_coll_schedule_rounds(kind, alg, p, me, root, count, 0, INT_MAX, s, &total, err);
+}
+
+int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me,
+                            int root, long count, int first, int n, struct dt_schedule *s,
+                            int *total, struct dt_error *err)
+{
     s->n_rounds = 0;
     s->n_xfers = 0;
+    s->seen = 0;
+    s->first = first < 0 ? 0 : first;
+    s->last = n > INT_MAX - s->first ? INT_MAX : s->first + n;
+    *total = 0;
     if (p < 1 || me < 0 || me >= p || root < 0 || root >= p || count < 0)
         return dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
                        "bad collective arguments (p=%d me=%d root=%d count=%ld)", p, me, root,
@@ -383,5 +429,6 @@ int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me
                        dt_coll_alg_name(alg), dt_coll_kind_name(kind));
     if (rc == DT_ENOMEM)
         return dt_fail(err, rc, NULL, 0, 0, "out of memory");
+    *total = s->seen;
     return rc;
 }

@@ -55,6 +55,8 @@ struct options {
     long dataset_size;
     enum format format;
     bool summary, dump_plan, detect, topology_info;
+    bool eager;                   /* --expansion eager: every collective round up front */
+    struct dt_ranklist trace_ranks; /* --trace-ranks (n == 0: every rank) */
     FILE *out;                    /* where the table, --summary and --dump-plan go */
     int sweep_nodes[MAX_SWEEP], n_sweep_nodes;
     int sweep_ppn[MAX_SWEEP], n_sweep_ppn;
@@ -72,14 +74,29 @@ static const char *prog = "dtsim";
 static const char *calibration_path;
 static struct dt_calibration calibration;
 
-static int calibrated_iter(void *plan, const struct dt_cost_params *cp, double *iter_s,
-                           struct dt_error *err)
-{
+/* One simulation of a plan: the first run (the calibrated parameters themselves) keeps its
+ * result and writes the trace; the interval's perturbed runs keep only the iteration time. */
+struct sim_run {
+    const struct dt_plan *plan;
+    const struct dt_sim_options *opt;
     struct dt_sim_result res;
-    int rc = dt_sim_run(plan, cp, NULL, &res, err);
+    bool have_res;
+};
+
+static int simulated_iter(void *ctx, const struct dt_cost_params *cp, double *iter_s,
+                          struct dt_error *err)
+{
+    struct sim_run *run = ctx;
+    struct dt_sim_result res;
+    bool first = !run->have_res;
+    int rc = dt_sim_run(run->plan, cp, first ? run->opt : NULL, &res, err);
     *iter_s = rc ? 0 : res.iter_s;
-    if (!rc)
+    if (!rc && first) {
+        run->res = res;
+        run->have_res = true;
+    } else if (!rc) {
         dt_sim_result_free(&res);
+    }
     return rc;
 }
 
@@ -104,6 +121,10 @@ static void usage(FILE *out)
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
         "      --sweep SPEC         shapes from the topology's node: 'nodes=1,2,4 ppn=1,2,4,8'\n"
+        "      --trace-ranks LIST   the trace shows these ranks only (and the links their\n"
+        "                           flows cross): '0-7,1024'\n"
+        "      --expansion lazy|eager  collectives' rounds expanded as each rank reaches\n"
+        "                           them, or all when they start (same result; default lazy)\n"
         "      --dump-plan          print each strategy's plan (per-rank ops) and exit\n"
         "      --recommend          search strategy x dp/tp/pp x micro-batches x chunks x\n"
         "                           accumulation x buckets x ZeRO x recompute for the fastest\n"
@@ -202,7 +223,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"recommend", no_argument, NULL, 'R'},
         {"global-batch", required_argument, NULL, 'G'},
         {"memory-limit", required_argument, NULL, 'L'},
-        {"top", required_argument, NULL, 'N'}};
+        {"top", required_argument, NULL, 'N'},
+        {"expansion", required_argument, NULL, 'X'},
+        {"trace-ranks", required_argument, NULL, 'K'}};
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
@@ -290,6 +313,15 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             o->top = (int)v;
             break;
+        case 'K':
+            if (dt_ranklist_parse(prog, "--trace-ranks", optarg, &o->trace_ranks))
+                return 2;
+            break;
+        case 'X':
+            if (strcmp(optarg, "lazy") != 0 && strcmp(optarg, "eager") != 0)
+                return bad_flag("--expansion", "expected lazy or eager, got '%s'", optarg);
+            o->eager = strcmp(optarg, "eager") == 0;
+            break;
         case 'h': usage(stdout); dt_split_finalize(); exit(0);
         case 'V': printf("dtsim %s\n", PACKAGE_VERSION); dt_split_finalize(); exit(0);
         case ':':
@@ -329,6 +361,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         return bad_flag("--recommend", "%s", "searches every strategy on the topology as given: "
                         "drop --sweep, --strategy, --dump-plan, --trace, --summary and "
                         "--topology-info");
+    if (o->trace_ranks.n && !o->trace)
+        return bad_flag("--trace-ranks", "%s", "bounds the trace: give --trace FILE too");
     if (o->topology_info && (o->summary || o->dump_plan))
         return bad_flag("--topology-info", "%s", "give one of --topology-info, --summary and --dump-plan");
     return 0;
@@ -439,36 +473,43 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_plan_destroy(plan);
         return DT_OK;
     }
+    if (o->trace_ranks.n && dt_ranklist_max(&o->trace_ranks) >= topo->n_ranks) {
+        dt_plan_destroy(plan);
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--trace-ranks: rank %d is not among the "
+                       "%d ranks of %s", dt_ranklist_max(&o->trace_ranks), topo->n_ranks,
+                       topo->name);
+    }
     struct dt_cost_params cp, *gcp = group_params(topo);
-    dt_cost_defaults(&cp, topo->groups[0].device.kind);
-    double iter_c = 0, iter_lo = 0, iter_hi = 0;
     if (!gcp) {
         dt_plan_destroy(plan);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     }
-    if (calibration_path) {
-        rc = dt_calibration_interval(&calibration, &cp, DT_CAL_PREDICTION, calibrated_iter, plan,
-                                     &iter_c, &iter_lo, &iter_hi, err);
-        if (rc) {
-            free(gcp);
-            dt_plan_destroy(plan);
-            return rc;
-        }
-        dt_calibration_apply(&calibration, &cp);
-    }
+    dt_cost_defaults(&cp, topo->groups[0].device.kind);
     /* a sweep's traces hold one process per strategy and shape: name both */
     char name[96];
     snprintf(name, sizeof name, "%s on %d node%s x %d", dt_strategy_name(s), topo->n_nodes,
              topo->n_nodes > 1 ? "s" : "", topo->groups[0].devices);
     struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name,
-                                .group_cp = gcp};
-    struct dt_sim_result res;
-    rc = dt_sim_run(plan, &cp, &so, &res, err);
+                                .group_cp = gcp, .eager = o->eager,
+                                .trace_ranks = o->trace_ranks.n ? &o->trace_ranks : NULL};
+    struct sim_run run = {.plan = plan, .opt = &so};
+    double iter_c = 0, iter_lo = 0, iter_hi = 0;
+    /* with a calibration, the interval's first run is the row's: each plan runs once */
+    if (calibration_path)
+        rc = dt_calibration_interval(&calibration, &cp, DT_CAL_PREDICTION, simulated_iter, &run,
+                                     &iter_c, &iter_lo, &iter_hi, err);
+    else
+        rc = simulated_iter(&run, &cp, &iter_c, err);
     if (rc) {
+        if (run.have_res)
+            dt_sim_result_free(&run.res);
         free(gcp);
         dt_plan_destroy(plan);
         return rc;
     }
+    if (calibration_path)
+        dt_calibration_apply(&calibration, &cp);
+    struct dt_sim_result res = run.res;
     memset(row, 0, sizeof *row);
     row->strategy = s;
     row->ranks = plan->n_ranks;

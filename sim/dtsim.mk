@@ -1,6 +1,8 @@
 # The dtsim program: plan player, network routes, CLI and reports.
 bin_PROGRAMS += dtsim
-dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c sim/split.h sim/player.c sim/player.h sim/matchindex.c sim/matchindex.h sim/network.c sim/network.h
+dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c \
+	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
+	sim/matchindex.h sim/network.c sim/network.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -13,8 +15,8 @@ tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
-TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
-EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh
+TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
+EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
 
 # Benchmark: the seed 002 grid x all strategies (target: under 1 s).
 EXTRA_DIST += sim/bench_grid.sh sim/bench_1k.sh
@@ -29,4 +31,24 @@ bench-dtsim-grid: dtsim$(EXEEXT)
 BENCH_TARGETS += bench-dtsim-1k
 bench-dtsim-1k: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_1k.sh ./dtsim$(EXEEXT) $(DTSIM_BEFORE)
-.PHONY: bench-dtsim-1k
+.PHONY: bench-dtsim-1k bench-peer-simgrid bench-scale
+
+# Benchmark peer: the same plan and flows on SimGrid 3.32 (built when libsimgrid-dev is there).
+EXTRA_DIST += sim/peer_simgrid.c sim/bench_allreduce.yaml sim/bench_peer_simgrid.sh
+if HAVE_SIMGRID
+noinst_PROGRAMS += sim/peer_simgrid
+sim_peer_simgrid_SOURCES = sim/peer_simgrid.c sim/network.c sim/network.h
+sim_peer_simgrid_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+sim_peer_simgrid_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) -lsimgrid
+endif
+if HAVE_SIMGRID
+BENCH_TARGETS += bench-peer-simgrid
+bench-peer-simgrid: dtsim$(EXEEXT) sim/peer_simgrid$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_peer_simgrid.sh ./dtsim$(EXEEXT) \
+	  ./sim/peer_simgrid$(EXEEXT)
+endif
+# Benchmark: time and memory against devices, 1k to 16k GPUs (bench-scale.dat, bench-scale.svg).
+EXTRA_DIST += sim/bench_scale.sh
+BENCH_TARGETS += bench-scale
+bench-scale: dtsim$(EXEEXT)
+	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_scale.sh ./dtsim$(EXEEXT) .

@@ -648,6 +648,12 @@ int dt_sim_n_links(const struct dt_sim *sim)
     return sim->n_links;
 }
 
+void dt_sim_link_params(const struct dt_sim *sim, int link, double *bw_Bps, double *lat_s)
+{
+    *bw_Bps = sim->links[link].bw_Bps;
+    *lat_s = sim->links[link].lat_s;
+}
+
 int dt_sim_n_devices(const struct dt_sim *sim)
 {
     return sim->n_devs;

@@ -99,6 +99,8 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
 /* The current time, s. */
 double dt_sim_now(const struct dt_sim *sim);
 int dt_sim_n_links(const struct dt_sim *sim);
+/* A link's capacity (bytes/s, INFINITY: not shared) and latency (s). */
+void dt_sim_link_params(const struct dt_sim *sim, int link, double *bw_Bps, double *lat_s);
 int dt_sim_n_devices(const struct dt_sim *sim);
 /* Flows started and not yet delivered (latency or transfer phase). */
 int dt_sim_active_flows(const struct dt_sim *sim);

@@ -35,11 +35,9 @@ struct activity {
                               * the same source, destination and tag */
     int me;                  /* index in the group */
     bool p2p;                /* SEND/RECV: transfer peers are global ranks */
-    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive (beside
-                                p2p: the scan over activities is the player's hot loop, so
-                                the struct keeps its size) */
-    struct dt_schedule s;
-    int round;
+    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
+    struct dt_schedule s;    /* lazy: the current round only; eager: every round */
+    int round, n_rounds;
     int outstanding;         /* transfers of the current round not yet complete */
     long sum_floats;         /* floats to add after the round */
     bool posted;             /* the current round's receives are posted (not summing) */
@@ -55,15 +53,8 @@ struct mail {
     int next;
 };
 
-/* Messages a rank has posted to/from one peer with one tag (their order matches them). */
-struct p2p_count {
-    int peer, tag;
-    bool send;
-    int n;
-};
-
 struct flowrec {
-    int act;                 /* the sender's activity */
+    int act;                 /* the sender's activity; next free record when unused */
     int src, dst, group, seq;
 };
 
@@ -74,11 +65,8 @@ struct rankstate {
     double block_t;
     double blk_idle;         /* while blocked: waiting for peers that had not sent yet */
     double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
-    int *coll_seq;           /* per group: collectives started */
     int *handle_act;         /* per handle: activity */
     double op_start;
-    struct p2p_count *p2p;   /* SEND/RECV sequence numbers */
-    int n_p2p, cap_p2p;
 };
 
 struct player {
@@ -93,9 +81,10 @@ struct player {
     int n_acts, cap_acts;
     struct mail *mail;
     int n_mail, cap_mail, mail_free;
-    struct dt_match_index ix;   /* activities and undelivered messages by key */
-    struct flowrec *flows;
-    int n_flows, cap_flows;
+    struct dt_match_index ix;   /* activities and undelivered messages by key; counters */
+    bool eager;                 /* expand every round of a collective when it starts */
+    struct flowrec *flows;      /* flows in flight (records are reused) */
+    int n_flows, cap_flows, flow_free;
     struct dt_sim_result *res;
     struct dt_error *err;
     long trace_events;
@@ -138,11 +127,17 @@ static int colocated_params(struct player *p)
     return DT_OK;
 }
 
+/* Whether the trace shows this rank (--trace-ranks). */
+static bool traced(const struct player *p, int rank)
+{
+    return !p->opt->trace_ranks || dt_ranklist_has(p->opt->trace_ranks, rank);
+}
+
 static void trace(struct player *p, int tid, const char *name, const char *cat, double t0,
                   double t1)
 {
     FILE *f = p->opt ? p->opt->trace : NULL;
-    if (!f || p->trace_events > 2000000)
+    if (!f || p->trace_events > 2000000 || (tid < LINK_TID && !traced(p, tid)))
         return;
     p->trace_events++;
     fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, ",
@@ -194,28 +189,35 @@ static int peer_rank(const struct player *p, const struct activity *a, const str
     return a->p2p ? x->peer : p->plan->groups[a->group].ranks[x->peer];
 }
 
-/* The sequence number of rank's next SEND (or RECV) with this peer and tag; -1 when out of
- * memory. */
-static int p2p_next_seq(struct player *p, int rank, int peer, int tag, bool send)
+/* The sequence number of rank's next activity of a group (for a SEND, also per
+ * destination): a counter kept in the matching index under sequence -1, which no activity
+ * has. -1 when out of memory. */
+static int next_seq(struct player *p, int rank, int group, int dst)
 {
-    struct rankstate *r = &p->rs[rank];
-    for (int i = 0; i < r->n_p2p; i++) {
-        struct p2p_count *c = &r->p2p[i];
-        if (c->peer == peer && c->tag == tag && c->send == send)
-            return c->n++;
-    }
-    if (grow((void **)&r->p2p, &r->cap_p2p, r->n_p2p + 1, sizeof *r->p2p))
-        return -1;
-    r->p2p[r->n_p2p++] = (struct p2p_count){peer, tag, send, 1};
-    return 0;
+    struct dt_match_entry *e = dt_match_get(&p->ix, rank, group, -1, dst);
+    return e ? ++e->act : -1; /* an entry starts with act -1 */
+}
+
+/* Index in a->s of the current round: the schedule holds every round (eager, or a single
+ * round anyway) or only the current one (lazy). */
+static int cur(const struct activity *a)
+{
+    return a->s.n_rounds == a->n_rounds ? a->round : 0;
+}
+
+/* The activity completed: its rounds are no longer needed. */
+static void activity_done(struct activity *a)
+{
+    a->done = true;
+    dt_schedule_free(&a->s);
 }
 
 /* Matches a delivered message with a posted receive of the activity's current round. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
-    if (a->done || !a->posted || a->round >= a->s.n_rounds)
+    if (a->done || !a->posted || a->round >= a->n_rounds)
         return false;
-    for (int i = a->s.round_start[a->round]; i < a->s.round_start[a->round + 1]; i++) {
+    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
             x->count = -x->count; /* mark as received (restored sign gives the size) */
@@ -241,17 +243,21 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
 {
     struct activity *a = &p->acts[ai];
     int peer = peer_rank(p, a, x);
-    if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
-        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    p->flows[p->n_flows] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
+    int fi = p->flow_free;
+    if (fi >= 0) {
+        p->flow_free = p->flows[fi].act;
+    } else {
+        if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        fi = p->n_flows++;
+    }
+    p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
     int route[DT_SIM_MAX_HOPS];
     int hops = dt_simnet_route(&p->net, a->rank, peer, route);
     double bytes = elem_bytes(p, a) * x->count;
     p->res->rank[a->rank].bytes_sent += bytes;
-    int rc = dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
-                         make_tag(TAG_FLOW, (uint32_t)p->n_flows), p->err);
-    p->n_flows++;
-    return rc;
+    return dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
+                       make_tag(TAG_FLOW, (uint32_t)fi), p->err);
 }
 
 /* The activity of the message's other side: the receive a SEND matches, or the SEND a
@@ -333,11 +339,27 @@ static int post_mail(struct player *p, const struct flowrec *f, double t_start)
     return DT_OK;
 }
 
+/* Lazy expansion: the collective's current round, asked of libdt/collective.c now that the
+ * rank reaches it. */
+static int load_round(struct player *p, struct activity *a)
+{
+    if (a->p2p || p->eager)
+        return DT_OK;
+    const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
+    int total;
+    return dt_coll_schedule_rounds(op->coll, op->alg, p->plan->groups[a->group].n, a->me,
+                                   op->root, op->region.count, a->round, 1, &a->s, &total,
+                                   p->err);
+}
+
 /* Posts the current round of activity ai: starts its sends, consumes delivered messages. */
 static int post_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
+    int rc = a->round > 0 ? load_round(p, a) : DT_OK; /* round 0 came with the start */
+    if (rc)
+        return rc;
+    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
@@ -354,8 +376,7 @@ static int post_round(struct player *p, int ai)
             a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
             continue;
         }
-        int rc = start_flow(p, ai, x);
-        if (rc)
+        if ((rc = start_flow(p, ai, x)))
             return rc;
     }
     consume_mail(p, a);
@@ -367,7 +388,7 @@ static int post_round(struct player *p, int ai)
 static int finish_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo = a->s.round_start[a->round], hi = a->s.round_start[a->round + 1];
+    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
     for (int i = lo; i < hi; i++)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
@@ -385,8 +406,8 @@ static int finish_round(struct player *p, int ai)
         a->outstanding = -1; /* reduction in progress */
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
     }
-    if (a->round >= a->s.n_rounds) {
-        a->done = true;
+    if (a->round >= a->n_rounds) {
+        activity_done(a);
         return DT_OK;
     }
     return post_round(p, ai);
@@ -414,16 +435,17 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     int rc;
     if (p2p) {
         a->group = p2p_group(p, op->tag, op->kind == DT_OP_SEND ? rank : op->peer);
-        a->seq = p2p_next_seq(p, rank, op->peer, op->tag, op->kind == DT_OP_SEND);
+        a->seq = next_seq(p, rank, a->group, op->kind == DT_OP_SEND ? op->peer : -1);
         a->me = 0;
         if (a->seq < 0)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, &a->s))
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        a->n_rounds = a->s.n_rounds;
     } else {
         const struct dt_group *g = &p->plan->groups[op->group];
         a->group = op->group;
-        a->seq = p->rs[rank].coll_seq[op->group]++;
+        a->seq = next_seq(p, rank, op->group, -1);
         a->me = -1;
         for (int i = 0; i < g->n; i++)
             if (g->ranks[i] == rank)
@@ -431,8 +453,12 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         if (a->me < 0)
             return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
                            op->group);
-        rc = dt_coll_schedule(op->coll, op->alg, g->n, a->me, op->root, op->region.count, &a->s,
-                              p->err);
+        if (a->seq < 0)
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        /* lazy: round 0 only (and the round count); eager: every round */
+        rc = dt_coll_schedule_rounds(op->coll, op->alg, g->n, a->me, op->root,
+                                     op->region.count, 0, p->eager ? INT_MAX : 1, &a->s,
+                                     &a->n_rounds, p->err);
         if (rc)
             return rc;
     }
@@ -442,8 +468,8 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     e->act = ai;
     *out = ai;
-    if (a->s.n_rounds == 0) {
-        a->done = true;
+    if (a->n_rounds == 0) {
+        activity_done(a);
         return DT_OK;
     }
     rc = post_round(p, ai);
@@ -555,10 +581,14 @@ static int activity_progress(struct player *p, int ai)
 static int on_flow(struct player *p, const struct dt_sim_completion *c)
 {
     /* a copy: what follows may grow p->flows and p->acts */
-    const struct flowrec fr = p->flows[(uint32_t)(c->tag & 0xffffffffu)];
+    int fi = (int)(c->tag & 0xffffffffu);
+    const struct flowrec fr = p->flows[fi];
     const struct flowrec *f = &fr;
+    p->flows[fi].act = p->flow_free; /* the record is free again */
+    p->flow_free = fi;
     p->res->rank[f->dst].bytes_recv += c->bytes;
-    if (p->opt && p->opt->trace) { /* one track per link the flow crossed */
+    if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
+        /* one track per link the flow crossed */
         int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
         char name[48];
         snprintf(name, sizeof name, "%d->%d", f->src, f->dst);
@@ -607,8 +637,8 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
         if (rr->blocked) /* compute, not the wait's communication */
             rr->blk_reduce += after(c->t_start, c->t_end, rr->block_t);
         trace(p, a->rank, "sum", "compute", c->t_start, c->t_end);
-        if (a->round >= a->s.n_rounds) {
-            a->done = true;
+        if (a->round >= a->n_rounds) {
+            activity_done(a);
             return activity_progress(p, (int)idx);
         }
         int rc = post_round(p, (int)idx);
@@ -653,7 +683,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
 {
     memset(res, 0, sizeof *res);
     struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err,
-                       .mail_free = -1};
+                       .mail_free = -1, .flow_free = -1, .eager = opt && opt->eager};
     int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
     if (rc)
         return rc;
@@ -672,10 +702,9 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     for (int r = 0; r < n && !rc; r++) {
         int dev;
         rc = dt_sim_add_device(p.sim, &dev, err);
-        p.rs[r].coll_seq = calloc((size_t)plan->n_groups, sizeof(int));
         p.rs[r].handle_act = malloc((size_t)(plan->next_handle + 1) * sizeof(int));
         p.rs[r].wait_act = -1;
-        if (!rc && (!p.rs[r].coll_seq || !p.rs[r].handle_act))
+        if (!rc && !p.rs[r].handle_act)
             rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         for (int h = 0; !rc && h <= plan->next_handle; h++)
             p.rs[r].handle_act[h] = -1;
@@ -685,9 +714,10 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
                             "\"args\": {\"name\": \"%s\"}}",
                 opt->trace_pid, opt->trace_name ? opt->trace_name : "plan");
         for (int r = 0; r < n; r++)
-            fprintf(opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
-                                "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
-                    opt->trace_pid, r, r);
+            if (traced(&p, r))
+                fprintf(opt->trace, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", "
+                                    "\"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+                        opt->trace_pid, r, r);
     }
     /* Every rank starts with the per-iteration framework overhead (its ZERO op clears the
      * gradients). */
@@ -741,9 +771,7 @@ done:
     free(p.cpr);
     if (p.rs)
         for (int r = 0; r < n; r++) {
-            free(p.rs[r].coll_seq);
             free(p.rs[r].handle_act);
-            free(p.rs[r].p2p);
         }
     free(p.rs);
     dt_simnet_free(&p.net);

@@ -4,10 +4,12 @@
 #ifndef DT_SIM_PLAYER_H
 #define DT_SIM_PLAYER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "dt/costmodel.h"
 #include "dt/plan.h"
+#include "ranklist.h"
 
 struct dt_rank_stats {
     double end_s;        /* when the rank finished its iteration */
@@ -32,6 +34,10 @@ struct dt_sim_options {
     const struct dt_cost_params *group_cp; /* per node group of the plan's topology, each
                                               rank taking its group's (a heterogeneous
                                               cluster); NULL: the cp of dt_sim_run for all */
+    const struct dt_ranklist *trace_ranks; /* the ranks the trace shows (and the links their
+                                            * flows cross), or NULL: all */
+    bool eager;          /* expand every round of a collective when it starts (as before the
+                          * lazy expansion; kept to check that both give the same result) */
 };
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,

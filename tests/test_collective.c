@@ -253,6 +253,58 @@ static void test_unknown_combination(void **state)
     dt_schedule_free(&s);
 }
 
+/* Each round asked for alone (the simulator's lazy expansion) is the same round of the full
+ * schedule, and the member's round count is the same, for every algorithm and member. */
+static void check_windows(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int root, long n)
+{
+    struct dt_schedule full, one;
+    struct dt_error err;
+    dt_schedule_init(&full);
+    dt_schedule_init(&one);
+    for (int me = 0; me < p; me++) {
+        assert_int_equal(dt_coll_schedule(kind, alg, p, me, root, n, &full, &err), DT_OK);
+        for (int r = 0; r <= full.n_rounds; r++) {
+            int total = -1;
+            assert_int_equal(dt_coll_schedule_rounds(kind, alg, p, me, root, n, r, 1, &one,
+                                                     &total, &err), DT_OK);
+            assert_int_equal(total, full.n_rounds);
+            assert_int_equal(one.n_rounds, r < full.n_rounds ? 1 : 0);
+            if (r == full.n_rounds)
+                break;
+            int a = full.round_start[r], b = full.round_start[r + 1];
+            assert_int_equal(one.round_start[1] - one.round_start[0], b - a);
+            for (int i = 0; i < b - a; i++) { /* field by field: padding differs */
+                const struct dt_xfer *x = &one.xfers[one.round_start[0] + i];
+                const struct dt_xfer *y = &full.xfers[a + i];
+                assert_true(x->send == y->send && x->peer == y->peer && x->sum == y->sum);
+                assert_true(x->offset == y->offset && x->count == y->count);
+            }
+        }
+    }
+    dt_schedule_free(&full);
+    dt_schedule_free(&one);
+}
+
+static void test_lazy_rounds(void **state)
+{
+    (void)state;
+    const int ps[] = {1, 2, 3, 5, 8, 12};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        int p = ps[i];
+        for (enum dt_coll_alg a = DT_ALG_RING; a <= DT_ALG_LIBRARY; a++)
+            if (a != DT_ALG_LINEAR && a != DT_ALG_BINOMIAL)
+                check_windows(DT_COLL_ALLREDUCE, a, p, 0, 37);
+        for (int root = 0; root < p; root += 2) {
+            check_windows(DT_COLL_REDUCE, DT_ALG_BINOMIAL, p, root, 11);
+            check_windows(DT_COLL_BCAST, DT_ALG_BINOMIAL, p, root, 11);
+            check_windows(DT_COLL_REDUCE, DT_ALG_LINEAR, p, root, 11);
+            check_windows(DT_COLL_BCAST, DT_ALG_LINEAR, p, root, 11);
+        }
+        check_windows(DT_COLL_REDUCE_SCATTER, DT_ALG_RING, p, 0, 3);
+        check_windows(DT_COLL_ALLGATHER, DT_ALG_DIRECT, p, 0, 29);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_recursive_doubling_rounds),
         cmocka_unit_test(test_library_choice),
         cmocka_unit_test(test_unknown_combination),
+        cmocka_unit_test(test_lazy_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,12 +22,16 @@ struct dt_xfer {
 };
 
 /* A schedule for ONE member of the group: rounds of transfers. Round r holds
- * xfers[round_start[r] .. round_start[r+1]-1] (linear algorithms post p-1 in one round). */
+ * xfers[round_start[r] .. round_start[r+1]-1] (linear algorithms post p-1 in one round).
+ * A window (dt_coll_schedule_rounds) keeps only some rounds: the others are counted in
+ * `seen` but not stored, so a simulator can hold one round of each member at a time. */
 struct dt_schedule {
     int n_rounds, cap_rounds;
     int *round_start;   /* n_rounds + 1 entries */
     int n_xfers, cap_xfers;
     struct dt_xfer *xfers;
+    int first, last;    /* the window: rounds first <= r < last are stored */
+    int seen;           /* rounds generated so far, stored or not */
 };
 
 void dt_schedule_init(struct dt_schedule *s);
@@ -39,6 +43,13 @@ void dt_schedule_free(struct dt_schedule *s);
  * bcast by ring). */
 int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
                      long count, struct dt_schedule *s, struct dt_error *err);
+
+/* Lazy expansion: fills s with rounds [first, first + n) of the same schedule only (round
+ * first becomes s's round 0) and sets *total to the member's number of rounds. A ring's round
+ * costs O(1) whatever its place; the other algorithms replay their O(log p) steps. */
+int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me,
+                            int root, long count, int first, int n, struct dt_schedule *s,
+                            int *total, struct dt_error *err);
 
 /* Fills s with one round holding one transfer: a plan's SEND or RECV of `count` floats
  * to/from peer (a global rank here: the "group" is the whole plan). */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# dtsim at scale: lazy and eager expansion of collectives give the same simulation, byte for
+# byte, on every zoo topology and every strategy that fits it.
+. "${top_srcdir:=..}/tests/testlib.sh"
+dtsim="$top_builddir/dtsim"
+cd "$top_srcdir"
+
+# Every strategy that fits (the default), and gradient buckets (nonblocking collectives).
+for t in topologies/*.yaml; do
+  name=$(basename "$t" .yaml)
+  for extra in "" "--bucket 64KiB"; do
+    # shellcheck disable=SC2086 # $extra is two words or none
+    if "$dtsim" -t "$t" --dataset-size 2000000 $extra -f csv >"$tmp/lazy" 2>"$tmp/lazy.err" &&
+       "$dtsim" -t "$t" --dataset-size 2000000 $extra -f csv --expansion eager >"$tmp/eager" \
+         2>"$tmp/eager.err"; then
+      if [ -s "$tmp/lazy" ] && cmp -s "$tmp/lazy" "$tmp/eager" &&
+         cmp -s "$tmp/lazy.err" "$tmp/eager.err"; then
+        ok "lazy = eager: $name $extra ($(($(wc -l <"$tmp/lazy") - 1)) strategies)"
+      else
+        bad "lazy and eager differ: $name $extra"
+      fi
+    else
+      bad "$name $extra: $(cat "$tmp/lazy.err" "$tmp/eager.err")"
+    fi
+  done
+done
+
+# --trace-ranks: rank tracks of the listed ranks only (the whole trace holds all 8).
+"$dtsim" -t 2n4p -s ring --trace "$tmp/all.json" -o /dev/null &&
+  "$dtsim" -t 2n4p -s ring --trace "$tmp/some.json" --trace-ranks 1,4-5 -o /dev/null ||
+  bad "--trace-ranks run failed"
+tracks() { # the rank tracks named in a trace, one line
+  grep -o '"name": "rank [0-9]*"' "$1" | sed 's/.*rank //; s/"//' | sort -n | uniq | tr '\n' ' '
+}
+[ "$(tracks "$tmp/all.json")" = "0 1 2 3 4 5 6 7 " ] && ok "trace: every rank" ||
+  bad "trace: ranks $(tracks "$tmp/all.json")"
+[ "$(tracks "$tmp/some.json")" = "1 4 5 " ] && ok "--trace-ranks 1,4-5" ||
+  bad "--trace-ranks 1,4-5: ranks $(tracks "$tmp/some.json")"
+n_all=$(grep -c '"ph": "X"' "$tmp/all.json") n_some=$(grep -c '"ph": "X"' "$tmp/some.json")
+[ "$n_some" -gt 0 ] && [ "$n_some" -lt "$n_all" ] && ok "--trace-ranks: $n_some of $n_all spans" ||
+  bad "--trace-ranks: $n_some of $n_all spans"
+
+# Bad values of the new flags: the flag's name, exit 2.
+expect_error "--expansion bad" "--expansion" "$dtsim" -t 2n2p --expansion sometimes
+expect_error "--trace-ranks syntax" "--trace-ranks: not a rank" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 1,,2
+expect_error "--trace-ranks range" "ends before it starts" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 3-1
+expect_error "--trace-ranks without --trace" "give --trace FILE too" "$dtsim" -t 2n2p --trace-ranks 1
+expect_error "--trace-ranks beyond the ranks" "rank 9 is not among the 4 ranks" "$dtsim" -t 2n2p --trace "$tmp/x.json" --trace-ranks 9
+
+finish
