@@ -319,6 +319,11 @@ int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
 {
     const int p = plan->n_ranks, K = plan->opt.accumulate;
     struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = zero_alg(plan->strategy)};
+    for (int l = 0; l < plan->model->n_layers; l++)
+        if (plan->model->layers[l].tied && plan->opt.zero >= 2)
+            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--zero %d with a tied layer (%s) is not "
+                           "implemented yet: its gradient belongs to another layer's shard",
+                           plan->opt.zero, plan->model->layers[l].name);
     plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * p * K
                                                               : plan->opt.batch;
     plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? p : 1;

@@ -250,6 +250,7 @@ static int tie_weights(struct dtk_net *net, struct dt_error *err)
         if (L->tied_layer < 0 || L->tied_layer >= i || !net->lay[L->tied_layer].runs)
             return layer_fail(err, m, L, "its tied table is not on this rank");
         net->lay[i].poff = net->lay[L->tied_layer].poff;
+        net->lay[i].goff = net->lay[L->tied_layer].goff;
     }
     return DT_OK;
 }
