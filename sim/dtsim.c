@@ -809,9 +809,9 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     dt_error_clear(&err);
     /* Baseline for speedup: the same per-device work on one device. */
     struct row base = {0};
-    struct options seq = *o; /* one device: the parallel config without pipelines */
+    struct options seq = *o; /* one device: the parallel config without pipelines or --tp */
     struct dt_plan_options *q = &seq.par;
-    q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = 0;
+    q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = q->tp = 0;
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
     q->zero = 0; /* one device holds the whole model: nothing to shard */
