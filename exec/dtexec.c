@@ -142,8 +142,8 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update|copy  testing: remove every such op from the step\n"
-            "                           programs (a plan that must not train right: the\n"
+            "      --drop-op zero|update|copy|coll  testing: remove every such op from the\n"
+            "                           step programs (a plan that must not train right: the\n"
             "                           tests' control)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
@@ -324,8 +324,10 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_UPDATE;
             else if (strcmp(optarg, "copy") == 0)
                 o->drop_op = DT_OP_COPY;
+            else if (strcmp(optarg, "coll") == 0)
+                o->drop_op = DT_OP_COLL;
             else
-                rc = bad(msg, len, "--drop-op", "expected zero, update or copy, got '%s'",
+                rc = bad(msg, len, "--drop-op", "expected zero, update, copy or coll, got '%s'",
                          optarg);
             break;
         case OPT_CHECKPOINT: o->checkpoint = optarg; break;
