@@ -689,7 +689,9 @@ static int print_table(FILE *out, const struct options *o, const struct dt_model
     fprintf(out, "model %s (parameters: %s), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
             m->name, params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device (per pipeline replica for pipelines)" : "global", o->dataset_size,
+            o->par.batch, o->par.scaling != DT_SCALING_WEAK ? "global"
+                          : o->par.tp > 1 ? "per replica (a tensor-parallel group)"
+                          : "per device (per pipeline replica for pipelines)", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
     if (print_tables(out, o, rows, n))
         return -1;
