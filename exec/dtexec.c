@@ -1039,7 +1039,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                dt_strategy_name(plan->strategy),
                o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
                optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
-               o->lr_scale && plan->lr_scale != 1 ? dt_strategy_info(plan->strategy)->pipeline ? " (x replicas)" : " (x ranks)" : "");
+               o->lr_scale && plan->lr_scale != 1 ? dt_strategy_info(plan->strategy)->pipeline || plan->opt.tp > 1 ? " (x replicas)" : " (x ranks)" : "");
         printf("%s: data %s (read in %.2f s), %ld iterations per epoch%s\n", prog, R->data_what,
                read_s, iters,
                o->max_iters && o->max_iters < R->sampler.iters ? " (--max-iters)" : "");

@@ -164,9 +164,9 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
     if (T <= 1)
         return true;
     if (o->strategy == DT_STRAT_SEQUENTIAL || o->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL) {
-        snprintf(why, whylen, "--tp composes with the data-parallel strategies but %s (give "
-                 "--strategy ring and --ranks T for tensor parallelism alone)",
-                 dt_strategy_name(o->strategy));
+        snprintf(why, whylen, "--tp composes with the data-parallel strategies other than "
+                 "sequential and hierarchical, not with %s (tensor parallelism alone: "
+                 "--strategy ring with --tp equal to the ranks)", dt_strategy_name(o->strategy));
         return false;
     }
     if (o->zero) { /* zero.c compiles the whole model on every rank */
