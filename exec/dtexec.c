@@ -144,8 +144,8 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update|copy  testing: remove every such op from the step\n"
-            "                           programs (a plan that must not train right: the\n"
+            "      --drop-op zero|update|copy|coll  testing: remove every such op from the\n"
+            "                           step programs (a plan that must not train right: the\n"
             "                           tests' control)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
@@ -326,8 +326,10 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_UPDATE;
             else if (strcmp(optarg, "copy") == 0)
                 o->drop_op = DT_OP_COPY;
+            else if (strcmp(optarg, "coll") == 0)
+                o->drop_op = DT_OP_COLL;
             else
-                rc = bad(msg, len, "--drop-op", "expected zero, update or copy, got '%s'",
+                rc = bad(msg, len, "--drop-op", "expected zero, update, copy or coll, got '%s'",
                          optarg);
             break;
         case OPT_CHECKPOINT: o->checkpoint = optarg; break;
@@ -1062,7 +1064,7 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
                dt_strategy_name(plan->strategy),
                o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong", global, rp->batch,
                optimizer_name(o->optimizer), o->lr * (o->lr_scale ? plan->lr_scale : 1.0),
-               o->lr_scale && plan->lr_scale != 1 ? dt_strategy_info(plan->strategy)->pipeline ? " (x replicas)" : " (x ranks)" : "");
+               o->lr_scale && plan->lr_scale != 1 ? dt_strategy_info(plan->strategy)->pipeline || plan->opt.tp > 1 ? " (x replicas)" : " (x ranks)" : "");
         printf("%s: data %s (read in %.2f s), %ld iterations per epoch%s\n", prog, R->data_what,
                read_s, iters,
                o->max_iters && o->max_iters < R->sampler.iters ? " (--max-iters)" : "");

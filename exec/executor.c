@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dt/collective.h"
+#include "dt/tensor.h"
 #include "watchdog.h"
 
 /* MPI counts are ints: longer transfers go in pieces of this many floats. */
@@ -906,9 +907,9 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
         s[i] /= (float)size;
 }
 
-/* Copies a rank's packed parameters (the ranges it owns, else its view's layers) to their
- * places in the full vector. */
-static void unpack(float *full, const float *packed, const struct dt_plan *plan,
+/* Copies a rank's packed parameters (the ranges it owns, else its view's layers or their
+ * tensor-parallel shards) to their places in the full vector. */
+static void unpack(float *full, float *packed, const struct dt_plan *plan,
                    const struct dt_rank_plan *rp)
 {
     const struct dt_model *m = plan->model;
@@ -918,8 +919,23 @@ static void unpack(float *full, const float *packed, const struct dt_plan *plan,
                (size_t)rp->owned[i].count * sizeof *packed);
     for (int l = 0; l < m->n_layers && !rp->owned; l++)
         if (v[l].runs)
-            memcpy(full + m->layers[l].param_offset, packed + v[l].param_offset,
-                   (size_t)m->layers[l].params * sizeof *packed);
+            dt_shard_copy(m, v, l, packed, full, true);
+}
+
+/* The norm and sum of the gathered vector on rank 0, sent to every rank (tensor parallelism:
+ * the ranks' buffers overlap where layers are replicated, so their sums do not add up). */
+static void full_sums(struct dtx_exec *ex, const float *full, double *l2, double *sum)
+{
+    double s[2] = {0, 0};
+    for (long i = 0; ex->rank == 0 && i < ex->plan->model->total_params; i++) {
+        s[0] += (double)full[i] * full[i];
+        s[1] += full[i];
+    }
+    MPI_Request req;
+    MPI_Ibcast(s, 2, MPI_DOUBLE, 0, ex->comm, &req);
+    dtx_watchdog_wait(ex->wd, &req, "the parameters' norm");
+    *l2 = sqrt(s[0]);
+    *sum = s[1];
 }
 
 /* Whether a rank's parameters go into the gathered vector: replica 0 of every stage, or
@@ -948,7 +964,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
                            struct dt_error *err)
 {
     const struct dt_plan *plan = ex->plan;
-    const float *p = dtk_net_params(ex->net);
+    float *p = dtk_net_params(ex->net);
     /* sums first, then the vector */
     double local[2], tot[2];
     local_sums(ex, p, local);
@@ -988,5 +1004,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         unpack(full, buf, plan, rp);
     }
     free(buf);
+    if (plan->opt.tp > 1)
+        full_sums(ex, full, l2, sum);
     return DT_OK;
 }

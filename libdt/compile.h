@@ -54,6 +54,27 @@ int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err);
 /* The first layer with parameters (n_layers when none has): backward stops there. */
 int dtc_first_trainable(const struct dt_model *m);
 
+/* Tensor parallelism (tensor.c): the placement of T-rank tensor groups, Megatron's order
+ * (tensor ranks innermost: rank r is shard r % T of data-parallel replica r / T). */
+struct dtc_tensor {
+    int T;              /* ranks per tensor group */
+    enum dt_coll_alg alg; /* of the f/g allreduces */
+    int *dp_group;      /* per rank: the group of its data-parallel peers (-1: one replica) */
+    int *tp_group;      /* per rank: its tensor group */
+};
+bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                     char *why, size_t whylen);
+/* Cuts the model into shards, one view per tensor rank, the groups, and each rank's view,
+ * parameters, replica index and dropout stream. */
+int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);
+void dtc_tensor_free(struct dtc_tensor *t);
+/* Emits what follows layer l's forward or backward on rank r (slot, rows: its micro-batch's):
+ * the allreduce g of a row-parallel layer's output after its forward, the allreduce f of a
+ * column-parallel layer's input gradient after its backward; nothing otherwise, or when t is
+ * NULL. eval: into the eval program. */
+int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, enum dt_phase ph,
+                     int l, int slot, int rows, bool eval);
+
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);
 

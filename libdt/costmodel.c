@@ -98,12 +98,14 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
                                               : dt_shape_size(&m->input);
     double out = dt_shape_size(&l->out_shape);
     double io = (in + out) * e * op->samples + (double)dt_layer_weight_floats(m, l) * e;
+    /* a tensor-parallel shard does its share of the layer's arithmetic and traffic */
+    double share = op->shards > 1 ? 1.0 / op->shards : 1.0;
     if (op->phase == DT_PH_FORWARD) {
-        *flops = l->fwd_flops * op->samples;
-        *bytes = io;
+        *flops = l->fwd_flops * op->samples * share;
+        *bytes = io * share;
     } else {
-        *flops = (l->bwd_data_flops + l->bwd_weight_flops) * op->samples;
-        *bytes = 2.0 * io;
+        *flops = (l->bwd_data_flops + l->bwd_weight_flops) * op->samples * share;
+        *bytes = 2.0 * io * share;
     }
 }
 
@@ -131,7 +133,8 @@ double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
         return 0;
     const struct dt_layer *l = &m->layers[op->layer];
     double passes = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
-    return passes * dt_op_elem_bytes(op) * (double)dt_layer_weight_floats(m, l);
+    return passes * dt_op_elem_bytes(op) * (double)dt_layer_weight_floats(m, l) /
+           (op->shards > 1 ? op->shards : 1);
 }
 
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)

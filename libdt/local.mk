@@ -17,6 +17,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/strategy.c \
 	libdt/pipeline.c \
 	libdt/zero.c \
+	libdt/tensor.c \
 	libdt/partition.c \
 	libdt/parallel.c \
 	libdt/memory.c \
@@ -29,5 +30,5 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/calibration.c \
 	libdt/datafile.c
 noinst_HEADERS += include/dt/error.h include/dt/yamldoc.h include/dt/units.h
-noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h include/dt/partition.h include/dt/table.h
+noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h include/dt/partition.h include/dt/table.h include/dt/tensor.h
 DTCORE_LIBS = libdt/libdtcore.a $(YAML_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(HWLOC_LIBS) -lm

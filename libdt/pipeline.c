@@ -476,6 +476,9 @@ bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m
     int S, V, D, M;
     shape(o, n_ranks, &S, &V, &D, &M);
     const char *name = dt_strategy_name(o->strategy);
+    if (o->tp > 1) /* 3D (tensor x pipeline x data) is not compiled yet */
+        return snprintf(why, whylen, "--tp composes with the data-parallel strategies, not yet "
+                        "with the pipelines (%s)", name), false;
     if (S < 2)
         return snprintf(why, whylen, "a pipeline needs --pp 2 or more"), false;
     if (D < 1 || D * S != n_ranks)

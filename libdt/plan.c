@@ -231,6 +231,8 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d", dt_phase_name(op->phase),
                 op->layer, plan->model->layers[op->layer].name, op->micro, op->slot,
                 op->samples);
+        if (op->shards > 1)
+            fprintf(out, " shard of %d", op->shards);
         break;
     case DT_OP_SEND:
     case DT_OP_RECV:

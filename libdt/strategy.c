@@ -7,6 +7,7 @@
 
 #include "compile.h"
 #include "dt/collective.h"
+#include "dt/tensor.h"
 
 static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                     char *why, size_t whylen);
@@ -132,7 +133,7 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 /* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 {
-    const char *flag = o->tp > 1 ? "--tp" : o->sequence_parallel ? "--sequence-parallel" :
+    const char *flag = o->sequence_parallel ? "--sequence-parallel" :
                        o->recompute ? "--recompute" : NULL;
     if (flag)
         snprintf(why, whylen, "%s is not implemented yet", flag);
@@ -144,8 +145,6 @@ bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                     char *why, size_t whylen)
 {
-    (void)m;
-    (void)n_ranks;
     if (o->pp || o->dp || o->chunks || o->micro_batches || o->n_stage_cuts ||
         o->grad_alg_given) {
         snprintf(why, whylen, "--pp, --dp, --chunks, --micro-batches, --stages and --grad-alg "
@@ -160,18 +159,28 @@ static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, i
                  registry[o->strategy].name);
         return false;
     }
-    return true;
+    return dtc_tensor_fits(o, m, n_ranks, why, whylen);
 }
 
 /* ---- emitters ---- */
 
+/* A compute op of a layer the rank holds a shard of does that share of its work. */
+static void stamp_shards(const struct dt_plan *plan, int rank, struct dt_op *op)
+{
+    const struct dt_layer_view *v = plan->views[plan->ranks[rank].view];
+    if (op->kind == DT_OP_COMPUTE && v[op->layer].shard_kind != DT_SHARD_NONE)
+        op->shards = v[op->layer].shard_count;
+}
+
 int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 {
+    stamp_shards(plan, rank, &op);
     return dt_plan_push(plan, rank, &op);
 }
 
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
+    stamp_shards(plan, rank, &op);
     op.precision = plan->opt.precision;
     return dt_program_push(&plan->ranks[rank].eval, &op);
 }
@@ -275,13 +284,13 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     for (int l = 0; l < m->n_layers && !rc; l++) {
         if (!v[l].holds)
             continue;
-        long act = dt_layer_act_floats(m, l), kf, ki;
+        long act = dt_shard_act_floats(m, v, l), kf, ki;
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
         if (dt_layer_needs_dact(m, l))
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
         if (!v[l].runs)
             continue;
-        dt_layer_keep(m, l, &kf, &ki);
+        dt_shard_keep(m, v, l, &kf, &ki);
         if (kf)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, l, kf * rows);
         if (ki)
@@ -317,39 +326,50 @@ int dtc_first_trainable(const struct dt_model *m)
 }
 
 /* The eval program of a rank that runs every layer: load, forward, loss. */
-static int eval_whole(struct dt_plan *plan, int r)
+static int eval_whole(struct dt_plan *plan, int r, const struct dtc_tensor *tp)
 {
     const struct dt_rank_plan *rp = &plan->ranks[r];
     int rows = rp->slots * rp->slot_rows;
     plan->ranks[r].eval_rows = rows;
     int rc = dtc_push_eval(plan, r, dtc_load(plan, r, 0, 0, 0, rows));
-    for (int l = 0; l < plan->model->n_layers && !rc; l++)
+    for (int l = 0; l < plan->model->n_layers && !rc; l++) {
         rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, true);
+    }
     return rc ? rc : dtc_push_eval(plan, r, dtc_loss(plan, 0, 0, rows, rows));
 }
 
 /* Micro-batch k of rank r's step: forward and backward; with buckets on the last one,
  * non-blocking allreduces of the gradients start during backward as soon as a bucket is full
- * (PyTorch DDP's overlap; earlier micro-batches accumulate locally, as under no_sync()). */
+ * (PyTorch DDP's overlap; earlier micro-batches accumulate locally, as under no_sync()).
+ * world: the rank's data-parallel group (-1: none); tp: its tensor group's layout (NULL:
+ * none). */
 static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, int world,
-                       int *n_handles)
+                       const struct dtc_tensor *tp, int *n_handles)
 {
     const struct dt_model *m = plan->model;
+    const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
     int rc = dtc_push(plan, r, dtc_load(plan, r, k, 0, row0, rows));
-    for (int l = 0; l < m->n_layers && !rc; l++)
+    for (int l = 0; l < m->n_layers && !rc; l++) {
         rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, false);
+    }
     if (!rc)
         rc = dtc_push(plan, r, dtc_loss(plan, k, 0, rows, plan->global_batch));
     bool buckets = plan->opt.bucket_bytes > 0 && is_allreduce(plan->strategy) &&
-                   k == plan->opt.accumulate - 1;
-    long hi = m->total_params, lo = hi;
+                   k == plan->opt.accumulate - 1 && world >= 0;
+    long hi = plan->ranks[r].n_params, lo = hi;
     int stop = dtc_first_trainable(m);
     double grad_bytes = (double)dt_dtype_size(dt_buf_dtype(plan->opt.precision, DT_BUF_GRADS));
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
         rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
-        if (!buckets || m->layers[l].params == 0)
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
+        if (rc || !buckets || dt_shard_params(m, v, l) == 0)
             continue;
-        lo = m->layers[l].param_offset;
+        lo = v[l].param_offset;
         if ((double)(hi - lo) * grad_bytes >= plan->opt.bucket_bytes || l == stop) {
             struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(plan->strategy), world,
                                        0, DT_BUF_GRADS, lo, hi - lo);
@@ -386,14 +406,15 @@ static int node_groups(struct dt_plan *plan, int p, int *node_group_of_rank, int
     return rc || *leaders < 0 ? -1 : 0;
 }
 
-/* The gradient exchange and update of one rank, after its backward passes. */
+/* The gradient exchange over the rank's data-parallel group `world` (-1: it has no peers)
+ * and its update, after its backward passes. */
 static int synchronise(struct dt_plan *plan, int r, int world, const int *node_group,
                        int leaders, int n_handles)
 {
-    enum dt_strategy s = plan->strategy;
-    const long P = plan->model->total_params;
-    const int p = plan->n_ranks;
     struct dt_rank_plan *rp = &plan->ranks[r];
+    enum dt_strategy s = world < 0 ? DT_STRAT_SEQUENTIAL : plan->strategy;
+    const long P = rp->n_params;
+    const int p = rp->dp_count;
     int rc = 0;
     switch (s) {
     case DT_STRAT_SEQUENTIAL:
@@ -432,16 +453,16 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_LINEAR, world, 0, DT_BUF_GRADS,
                                         0, P));
         if (!rc)
-            rc = dtc_optimizer_step(plan, r, r == 0, 0, P, 0);
+            rc = dtc_optimizer_step(plan, r, rp->dp_index == 0, 0, P, 0);
         if (!rc)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_LINEAR, world, 0,
                                             DT_BUF_PARAMS, 0, P));
-        rp->updates = r == 0;
-        rp->n_updated = r == 0 ? P : 0;
+        rp->updates = rp->dp_index == 0;
+        rp->n_updated = rp->dp_index == 0 ? P : 0;
         return rc;
     case DT_STRAT_PS_SHARDED: {
         long off, len;
-        dt_chunk(P, p, r, &off, &len);
+        dt_chunk(P, p, rp->dp_index, &off, &len);
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT, world, 0,
                                         DT_BUF_GRADS, 0, P));
         if (!rc)
@@ -458,10 +479,13 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     return rc ? rc : dtc_optimizer_step(plan, r, true, 0, P, 0);
 }
 
+/* Data parallelism, and with --tp T tensor parallelism inside each replica (tensor.c):
+ * p / T replicas of T ranks each. */
 int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
 {
     const int p = plan->n_ranks, K = plan->opt.accumulate;
     const struct dt_plan_options *opt = &plan->opt;
+    const int T = opt->tp > 1 ? opt->tp : 1, D = p / T;
     int *node_group = calloc((size_t)p, sizeof *node_group);
     int *all = malloc((size_t)p * sizeof *all);
     int rc = node_group && all ? DT_OK : DT_ENOMEM;
@@ -470,43 +494,50 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
         free(all);
         return dtc_compile_zero(plan, err);
     }
-    plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * p * K : opt->batch;
-    plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? p : 1;
+    struct dtc_tensor tp = {0};
+    if (!rc && T > 1)
+        rc = dtc_tensor_init(plan, T, is_allreduce(plan->strategy) ?
+                             allreduce_alg(plan->strategy) : DT_ALG_RING, &tp);
+    plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * D * K : opt->batch;
+    plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? D : 1;
     plan->micro_batches = K;
+    plan->dp = D;
     for (int r = 0; r < p && !rc; r++) {
         long off, len;
-        dt_chunk(plan->global_batch, p, r, &off, &len);
         struct dt_rank_plan *rp = &plan->ranks[r];
+        dt_chunk(plan->global_batch, D, rp->dp_index, &off, &len);
         rp->batch = (int)len;
         rp->slot_rows = (int)((len + K - 1) / K);
         rp->updates = true;
-        rp->view = 0;
         all[r] = r;
     }
-    int world = rc ? -1 : dt_plan_add_group(plan, p, all), leaders = -1;
-    if (!rc && (world < 0 || (plan->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
-                              node_groups(plan, p, node_group, &leaders))))
+    int world = rc || T > 1 ? -1 : dt_plan_add_group(plan, p, all), leaders = -1;
+    if (!rc && ((world < 0 && T == 1) ||
+                (plan->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
+                 node_groups(plan, p, node_group, &leaders))))
         rc = DT_ENOMEM;
     for (int r = 0; r < p && !rc; r++) {
         struct dt_rank_plan *rp = &plan->ranks[r];
-        int n_handles = 0;
-        rp->replicas = world;
-        rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, plan->model->total_params));
+        int n_handles = 0, dp = T > 1 ? tp.dp_group[r] : world;
+        rp->replicas = dp;
+        rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, rp->n_params));
         for (int k = 0; k < K && !rc; k++) {
             long off, len;
             dt_chunk(rp->batch, K, k, &off, &len);
-            rc = micro_batch(plan, r, k, (int)off, (int)len, world, &n_handles);
+            rc = micro_batch(plan, r, k, (int)off, (int)len, dp, T > 1 ? &tp : NULL,
+                             &n_handles);
         }
         if (!rc)
-            rc = synchronise(plan, r, world, node_group, leaders, n_handles);
+            rc = synchronise(plan, r, dp, node_group, leaders, n_handles);
         if (!rc)
-            rc = eval_whole(plan, r);
+            rc = eval_whole(plan, r, T > 1 ? &tp : NULL);
         if (!rc)
             rc = dtc_finish_rank(plan, r);
         plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
     }
     free(node_group);
     free(all);
+    dtc_tensor_free(&tp);
     return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
 }
 
@@ -537,10 +568,11 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "batch must be at least 1 (got %d)",
                        opt->batch);
     int K = opt->accumulate > 0 ? opt->accumulate : 1;
-    if (opt->scaling == DT_SCALING_STRONG && !registry[s].pipeline && opt->batch < p * K)
+    int replicas = opt->tp > 1 ? p / opt->tp : p;
+    if (opt->scaling == DT_SCALING_STRONG && !registry[s].pipeline && opt->batch < replicas * K)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                       "global batch %d is smaller than the %d ranks x %d accumulated "
-                       "micro-batches that share it", opt->batch, p, K);
+                       "global batch %d is smaller than the %d replicas x %d accumulated "
+                       "micro-batches that share it", opt->batch, replicas, K);
     struct dt_plan *plan;
     if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");

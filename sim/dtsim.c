@@ -730,7 +730,9 @@ static int print_table(FILE *out, const struct options *o, const struct dt_model
     fprintf(out, "model %s (parameters: %s), topology %s, %s scaling, batch %d %s, "
                  "%ld samples/epoch, %d epoch%s\n",
             m->name, params, t->name, o->par.scaling == DT_SCALING_WEAK ? "weak" : "strong",
-            o->par.batch, o->par.scaling == DT_SCALING_WEAK ? "per device (per pipeline replica for pipelines)" : "global", o->dataset_size,
+            o->par.batch, o->par.scaling != DT_SCALING_WEAK ? "global"
+                          : o->par.tp > 1 ? "per replica (a tensor-parallel group)"
+                          : "per device (per pipeline replica for pipelines)", o->dataset_size,
             o->epochs, o->epochs > 1 ? "s" : "");
     if (print_tables(out, o, rows, n))
         return -1;
@@ -850,9 +852,9 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     dt_error_clear(&err);
     /* Baseline for speedup: the same per-device work on one device. */
     struct row base = {0};
-    struct options seq = *o; /* one device: the parallel config without pipelines */
+    struct options seq = *o; /* one device: the parallel config without pipelines or --tp */
     struct dt_plan_options *q = &seq.par;
-    q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = 0;
+    q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = q->tp = 0;
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
     q->zero = 0; /* one device holds the whole model: nothing to shard */

@@ -65,3 +65,8 @@ tests_test_zero_SOURCES = tests/test_zero.c $(PLAYER_TEST_SOURCES)
 tests_test_zero_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_zero_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
+
+# Tensor parallelism: dtexec's shards reach the one-rank weights (tp 2, tp 4, dp 2 x tp 2),
+# controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
+TESTS += tests/test_exec_tensor.sh
+EXTRA_DIST += tests/test_exec_tensor.sh

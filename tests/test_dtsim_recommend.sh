@@ -21,14 +21,14 @@ done
 row=$(sed -n 2p "$tmp/k1.csv")
 strategy=$(echo "$row" | cut -d, -f2) accumulate=$(echo "$row" | cut -d, -f8)
 bucket=$(echo "$row" | cut -d, -f9) zero=$(echo "$row" | cut -d, -f10)
-iter=$(echo "$row" | cut -d, -f12)
+tp=$(echo "$row" | cut -d, -f4) iter=$(echo "$row" | cut -d, -f12)
 more=""
 [ "$bucket" != 0 ] && more="--bucket ${bucket}B"
 # shellcheck disable=SC2086
 plain=$("$dtsim" -t "$topo" -m "$model" -s "$strategy" --scaling strong -b 512 \
-        --accumulate "$accumulate" --zero "$zero" $more -f csv | sed -n 2p | cut -d, -f12)
-[ -n "$iter" ] && [ "$iter" = "$plain" ] && ok "winner $strategy: $iter s as simulated alone" ||
-  bad "winner $strategy: search $iter s, alone $plain s"
+        --accumulate "$accumulate" --zero "$zero" --tp "$tp" $more -f csv | sed -n 2p | cut -d, -f12)
+[ -n "$iter" ] && [ "$iter" = "$plain" ] && ok "winner $strategy tp $tp: $iter s as simulated alone" ||
+  bad "winner $strategy tp $tp: search $iter s, alone $plain s"
 # ... and no strategy simulated alone at the same global batch beats it.
 best=$("$dtsim" -t "$topo" -m "$model" --scaling strong -b 512 -f csv 2>/dev/null |
        tail -n +2 | cut -d, -f12 | sort -g | head -1)

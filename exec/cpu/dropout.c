@@ -53,6 +53,11 @@ void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, floa
     /* the uniforms go into the mask first (the same stream as one dtk_rng_uniform per
      * element), then a branch-free pass turns them into factors */
     dtk_rng_uniforms(rng, mask, n);
+    dtk_dropout_forward_drawn(out, mask, inp, n, rate);
+}
+
+void dtk_dropout_forward_drawn(float *out, float *mask, const float *inp, long n, float rate)
+{
     struct drop_job j = {out, mask, inp, NULL, rate, 1.0f / (1.0f - rate)};
     dtk_parallel_range(n, DTK_PAR_MIN, apply_range, &j);
 }

@@ -145,6 +145,9 @@ void dtk_sigmoid_bce_backward(float *dlogits, const float *probs, const int *lab
  * element from rng. rate = 0 copies. */
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
                          struct dtk_rng *rng);
+/* The same with mask already holding the n uniforms (a tensor-parallel shard's columns of the
+ * masks drawn for the whole layer); rate > 0. */
+void dtk_dropout_forward_drawn(float *out, float *mask, const float *inp, long n, float rate);
 void dtk_dropout_backward(float *dinp, const float *dout, const float *mask, long n);
 void dtk_dropout_backward_set(float *dinp, const float *dout, const float *mask, long n);
 

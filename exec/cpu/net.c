@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dt/tensor.h"
 #include "layers.h"
 #include "parallel.h"
 
@@ -29,7 +30,10 @@ struct dtk_lay {
     long iaux_row;
     float *run_mean, *run_var; /* batchnorm running statistics (in state) */
     struct dtk_conv_dims cd;   /* conv, conv transpose, pools (B = max_batch) */
-    int rows, cols;         /* sequence layers: T and D of the input; else 1 and the size */
+    int rows, cols;         /* sequence layers: T and D of the input; else 1 and the size
+                               (a row-parallel shard: its D / count input columns) */
+    int units;              /* dense: output units it computes (a column shard: U / count) */
+    int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
 };
 
 struct dtk_net {
@@ -50,6 +54,7 @@ struct dtk_net {
     long ls;
     long labels_per_sample;
     struct dtk_lay *lay;
+    const struct dt_layer_view *view; /* the plan's view of the rank (NULL: whole model) */
     long in_sz;
     const float *x;         /* the batch's input, row 0 (rows b0.. are at x + b0 * in_sz) */
     bool train;
@@ -186,15 +191,19 @@ static int check_layer(const struct dt_model *m, int i, struct dtk_lay *ly, int 
 
 /* Floats per sample a layer keeps for backward (beyond its output), ints likewise, and the
  * scratch it needs for a batch of max_batch. */
-static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *ly, long *aux,
+static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *ly, long *aux,
                         long *iaux, long *work)
 {
+    const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
     int B = ly->cd.B;
     *work = 0;
     /* what it keeps per row: the core's size function, which dtsim's memory sums too (the
      * last layer's probabilities, when it gives logits, are carved after its own) */
-    dt_layer_keep(m, i, aux, iaux);
+    if (net->view)
+        dt_shard_keep(m, net->view, i, aux, iaux);
+    else
+        dt_layer_keep(m, i, aux, iaux);
     switch (L->kind) {
     case DT_L_CONV2D: *work = dtk_conv2d_workspace_floats(&ly->cd); break;
     case DT_L_CONV2D_TRANSPOSE: *work = dtk_convt_workspace_floats(&ly->cd); break;
@@ -204,6 +213,9 @@ static void layer_extra(const struct dt_model *m, int i, const struct dtk_lay *l
         break;
     case DT_L_ATTENTION_CORE:
         *work = dtk_attn_core_workspace_floats(ly->rows, ly->cd.threads);
+        break;
+    case DT_L_DROPOUT: /* a column shard draws the whole layer's uniforms */
+        *work = ly->shard_kind == DT_SHARD_COLUMNS ? (long)B * dt_shape_size(&L->out_shape) : 0;
         break;
     default: break;
     }
@@ -229,12 +241,28 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
     const struct dt_model *m = net->model;
     net->n_params = v->layers ? v->n_params : m->total_params;
     net->n_grads = v->layers && v->n_grads ? v->n_grads : net->n_params;
+    net->view = v->layers;
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *ly = &net->lay[i];
         ly->runs = !v->layers || v->layers[i].runs;
         ly->holds = !v->layers || v->layers[i].holds;
         ly->poff = v->layers ? v->layers[i].param_offset : m->layers[i].param_offset;
         ly->goff = v->layers && v->layers[i].grads_apart ? v->layers[i].grad_offset : ly->poff;
+        ly->shard_kind = v->layers ? v->layers[i].shard_kind : DT_SHARD_NONE;
+        ly->shard_index = ly->shard_kind ? v->layers[i].shard_index : 0;
+        ly->shard_count = ly->shard_kind ? v->layers[i].shard_count : 1;
+    }
+}
+
+/* The sizes of a tensor-parallel shard: its output columns, or its weight's input rows. */
+static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
+{
+    ly->units = (int)L->units;
+    if (ly->shard_kind == DT_SHARD_COLUMNS) {
+        ly->out_sz /= ly->shard_count;
+        ly->units /= ly->shard_count;
+    } else if (ly->shard_kind == DT_SHARD_ROWS) {
+        ly->cols /= ly->shard_count;
     }
 }
 
@@ -281,8 +309,7 @@ static int init_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
     dtk_init_model(all, m, init, seed);
     for (int i = 0; i < m->n_layers; i++)
         if (net->lay[i].runs)
-            memcpy(net->params + net->lay[i].poff, all + m->layers[i].param_offset,
-                   (size_t)m->layers[i].params * sizeof *all);
+            dt_shard_copy(m, net->view, i, net->params, all, false);
     free(all);
     return 0;
 }
@@ -334,6 +361,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                              ? dtk_num_threads()
                              : 1;
         ly->out_sz = shape_size(&L->out_shape);
+        apply_shard(L, ly);
         ly->need = dt_layer_trains(L);
         for (int k = 0; k < L->n_in; k++)
             if (L->in[k] >= 0 && net->lay[L->in[k]].need)
@@ -349,7 +377,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                 }
         long aux = 0, iaux = 0, w = 0;
         if (ly->runs)
-            layer_extra(model, i, ly, &aux, &iaux, &w);
+            layer_extra(net, i, ly, &aux, &iaux, &w);
         ly->aux_row = aux;
         ly->iaux_row = iaux;
         if (w > work)
@@ -558,6 +586,20 @@ static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
     return d;
 }
 
+/* Dropout on a column shard: the masks of the whole layer are drawn from the stream the
+ * tensor group shares, and the shard keeps its columns, so that they are the one-rank run's. */
+static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
+                          const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
+{
+    long full = dt_shape_size(&L->out_shape) * nb, width = ly->cols;
+    long w = width / ly->shard_count, rows = full / width;
+    dtk_rng_uniforms(&net->rng, net->work, full);
+    for (long r = 0; r < rows; r++)
+        memcpy(mask + r * w, net->work + r * width + ly->shard_index * w,
+               (size_t)w * sizeof *mask);
+    dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
+}
+
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
     const struct dt_model *m = net->model;
@@ -589,16 +631,21 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
         dtk_globalpool_forward(y, x, nb, (int)L->in_shape.d[0],
                                (int)(L->in_shape.d[1] * L->in_shape.d[2]));
         break;
-    case DT_L_DENSE:
-        dtk_dense_forward(y, x, w, L->bias ? w + (long)L->units * ly->cols : NULL,
-                          nb * ly->rows, ly->cols, (int)L->units);
+    case DT_L_DENSE: /* a row-parallel shard's partial sums: the bias is added once, by 0 */
+        dtk_dense_forward(y, x, w, L->bias && !(ly->shard_kind == DT_SHARD_ROWS &&
+                                                ly->shard_index > 0)
+                                       ? w + (long)ly->units * ly->cols : NULL,
+                          nb * ly->rows, ly->cols, ly->units);
         break;
     case DT_L_FLATTEN:
         if (!ly->alias)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
     case DT_L_DROPOUT:
-        dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
+        if (ly->shard_kind == DT_SHARD_COLUMNS && net->train && L->rate > 0)
+            dropout_shard(net, L, ly, y, aux, x, nb);
+        else
+            dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
         break;
     case DT_L_RELU: dtk_relu_forward(y, x, n); break;
     case DT_L_TANH: dtk_tanh_forward(y, x, n); break;
@@ -852,8 +899,8 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
                                     (int)(L->in_shape.d[1] * L->in_shape.d[2]));
         break;
     case DT_L_DENSE:
-        dtk_dense_backward(dx, dw, L->bias ? dw + (long)L->units * ly->cols : NULL, dy, x, w,
-                           nb * ly->rows, ly->cols, (int)L->units);
+        dtk_dense_backward(dx, dw, L->bias ? dw + (long)ly->units * ly->cols : NULL, dy, x, w,
+                           nb * ly->rows, ly->cols, ly->units);
         break;
     case DT_L_DROPOUT:
         if (dx)

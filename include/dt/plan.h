@@ -6,7 +6,8 @@
  *     buffers), each with a dtype; dtexec allocates exactly these and dtsim's memory figure is
  *     their sum (dt_plan_rank_memory);
  *   - a LAYER VIEW: which layers the rank runs, where each one's parameters start in the
- *     rank's own (packed) parameter buffer; shard fields for tensor parallelism come later;
+ *     rank's own (packed) parameter buffer, and which shard of a layer it holds (tensor
+ *     parallelism, dt/tensor.h);
  *   - a STEP PROGRAM and an EVAL PROGRAM: ordered ops. What used to be implicit (when
  *     gradients are zeroed, where the loss is seeded, which rows a micro-batch uses) is an op
  *     both executors see;
@@ -151,6 +152,8 @@ struct dt_op {
                                 offsets (ZeRO-2's gradient shard); count 0: same offsets */
     enum dt_precision precision; /* COMPUTE: the precision its math runs at (the plan's;
                                     dt_plan_push and dtc_push_eval stamp it) */
+    int shards;              /* COMPUTE: the layer's work is split over this many tensor-
+                                parallel ranks (dt/tensor.h; dtc_push stamps it); 0 or 1: whole */
 };
 
 struct dt_group {
@@ -170,7 +173,8 @@ struct dt_layer_view {
     bool grads_apart;       /* its gradients are at grad_offset, not at param_offset (ZeRO-2:
                                a staging buffer apart from the gradient shard) */
     long grad_offset;
-    /* reserved for tensor parallelism: shard kind, index and count */
+    /* tensor parallelism: which part of the layer it holds (enum dt_shard_kind of
+     * dt/tensor.h: whole, output columns, weight input rows), shard index of count */
     int shard_kind, shard_index, shard_count;
 };
 

@@ -1,0 +1,315 @@
+/* Tensor parallelism (Shoeybi et al. 2019): the cut of a model into column- and row-parallel
+ * dense pairs, the shards' sizes and packing (dt/tensor.h), and the emitters the data-parallel
+ * compile calls to place a tensor group's ranks and its f/g allreduces. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "dt/tensor.h"
+
+static bool is_view(const struct dt_layer *L)
+{
+    return L->kind == DT_L_FLATTEN && L->in[0] >= 0;
+}
+
+static bool elementwise(enum dt_layer_kind k)
+{
+    return k == DT_L_RELU || k == DT_L_GELU || k == DT_L_TANH || k == DT_L_SIGMOID ||
+           k == DT_L_DROPOUT;
+}
+
+static long in_width(const struct dt_layer *L)
+{
+    return L->in_shape.d[L->in_shape.rank - 1];
+}
+
+long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, int l)
+{
+    const struct dt_layer *L = &m->layers[l];
+    int T = v[l].shard_count;
+    switch (v[l].shard_kind) {
+    case DT_SHARD_COLUMNS: return L->params / T;
+    case DT_SHARD_ROWS: return L->units * (in_width(L) / T) + (L->bias ? L->units : 0);
+    default: return L->params;
+    }
+}
+
+long dt_shard_act_floats(const struct dt_model *m, const struct dt_layer_view *v, int l)
+{
+    long a = dt_layer_act_floats(m, l);
+    return v[l].shard_kind == DT_SHARD_COLUMNS ? a / v[l].shard_count : a;
+}
+
+void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                   long *keep_floats, long *keep_ints)
+{
+    dt_layer_keep(m, l, keep_floats, keep_ints);
+    if (v[l].shard_kind == DT_SHARD_COLUMNS) {
+        *keep_floats /= v[l].shard_count;
+        *keep_ints /= v[l].shard_count;
+    }
+}
+
+static void copy(float *packed, float *full, long n, bool to_full)
+{
+    if (to_full)
+        memcpy(full, packed, (size_t)n * sizeof *full);
+    else
+        memcpy(packed, full, (size_t)n * sizeof *full);
+}
+
+void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                   float *packed, float *full, bool to_full)
+{
+    const struct dt_layer *L = &m->layers[l];
+    const struct dt_layer_view *s = &v[l];
+    float *p = packed + s->param_offset, *f = full + L->param_offset;
+    long U = L->units, D = in_width(L), k = s->shard_index;
+    if (s->shard_kind == DT_SHARD_COLUMNS && L->params > 0) { /* rows k u.. of W, of b */
+        long u = U / s->shard_count;
+        copy(p, f + k * u * D, u * D, to_full);
+        if (L->bias)
+            copy(p + u * D, f + U * D + k * u, u, to_full);
+    } else if (s->shard_kind == DT_SHARD_ROWS) { /* columns k d.. of every row of W; all b */
+        long d = D / s->shard_count;
+        for (long j = 0; j < U; j++)
+            copy(p + j * d, f + j * D + k * d, d, to_full);
+        if (L->bias)
+            copy(p + U * d, f + U * D, U, to_full);
+    } else {
+        copy(p, f, L->params, to_full);
+    }
+}
+
+/* ---- the cut ---- */
+
+/* Whether layer j's output (through flatten views) is read by one layer only. */
+static bool sole_reader(const struct dt_model *m, const int *readers, int j)
+{
+    for (;;) {
+        if (readers[j] != 1)
+            return false;
+        if (!is_view(&m->layers[j]))
+            return true;
+        j = m->layers[j].in[0];
+    }
+}
+
+/* The layer that reads j (its only reader), or -1. */
+static int reader_of(const struct dt_model *m, int j)
+{
+    for (int c = j + 1; c < m->n_layers; c++)
+        for (int k = 0; k < m->layers[c].n_in; k++)
+            if (m->layers[c].in[k] == j)
+                return c;
+    return -1;
+}
+
+/* If a column-parallel / row-parallel pair over T ranks starts at dense layer a, marks it in
+ * kind[] and returns its row-parallel layer; -1 otherwise. */
+static int mark_pair(const struct dt_model *m, const int *readers, int T, int a,
+                     enum dt_shard_kind *kind)
+{
+    const struct dt_layer *A = &m->layers[a];
+    int in = A->in[0];
+    if (A->kind != DT_L_DENSE || A->units % T || readers[a] != 1 || A->n_in != 1)
+        return -1;
+    /* the f allreduce sums the input's gradient: no other reader may have added to it */
+    if (in >= 0 && dt_layer_needs_dact(m, in) && !sole_reader(m, readers, in))
+        return -1;
+    int c = a;
+    for (;;) {
+        int next = reader_of(m, c);
+        if (next < 0 || m->layers[next].n_in != 1)
+            return -1;
+        if (m->layers[next].kind == DT_L_DENSE) {
+            for (int l = a; l < next; l++)
+                kind[l] = DT_SHARD_COLUMNS;
+            kind[next] = DT_SHARD_ROWS;
+            return next;
+        }
+        if (!elementwise(m->layers[next].kind) || readers[next] != 1)
+            return -1;
+        c = next;
+    }
+}
+
+/* Shard kinds of every layer for T ranks; returns the number of pairs (-1: out of memory). */
+static int cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
+{
+    int *readers = calloc((size_t)m->n_layers, sizeof *readers), pairs = 0;
+    if (!readers)
+        return -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        kind[l] = DT_SHARD_NONE;
+        for (int k = 0; k < m->layers[l].n_in; k++)
+            if (m->layers[l].in[k] >= 0)
+                readers[m->layers[l].in[k]]++;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        int b = mark_pair(m, readers, T, l, kind);
+        if (b >= 0) {
+            pairs++;
+            l = b;
+        }
+    }
+    free(readers);
+    return pairs;
+}
+
+bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                     char *why, size_t whylen)
+{
+    int T = o->tp;
+    if (T <= 1)
+        return true;
+    if (o->strategy == DT_STRAT_SEQUENTIAL || o->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL) {
+        snprintf(why, whylen, "--tp composes with the data-parallel strategies other than "
+                 "sequential and hierarchical, not with %s (tensor parallelism alone: "
+                 "--strategy ring with --tp equal to the ranks)", dt_strategy_name(o->strategy));
+        return false;
+    }
+    if (o->zero) { /* zero.c compiles the whole model on every rank */
+        snprintf(why, whylen, "--tp with --zero is not implemented yet");
+        return false;
+    }
+    if (n_ranks % T) {
+        snprintf(why, whylen, "--tp %d does not divide the %d ranks", T, n_ranks);
+        return false;
+    }
+    enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
+    int pairs = kind ? cut(m, T, kind) : -1;
+    free(kind);
+    if (pairs == 0)
+        snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "
+                 "activations, dense) whose first layer's units %d divides", T, m->name, T);
+    return pairs != 0;
+}
+
+/* ---- placement and emitters ---- */
+
+void dtc_tensor_free(struct dtc_tensor *t)
+{
+    free(t->dp_group);
+    free(t->tp_group);
+    memset(t, 0, sizeof *t);
+}
+
+/* The view of tensor rank k: every layer, shards of the pairs, parameters packed. */
+static int tensor_view(struct dt_plan *plan, const enum dt_shard_kind *kind, int T, int k,
+                       long *n_params)
+{
+    const struct dt_model *m = plan->model;
+    int v = k == 0 ? 0 : dt_plan_add_view(plan);
+    if (v < 0)
+        return -1;
+    struct dt_layer_view *lv = plan->views[v];
+    long off = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        bool split = kind[l] != DT_SHARD_NONE;
+        lv[l] = (struct dt_layer_view){.runs = true, .holds = true, .param_offset = off,
+                                       .shard_kind = kind[l], .shard_index = split ? k : 0,
+                                       .shard_count = split ? T : 1};
+        off += dt_shard_params(m, lv, l);
+    }
+    *n_params = off;
+    return v;
+}
+
+/* Groups of ranks d T .. d T + T - 1 (tensor) and of ranks k, k + T, ... (data). */
+static int tensor_groups(struct dt_plan *plan, struct dtc_tensor *t)
+{
+    int T = t->T, D = plan->n_ranks / T;
+    int *g = malloc((size_t)(T > D ? T : D) * sizeof *g), rc = g ? 0 : -1;
+    for (int d = 0; d < D && !rc; d++) {
+        for (int k = 0; k < T; k++)
+            g[k] = d * T + k;
+        int id = dt_plan_add_group(plan, T, g);
+        for (int k = 0; k < T; k++)
+            t->tp_group[d * T + k] = id;
+        rc = id < 0 ? -1 : 0;
+    }
+    for (int k = 0; k < T && !rc && D > 1; k++) {
+        for (int d = 0; d < D; d++)
+            g[d] = d * T + k;
+        int id = dt_plan_add_group(plan, D, g);
+        for (int d = 0; d < D; d++)
+            t->dp_group[d * T + k] = id;
+        rc = id < 0 ? -1 : 0;
+    }
+    free(g);
+    return rc;
+}
+
+int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t)
+{
+    const struct dt_model *m = plan->model;
+    const int p = plan->n_ranks;
+    memset(t, 0, sizeof *t);
+    t->T = T;
+    t->alg = alg;
+    t->dp_group = malloc((size_t)p * sizeof *t->dp_group);
+    t->tp_group = malloc((size_t)p * sizeof *t->tp_group);
+    enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
+    int *views = malloc((size_t)T * sizeof *views);
+    long *n_params = malloc((size_t)T * sizeof *n_params);
+    int rc = t->dp_group && t->tp_group && kind && views && n_params ? 0 : -1;
+    if (!rc && cut(m, T, kind) < 0)
+        rc = -1;
+    for (int k = 0; k < T && !rc; k++)
+        rc = (views[k] = tensor_view(plan, kind, T, k, &n_params[k])) < 0 ? -1 : 0;
+    for (int r = 0; r < p; r++)
+        t->dp_group[r] = -1;
+    if (!rc)
+        rc = tensor_groups(plan, t);
+    for (int r = 0; r < p && !rc; r++) { /* Megatron's order: tensor ranks innermost */
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        rp->view = views[r % T];
+        rp->n_params = rp->n_updated = n_params[r % T];
+        rp->dp_index = r / T;
+        rp->dp_count = p / T;
+        rp->rng_stream = (unsigned)(r / T); /* the group draws the same dropout masks */
+    }
+    free(kind);
+    free(views);
+    free(n_params);
+    if (rc)
+        dtc_tensor_free(t);
+    return rc ? DT_ENOMEM : DT_OK;
+}
+
+/* The layer whose storage j's output is (through flatten views). */
+static int owner(const struct dt_model *m, int j)
+{
+    while (j >= 0 && is_view(&m->layers[j]))
+        j = m->layers[j].in[0];
+    return j;
+}
+
+int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, enum dt_phase ph,
+                     int l, int slot, int rows, bool eval)
+{
+    if (!t || t->T <= 1)
+        return DT_OK;
+    const struct dt_model *m = plan->model;
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    const struct dt_layer_view *v = plan->views[rp->view];
+    enum dt_buf buf;
+    int at;
+    if (ph == DT_PH_FORWARD && v[l].shard_kind == DT_SHARD_ROWS) {
+        buf = DT_BUF_ACT; /* g: the partial sums of the row-parallel layer */
+        at = l;
+    } else if (ph == DT_PH_BACKWARD && v[l].shard_kind == DT_SHARD_COLUMNS &&
+               m->layers[l].kind == DT_L_DENSE && m->layers[l].in[0] >= 0 &&
+               dt_layer_needs_dact(m, m->layers[l].in[0])) {
+        buf = DT_BUF_DACT; /* f: the partial input gradients of the column-parallel layer */
+        at = owner(m, m->layers[l].in[0]);
+    } else {
+        return DT_OK;
+    }
+    long w = dt_shard_act_floats(m, v, at);
+    struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, buf,
+                               (long)slot * rp->slot_rows * w, (long)rows * w);
+    op.region.layer = at;
+    return eval ? dtc_push_eval(plan, r, op) : dtc_push(plan, r, op);
+}

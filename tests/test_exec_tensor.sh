@@ -1,0 +1,125 @@
+#!/bin/sh
+# Tensor parallelism (--tp T, Shoeybi et al. 2019): dense pairs split column- then row-parallel
+# over a tensor group must reach the one-rank weights, alone and inside data parallelism (dp 2
+# x tp 2 on 4 ranks, oversubscribed); without their f/g allreduces (--drop-op coll) they must
+# not. The plans have the closed form of the paper: per pair one allreduce of B x h floats
+# forward (g, after the row-parallel layer) and one backward (f, of the column-parallel layer's
+# input gradient, where that gradient is needed). Every rank allocates its plan's buffer table.
+#
+# Tolerance: as in test_exec_equivalence.sh, the runs differ only in the order float32 sums are
+# taken (a GEMM over the whole hidden width against two over halves plus an allreduce): a few
+# ulp per step, under 1e-7 after 8 SGD steps here. TOL = 1e-5; without the allreduces the
+# weights move by 1e-3 or more.
+. "${top_srcdir:=..}/tests/testlib.sh"
+dtexec="$top_builddir/dtexec"
+dtsim="$top_builddir/dtsim"
+diff="$top_builddir/tests/params_diff"
+TOL=1e-5
+
+# Two pairs: (h1, h2) and (h3, out); the second's input gradient is needed (f allreduce).
+cat >"$tmp/mlp.yaml" <<'YAML'
+name: tp-mlp
+source: dtexec's tensor-parallel test (two dense pairs, no dropout)
+input: {shape: [1, 8, 8]}
+classes: 10
+layers:
+  - {kind: flatten, name: flat}
+  - {kind: dense, name: h1, units: 16, activation: relu}
+  - {kind: dense, name: h2, units: 32, activation: relu}
+  - {kind: dense, name: h3, units: 16, activation: relu}
+  - {kind: dense, name: out, units: 10, activation: softmax}
+YAML
+common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
+        --max-iters 8 --quiet --check-sync"
+
+# run NAME NPROCS ARGS...: dtexec under mpiexec, parameters dumped to $tmp/NAME.bin
+run() {
+  name=$1 np=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" "$@" \
+    >"$tmp/$name.out" 2>&1 || { bad "$name: exit $? $(cat "$tmp/$name.out")"; return 1; }
+}
+# same REF NAME: NAME's weights equal REF's within TOL; differs REF NAME: they do not
+same() {
+  if "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then ok "$2: $(cat "$tmp/$2.diff")"
+  else bad "$2: $(cat "$tmp/$2.diff")"; fi
+}
+differs() {
+  if ! "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then
+    ok "control $2 differs: $(cat "$tmp/$2.diff")"
+  else bad "control $2 reached the reference weights: $(cat "$tmp/$2.diff")"; fi
+}
+
+mlp="--model $tmp/mlp.yaml"
+run seq 1 $mlp --batch 32 || exit 1
+run tp2 2 $mlp --batch 32 --strategy ring --tp 2 && same seq tp2
+run tp4 4 $mlp --batch 32 --strategy ring --tp 4 && same seq tp4
+# dp 2 x tp 2: replicas of 16 rows; tensor ranks innermost
+for s in ring rabenseifner mpi-allreduce ps-sharded reduce-bcast; do
+  run "dp2-tp2-$s" 4 $mlp --batch 16 --strategy "$s" --tp 2 && same seq "dp2-tp2-$s"
+done
+run dp2-tp2-bucket 4 $mlp --batch 16 --strategy ring --tp 2 --bucket 1KiB && same seq dp2-tp2-bucket
+run dp2-tp2-accumulate 4 $mlp --batch 8 --accumulate 2 --strategy ring --tp 2 &&
+  same seq dp2-tp2-accumulate
+# dropout inside a pair (mlp-fmnist: dense, relu, dropout, dense): the group draws the one-rank
+# run's masks, so tensor parallelism alone reaches its weights
+fm="--model $top_srcdir/models/mlp-fmnist.yaml"
+run fm-seq 1 $fm --batch 32 && run fm-tp2 2 $fm --batch 32 --strategy ring --tp 2 &&
+  same fm-seq fm-tp2
+# controls: without the f/g allreduces each shard trains on its partial sums
+run ctl-coll 2 $mlp --batch 32 --strategy ring --tp 2 --drop-op coll && differs seq ctl-coll
+run ctl-fm-coll 2 $fm --batch 32 --strategy ring --tp 2 --drop-op coll && differs fm-seq ctl-fm-coll
+
+# Memory: allocated bytes per rank (record) = the plan's buffer table (--dump-plan).
+mem() {
+  name=$1 np=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common "$@" --record "$tmp/$name.jsonl" >/dev/null 2>&1 ||
+    { bad "memory $name: run failed"; return; }
+  # shellcheck disable=SC2086
+  plan=$(timeout 60 $MPIEXEC -n "$np" "$dtexec" $common "$@" --dump-plan 2>/dev/null |
+         sed -n 's/^rank [0-9]*:.* \([0-9][0-9]*\) bytes.*/\1/p' | tr '\n' ' ')
+  got=$(sed -n 's/.*"alloc_bytes": \[\([^]]*\)\].*/\1/p' "$tmp/$name.jsonl" | tr -d ',' )
+  if [ -n "$plan" ] && [ "$(echo $plan)" = "$(echo $got)" ]; then ok "memory $name: $plan"
+  else bad "memory $name: plan [$plan] allocated [$got]"; fi
+}
+mem tp2 2 $mlp --batch 16 --strategy ring --tp 2 --optimizer adam
+mem dp2-tp2 4 $mlp --batch 16 --strategy ps-sharded --tp 2
+mem fm-tp2 2 $fm --batch 16 --strategy ring --tp 2
+
+# Closed form (Shoeybi et al.): the allreduces of rank 0's step, from dtsim's plan.
+# colls MODEL TP TOPOLOGY: rank 0's step allreduces, one per line
+colls() {
+  "$dtsim" -m "$1" -s ring --tp "$2" -t "$3" -b 32 --dump-plan |
+    sed -n '/^rank 0:/,/eval/p' | sed -n 's/.*COLL \(allreduce[^ ]*\) group \([0-9]*\) (\([0-9]*\) ranks) root 0 \(.*\)/\1 \3 \4/p'
+}
+# tp-mlp, layers: flat 0, h1 1, h1_relu 2, h2 3, h2_relu 4, h3 5, h3_relu 6, out 7: g after
+# h2 (32 x 32 floats) and out (32 x 10), f of h2_relu's gradient (32 x 32); h1's input (the
+# model's) needs none
+want="allreduce/ring 2 act(3)[0+1024]
+allreduce/ring 2 act(7)[0+320]
+allreduce/ring 2 dact(4)[0+1024]"
+got=$(colls "$tmp/mlp.yaml" 2 "$top_srcdir/topologies/1n2p.yaml")
+if [ "$got" = "$want" ]; then ok "closed form tp-mlp: 2 pairs, 2 forward + 1 backward allreduce"
+else bad "closed form tp-mlp: got [$got]"; fi
+# mlp-wide on 4 ranks, tp 2: one pair (dense, dense_1), 32 x 2048 forward, no f (its input is
+# the model's), and the data-parallel allreduce of rank 0's 2,923,530 parameters over 2 ranks:
+# 784x1024+1024 + 2048x1024+2048 + 2048x10+10
+want="allreduce/ring 2 act(3)[0+65536]
+allreduce/ring 2 grads[0+2923530]"
+got=$(colls mlp-wide 2 "$top_srcdir/topologies/1n4p.yaml")
+if [ "$got" = "$want" ]; then ok "closed form mlp-wide dp 2 x tp 2"
+else bad "closed form mlp-wide dp 2 x tp 2: got [$got]"; fi
+
+# Bad configurations: exit 2 and why.
+expect_error "tp does not divide the ranks" "--tp 3 does not divide the 4 ranks" \
+  "$dtsim" -m mlp-wide -s ring --tp 3 -t "$top_srcdir/topologies/1n4p.yaml"
+expect_error "tp with a pipeline" "not yet with the pipelines" \
+  "$dtsim" -m mlp-wide -s 1f1b --tp 2 -t "$top_srcdir/topologies/1n4p.yaml"
+expect_error "tp without a pair that divides" "no dense pair" \
+  "$dtsim" -m resnet18-cifar10 -s ring --tp 2 -t "$top_srcdir/topologies/1n2p.yaml"
+expect_error "tp with hierarchical" "--tp composes" \
+  "$dtsim" -m mlp-wide -s hierarchical --tp 2 -t "$top_srcdir/topologies/2n2p.yaml"
+expect_error "dtexec tp does not divide the ranks" "--tp 2 does not divide the 3 ranks" \
+  timeout 60 $MPIEXEC -n 3 "$dtexec" $mlp --synthetic 64 --strategy ring --tp 2
+finish
