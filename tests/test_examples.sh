@@ -114,6 +114,7 @@ skip_reason() {
     ./setup.sh*) echo "installs Debian packages as root and runs this whole suite (CI runs it)"; return ;;
     autoreconf*) echo "builds and tests the tree by hand: make check inside make check"; return ;;
     exec/dtcluster*) echo "needs root, network namespaces and tc (exec/CLUSTER.md)"; return ;;
+    *"dtvalidate gpu"*) echo "refits the whole published table: minutes of CPU (tests/test_gpu_calibration.sh runs it on a part)"; return ;;
   esac
   case $1 in
     *mpiexec*|*dtexec*|*"dtvalidate loop"*)
