@@ -444,7 +444,11 @@ void dt_calibration_write(FILE *f, const struct dt_calibration *cal)
             format_value(a, sizeof a, k, e->se);
             fprintf(f, "    stderr: %s\n", a);
             format_value(a, sizeof a, k, e->lo);
-            format_value(b, sizeof b, k, e->hi);
+            /* an interval the rows do not bound above (YAML's spelling of infinity) */
+            if (isinf(e->hi))
+                snprintf(b, sizeof b, ".inf");
+            else
+                format_value(b, sizeof b, k, e->hi);
             fprintf(f, "    ci95: [%s, %s]\n", a, b);
         }
         if (e->source[0]) {
@@ -579,9 +583,13 @@ static int load_entry(const struct dt_ydoc *doc, const struct dt_ynode *key,
         if (ci->type != DT_Y_SEQ || ci->n != 2)
             return dt_yfail(doc, ci, err, "ci95 of %s must be a list of two values [low, "
                             "high]", params[p].name);
+        const struct dt_ynode *hi = ci->items[1];
+        bool unbounded = hi->type == DT_Y_SCALAR && !hi->quoted && strcmp(hi->value, ".inf") == 0;
         if ((rc = node_value(doc, ci->items[0], p, "ci95", &e.lo, err)) ||
-            (rc = node_value(doc, ci->items[1], p, "ci95", &e.hi, err)))
+            (!unbounded && (rc = node_value(doc, hi, p, "ci95", &e.hi, err))))
             return rc;
+        if (unbounded)
+            e.hi = INFINITY;
         if (!(e.lo <= value && value <= e.hi))
             return dt_yfail(doc, ci, err, "ci95 of %s does not contain its value (low <= value "
                             "<= high)", params[p].name);

@@ -58,7 +58,7 @@ for dev in v100 a100; do
     bad "calibrations/$dev.yaml is not shipped"
     continue
   fi
-  grep -q "gpu-published.csv" "$f" && grep -q "lo:" "$f" && grep -q "hi:" "$f" &&
+  grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
     ok "$dev.yaml: provenance and intervals" || bad "$dev.yaml: no provenance or interval"
 done
 topo_of() { [ "$1" = v100 ] && echo dgx1-v100 || echo dgx-a100; }
