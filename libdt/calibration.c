@@ -63,6 +63,11 @@ static const struct param_info params[DT_CAL_COUNT] = {
     [DT_CAL_NET_LAT] = {"net_lat", DT_CAL_TIME, "latency per switch"},
     [DT_CAL_READ_BW] = {"read_bw", DT_CAL_BANDWIDTH,
                         "reading the training data at start-up (per process)"},
+    [DT_CAL_EFF_GEMM_HALF] = {"eff_gemm_half", DT_CAL_FRACTION,
+                              "fraction of the 16- or 8-bit peak reached by conv and dense "
+                              "layers (tensor cores)"},
+    [DT_CAL_EFF_MEM] = {"eff_mem", DT_CAL_FRACTION,
+                        "fraction of the device's memory bandwidth compute ops reach"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)
@@ -146,6 +151,8 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_NIC_LAT: return cp->nic_lat_s;
     case DT_CAL_NET_LAT: return cp->net_lat_s;
     case DT_CAL_READ_BW: return cp->read_Bps;
+    case DT_CAL_EFF_GEMM_HALF: return cp->eff_gemm_half;
+    case DT_CAL_EFF_MEM: return cp->eff_mem;
     case DT_CAL_COUNT: break;
     }
     return 0;
@@ -178,6 +185,8 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_NIC_LAT: cp->nic_lat_s = v; break;
     case DT_CAL_NET_LAT: cp->net_lat_s = v; break;
     case DT_CAL_READ_BW: cp->read_Bps = v; break;
+    case DT_CAL_EFF_GEMM_HALF: cp->eff_gemm_half = v; break;
+    case DT_CAL_EFF_MEM: cp->eff_mem = v; break;
     case DT_CAL_COUNT: break;
     }
 }
@@ -203,6 +212,8 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     case DT_CAL_NIC_LAT: return g->nic.lat_s;
     case DT_CAL_NET_LAT: return topo->net.switch_lat_s;
     case DT_CAL_READ_BW: return g->data_read_Bps;
+    case DT_CAL_EFF_GEMM_HALF: return cp->eff[DT_CLASS_CONV]; /* unset: eff_gemm's */
+    case DT_CAL_EFF_MEM: return 1;                             /* unset: the datasheet's */
     default: return v;
     }
 }
@@ -433,7 +444,11 @@ void dt_calibration_write(FILE *f, const struct dt_calibration *cal)
             format_value(a, sizeof a, k, e->se);
             fprintf(f, "    stderr: %s\n", a);
             format_value(a, sizeof a, k, e->lo);
-            format_value(b, sizeof b, k, e->hi);
+            /* an interval the rows do not bound above (YAML's spelling of infinity) */
+            if (isinf(e->hi))
+                snprintf(b, sizeof b, ".inf");
+            else
+                format_value(b, sizeof b, k, e->hi);
             fprintf(f, "    ci95: [%s, %s]\n", a, b);
         }
         if (e->source[0]) {
@@ -568,9 +583,13 @@ static int load_entry(const struct dt_ydoc *doc, const struct dt_ynode *key,
         if (ci->type != DT_Y_SEQ || ci->n != 2)
             return dt_yfail(doc, ci, err, "ci95 of %s must be a list of two values [low, "
                             "high]", params[p].name);
+        const struct dt_ynode *hi = ci->items[1];
+        bool unbounded = hi->type == DT_Y_SCALAR && !hi->quoted && strcmp(hi->value, ".inf") == 0;
         if ((rc = node_value(doc, ci->items[0], p, "ci95", &e.lo, err)) ||
-            (rc = node_value(doc, ci->items[1], p, "ci95", &e.hi, err)))
+            (!unbounded && (rc = node_value(doc, hi, p, "ci95", &e.hi, err))))
             return rc;
+        if (unbounded)
+            e.hi = INFINITY;
         if (!(e.lo <= value && value <= e.hi))
             return dt_yfail(doc, ci, err, "ci95 of %s does not contain its value (low <= value "
                             "<= high)", params[p].name);

@@ -139,7 +139,9 @@ double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
 
 double dt_cost_mem_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev)
 {
-    return cp->mem_Bps > 0 ? cp->mem_Bps : dev->mem_bw_Bps;
+    if (cp->mem_Bps > 0)
+        return cp->mem_Bps;
+    return cp->eff_mem > 0 ? cp->eff_mem * dev->mem_bw_Bps : dev->mem_bw_Bps;
 }
 
 double dt_cost_stream_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
@@ -171,6 +173,17 @@ static double flop_time(const struct dt_cost_params *cp, const struct dt_device_
                           l->bwd_weight_flops / (rate * q_weight));
 }
 
+/* Efficiency of class c at precision p: eff_gemm_half for conv and dense at 2 bytes or
+ * fewer (tensor-core kernels) when set. */
+static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
+                       enum dt_precision p)
+{
+    bool gemm = c == DT_CLASS_CONV || c == DT_CLASS_DENSE;
+    if (gemm && cp->eff_gemm_half > 0 && dt_dtype_size(dt_precision_storage(p)) <= 2)
+        return cp->eff_gemm_half;
+    return cp->eff[c];
+}
+
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op)
 {
@@ -181,7 +194,7 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     double flops, bytes;
     dt_op_work(m, op, &flops, &bytes);
     double mem_bw = dt_cost_stream_bw(cp, dev, bytes);
-    double rate = dt_cost_peak(dev, c, op->precision) * cp->eff[c];
+    double rate = dt_cost_peak(dev, c, op->precision) * gemm_eff(cp, c, op->precision);
     double t_flops = flop_time(cp, dev, m, op, flops, rate);
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
     double lower_bw = cp->implicit_gemm ? 0 : dt_cost_lower_bw(cp, dev);

@@ -50,6 +50,9 @@ enum dt_cal_param {
     DT_CAL_NIC_LAT,         /* s */
     DT_CAL_NET_LAT,         /* s: per switch */
     DT_CAL_READ_BW,         /* B/s: reading the training data at start-up */
+    DT_CAL_EFF_GEMM_HALF,   /* fraction of the 16-/8-bit peak, conv and dense (tensor cores) */
+    DT_CAL_EFF_MEM,         /* fraction of the device's memory bandwidth (unlike mem_bw, it
+                               carries over to another device's datasheet) */
     DT_CAL_COUNT
 };
 
