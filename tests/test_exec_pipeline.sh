@@ -11,9 +11,7 @@
 # layer's gradient is summed over the same rows in the same groups. A dropped ZERO adds the
 # previous steps' gradients into every update: weights move by ~lr x gradient, far above TOL.
 . "${top_srcdir:=..}/tests/testlib.sh"
-dtexec="$top_builddir/dtexec"
-diff="$top_builddir/tests/params_diff"
-TOL=1e-5
+. "$top_srcdir/tests/execlib.sh"
 
 # A small CNN without dropout, with a skip connection (add) across the stage boundary.
 cat >"$tmp/tiny.yaml" <<'YAML'
@@ -33,57 +31,28 @@ YAML
 common="--model $tmp/tiny.yaml --synthetic 512 --read-whole --optimizer sgd --lr 0.1
         --no-lr-scale --seed 7 --max-iters 8 --quiet --check-sync --no-shuffle"
 
-run() {
-  name=$1 np=$2; shift 2
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" "$@" \
-    >"$tmp/$name.out" 2>&1
-}
-# same REF NAME: NAME's weights equal REF's within TOL
-same() {
-  if "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then ok "$2: $(cat "$tmp/$2.diff")"
-  else bad "$2: $(cat "$tmp/$2.diff")"; fi
-}
-# differs REF NAME: the control must NOT reach REF's weights
-differs() {
-  if "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then bad "$2 (control) passed"
-  else ok "$2 (control) differs: $(cat "$tmp/$2.diff")"; fi
-}
-
 for M in 1 2 4; do
-  run "ref$M" 1 --batch $((32 / M)) --accumulate "$M" || bad "reference M=$M: $(cat "$tmp/ref$M.out")"
+  exec_run "ref$M" 1 --batch $((32 / M)) --accumulate "$M" || bad "reference M=$M: $(cat "$tmp/ref$M.out")"
 done
 # accumulation on 2 ranks: 2 x 2 micro-batches of 8 = 32 per step
-if run acc-ring 2 --batch 8 --accumulate 2 --strategy ring; then same ref4 acc-ring
+if exec_run acc-ring 2 --batch 8 --accumulate 2 --strategy ring; then weights_same ref4 acc-ring
 else bad "acc-ring: $(cat "$tmp/acc-ring.out")"; fi
 for s in gpipe 1f1b interleaved; do
   for M in 2 4; do
-    if run "$s-$M" 2 --batch 32 --strategy "$s" --micro-batches "$M"; then same "ref$M" "$s-$M"
+    if exec_run "$s-$M" 2 --batch 32 --strategy "$s" --micro-batches "$M"; then weights_same "ref$M" "$s-$M"
     else bad "$s-$M: $(cat "$tmp/$s-$M.out")"; fi
   done
 done
-if run naive-mp 2 --batch 32 --strategy naive-mp; then same ref1 naive-mp
+if exec_run naive-mp 2 --batch 32 --strategy naive-mp; then weights_same ref1 naive-mp
 else bad "naive-mp: $(cat "$tmp/naive-mp.out")"; fi
 # pipeline x data parallel: 2 replicas of 16 rows, 2 micro-batches of 8 each
-if run pp-dp 4 --batch 16 --strategy 1f1b --pp 2 --dp 2 --micro-batches 2; then same ref4 pp-dp
+if exec_run pp-dp 4 --batch 16 --strategy 1f1b --pp 2 --dp 2 --micro-batches 2; then weights_same ref4 pp-dp
 else bad "pp-dp: $(cat "$tmp/pp-dp.out")"; fi
 # controls: a stage that keeps last step's gradients; a pipeline without its update
-run ctl-zero 2 --batch 32 --strategy gpipe --micro-batches 2 --drop-op zero && differs ref2 ctl-zero
-run ctl-update 2 --batch 32 --strategy 1f1b --micro-batches 2 --drop-op update && differs ref2 ctl-update
+exec_run ctl-zero 2 --batch 32 --strategy gpipe --micro-batches 2 --drop-op zero && weights_differ ref2 ctl-zero
+exec_run ctl-update 2 --batch 32 --strategy 1f1b --micro-batches 2 --drop-op update && weights_differ ref2 ctl-update
 
 # Memory: allocated bytes per rank (record) = the plan's buffer table (--dump-plan).
-mem() {
-  name=$1 np=$2; shift 2
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common "$@" --record "$tmp/$name.jsonl" >/dev/null 2>&1 ||
-    { bad "memory $name: run failed"; return; }
-  # shellcheck disable=SC2086
-  plan=$(timeout 60 $MPIEXEC -n "$np" "$dtexec" $common "$@" --dump-plan 2>/dev/null |
-         sed -n 's/^rank [0-9]*:.* \([0-9][0-9]*\) bytes.*/\1/p' | tr '\n' ' ')
-  got=$(sed -n 's/.*"alloc_bytes": \[\([^]]*\)\].*/\1/p' "$tmp/$name.jsonl" | tr -d ',' )
-  if [ -n "$plan" ] && [ "$(echo $plan)" = "$(echo $got)" ]; then ok "memory $name: $plan"
-  else bad "memory $name: plan [$plan] allocated [$got]"; fi
-}
 for s in reduce-bcast-linear reduce-bcast ring recursive-doubling rabenseifner mpi-allreduce \
          ps-central ps-sharded gpipe 1f1b interleaved naive-mp; do
   mem "$s" 2 --batch 16 --strategy "$s"

@@ -11,10 +11,8 @@
 # ulp per step, under 1e-7 after 8 SGD steps here. TOL = 1e-5; without the allreduces the
 # weights move by 1e-3 or more.
 . "${top_srcdir:=..}/tests/testlib.sh"
-dtexec="$top_builddir/dtexec"
+. "$top_srcdir/tests/execlib.sh"
 dtsim="$top_builddir/dtsim"
-diff="$top_builddir/tests/params_diff"
-TOL=1e-5
 
 # Two pairs: (h1, h2) and (h3, out); the second's input gradient is needed (f allreduce).
 cat >"$tmp/mlp.yaml" <<'YAML'
@@ -32,57 +30,29 @@ YAML
 common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
         --max-iters 8 --quiet --check-sync"
 
-# run NAME NPROCS ARGS...: dtexec under mpiexec, parameters dumped to $tmp/NAME.bin
-run() {
-  name=$1 np=$2; shift 2
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" "$@" \
-    >"$tmp/$name.out" 2>&1 || { bad "$name: exit $? $(cat "$tmp/$name.out")"; return 1; }
-}
-# same REF NAME: NAME's weights equal REF's within TOL; differs REF NAME: they do not
-same() {
-  if "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then ok "$2: $(cat "$tmp/$2.diff")"
-  else bad "$2: $(cat "$tmp/$2.diff")"; fi
-}
-differs() {
-  if ! "$diff" "$tmp/$1.bin" "$tmp/$2.bin" "$TOL" >"$tmp/$2.diff"; then
-    ok "control $2 differs: $(cat "$tmp/$2.diff")"
-  else bad "control $2 reached the reference weights: $(cat "$tmp/$2.diff")"; fi
-}
-
 mlp="--model $tmp/mlp.yaml"
-run seq 1 $mlp --batch 32 || exit 1
-run tp2 2 $mlp --batch 32 --strategy ring --tp 2 && same seq tp2
-run tp4 4 $mlp --batch 32 --strategy ring --tp 4 && same seq tp4
+exec_ok seq 1 $mlp --batch 32 || exit 1
+exec_ok tp2 2 $mlp --batch 32 --strategy ring --tp 2 && weights_same seq tp2
+exec_ok tp4 4 $mlp --batch 32 --strategy ring --tp 4 && weights_same seq tp4
 # dp 2 x tp 2: replicas of 16 rows; tensor ranks innermost
 for s in ring rabenseifner mpi-allreduce ps-sharded reduce-bcast; do
-  run "dp2-tp2-$s" 4 $mlp --batch 16 --strategy "$s" --tp 2 && same seq "dp2-tp2-$s"
+  exec_ok "dp2-tp2-$s" 4 $mlp --batch 16 --strategy "$s" --tp 2 && weights_same seq "dp2-tp2-$s"
 done
-run dp2-tp2-bucket 4 $mlp --batch 16 --strategy ring --tp 2 --bucket 1KiB && same seq dp2-tp2-bucket
-run dp2-tp2-accumulate 4 $mlp --batch 8 --accumulate 2 --strategy ring --tp 2 &&
-  same seq dp2-tp2-accumulate
+exec_ok dp2-tp2-bucket 4 $mlp --batch 16 --strategy ring --tp 2 --bucket 1KiB &&
+  weights_same seq dp2-tp2-bucket
+exec_ok dp2-tp2-accumulate 4 $mlp --batch 8 --accumulate 2 --strategy ring --tp 2 &&
+  weights_same seq dp2-tp2-accumulate
 # dropout inside a pair (mlp-fmnist: dense, relu, dropout, dense): the group draws the one-rank
 # run's masks, so tensor parallelism alone reaches its weights
 fm="--model $top_srcdir/models/mlp-fmnist.yaml"
-run fm-seq 1 $fm --batch 32 && run fm-tp2 2 $fm --batch 32 --strategy ring --tp 2 &&
-  same fm-seq fm-tp2
+exec_ok fm-seq 1 $fm --batch 32 && exec_ok fm-tp2 2 $fm --batch 32 --strategy ring --tp 2 &&
+  weights_same fm-seq fm-tp2
 # controls: without the f/g allreduces each shard trains on its partial sums
-run ctl-coll 2 $mlp --batch 32 --strategy ring --tp 2 --drop-op coll && differs seq ctl-coll
-run ctl-fm-coll 2 $fm --batch 32 --strategy ring --tp 2 --drop-op coll && differs fm-seq ctl-fm-coll
+exec_ok ctl-coll 2 $mlp --batch 32 --strategy ring --tp 2 --drop-op coll && weights_differ seq ctl-coll
+exec_ok ctl-fm-coll 2 $fm --batch 32 --strategy ring --tp 2 --drop-op coll &&
+  weights_differ fm-seq ctl-fm-coll
 
 # Memory: allocated bytes per rank (record) = the plan's buffer table (--dump-plan).
-mem() {
-  name=$1 np=$2; shift 2
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common "$@" --record "$tmp/$name.jsonl" >/dev/null 2>&1 ||
-    { bad "memory $name: run failed"; return; }
-  # shellcheck disable=SC2086
-  plan=$(timeout 60 $MPIEXEC -n "$np" "$dtexec" $common "$@" --dump-plan 2>/dev/null |
-         sed -n 's/^rank [0-9]*:.* \([0-9][0-9]*\) bytes.*/\1/p' | tr '\n' ' ')
-  got=$(sed -n 's/.*"alloc_bytes": \[\([^]]*\)\].*/\1/p' "$tmp/$name.jsonl" | tr -d ',' )
-  if [ -n "$plan" ] && [ "$(echo $plan)" = "$(echo $got)" ]; then ok "memory $name: $plan"
-  else bad "memory $name: plan [$plan] allocated [$got]"; fi
-}
 mem tp2 2 $mlp --batch 16 --strategy ring --tp 2 --optimizer adam
 mem dp2-tp2 4 $mlp --batch 16 --strategy ps-sharded --tp 2
 mem fm-tp2 2 $fm --batch 16 --strategy ring --tp 2

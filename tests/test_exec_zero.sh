@@ -12,62 +12,28 @@
 # move by ~lr x gradient, far above TOL. Models without dropout (masks differ per rank):
 # mlp-wide and a small CNN (cnn690k has dropout).
 . "${top_srcdir:=..}/tests/testlib.sh"
-dtexec="$top_builddir/dtexec"
-diff="$top_builddir/tests/params_diff"
-TOL=1e-5
-
-cat >"$tmp/tiny.yaml" <<'YAML'
-name: tiny-cnn
-source: dtexec's ZeRO test (no dropout)
-input: {shape: [1, 8, 8]}
-classes: 10
-layers:
-  - {kind: conv2d, name: conv, filters: 4, kernel: 3, activation: relu}
-  - {kind: maxpool, name: pool, kernel: 2}
-  - {kind: flatten, name: flat}
-  - {kind: dense, name: hidden, units: 16, activation: relu}
-  - {kind: dense, name: out, units: 10, activation: softmax}
-YAML
+. "$top_srcdir/tests/execlib.sh"
 common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
         --max-iters 8 --quiet --check-sync"
 
-# run NAME NPROCS ARGS...: dtexec under mpiexec, parameters dumped to $tmp/NAME.bin, its
-# record (allocated bytes per rank) in $tmp/NAME.jsonl
-run() {
-  name=$1 np=$2; shift 2
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" \
-    --record "$tmp/$name.jsonl" "$@" >"$tmp/$name.out" 2>&1 ||
-    { bad "$name: exit $? $(cat "$tmp/$name.out")"; return 1; }
-}
 # same REF NAME NPROCS ARGS...: NAME's weights equal REF's within TOL, and every rank
-# allocated its plan's buffer table (--dump-plan's bytes)
+# allocated its plan's buffer table; differs REF NAME NPROCS ARGS...: the control NAME must
+# fail the comparison
 same() {
-  ref=$1 name=$2 np=$3; shift 3
-  run "$name" "$np" "$@" || return
-  if "$diff" "$tmp/$ref.bin" "$tmp/$name.bin" "$TOL" >"$tmp/$name.diff"; then
-    ok "$name: $(cat "$tmp/$name.diff")"
-  else bad "$name: $(cat "$tmp/$name.diff")"; fi
-  # shellcheck disable=SC2086
-  plan=$(timeout 60 $MPIEXEC -n "$np" "$dtexec" $common "$@" --dump-plan 2>/dev/null |
-         sed -n 's/^rank [0-9]*:.* \([0-9][0-9]*\) bytes.*/\1/p' | tr '\n' ' ')
-  got=$(sed -n 's/.*"alloc_bytes": \[\([^]]*\)\].*/\1/p' "$tmp/$name.jsonl" | tr -d ',')
-  if [ -n "$plan" ] && [ "$(echo $plan)" = "$(echo $got)" ]; then ok "memory $name: $plan"
-  else bad "memory $name: plan [$plan] allocated [$got]"; fi
+  ref=$1; shift
+  exec_ok "$@" || return
+  weights_same "$ref" "$1"
+  alloc_is_plan "$@"
 }
-# differs REF NAME NPROCS ARGS...: the control NAME must fail the comparison
 differs() {
-  ref=$1 name=$2 np=$3; shift 3
-  run "$name" "$np" "$@" || return
-  if ! "$diff" "$tmp/$ref.bin" "$tmp/$name.bin" "$TOL" >"$tmp/$name.diff"; then
-    ok "control $name fails the comparison: $(head -c 120 "$tmp/$name.diff")"
-  else bad "control $name passed the comparison"; fi
+  ref=$1; shift
+  exec_ok "$@" && weights_differ "$ref" "$1"
 }
 
-wide="--model mlp-wide" tiny="--model $tmp/tiny.yaml"
-run wide 1 $wide --batch 32 --momentum 0.9 || exit 1
-run tiny 1 $tiny --batch 32 || exit 1
-run tiny-acc 1 $tiny --batch 16 --accumulate 2 || exit 1
+wide="--model mlp-wide" tiny="--model $top_srcdir/tests/data/tiny-cnn.yaml"
+exec_ok wide 1 $wide --batch 32 --momentum 0.9 || exit 1
+exec_ok tiny 1 $tiny --batch 32 || exit 1
+exec_ok tiny-acc 1 $tiny --batch 16 --accumulate 2 || exit 1
 
 # every stage with each of ring, mpi-allreduce and ps-sharded on 2 ranks (on mlp-wide with
 # momentum: its state is what stage 1 shards, and the memory check sees it)
