@@ -34,30 +34,29 @@ int dt_split_init(int *argc, char ***argv, int *part, int *parts)
     return 0;
 }
 
-int dt_split_sum(double *values, long n)
+/* MPI_Allreduce in place over n elements of elem bytes, in pieces an int can count. */
+static int allreduce(void *buf, size_t n, size_t elem, MPI_Datatype type, MPI_Op op)
 {
     if (!joined)
         return 0;
-    for (long done = 0; done < n; done += INT_MAX / 2) {
-        long k = n - done < INT_MAX / 2 ? n - done : INT_MAX / 2;
-        if (MPI_Allreduce(MPI_IN_PLACE, values + done, (int)k, MPI_DOUBLE, MPI_SUM,
+    const size_t most = INT_MAX / 2;
+    for (size_t done = 0; done < n; done += most) {
+        size_t k = n - done < most ? n - done : most;
+        if (MPI_Allreduce(MPI_IN_PLACE, (char *)buf + done * elem, (int)k, type, op,
                           MPI_COMM_WORLD) != MPI_SUCCESS)
             return -1;
     }
     return 0;
 }
 
+int dt_split_sum(double *values, long n)
+{
+    return allreduce(values, (size_t)n, sizeof *values, MPI_DOUBLE, MPI_SUM);
+}
+
 int dt_split_or(void *bytes, size_t n)
 {
-    if (!joined)
-        return 0;
-    for (size_t done = 0; done < n; done += INT_MAX / 2) {
-        size_t k = n - done < INT_MAX / 2 ? n - done : INT_MAX / 2;
-        if (MPI_Allreduce(MPI_IN_PLACE, (char *)bytes + done, (int)k, MPI_BYTE, MPI_BOR,
-                          MPI_COMM_WORLD) != MPI_SUCCESS)
-            return -1;
-    }
-    return 0;
+    return allreduce(bytes, n, 1, MPI_BYTE, MPI_BOR);
 }
 
 void dt_split_finalize(void)
