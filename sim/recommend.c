@@ -305,26 +305,36 @@ static int evaluate(struct search *s, int *n_simulated, struct dt_error *err)
     return 0;
 }
 
-static const struct candidate *sort_base;
+struct by_iter {
+    double iter_s;
+    int index;
+};
+
 static int cmp_by_iter(const void *a, const void *b)
 {
-    const struct candidate *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
-    if (x->v[V_ITER] != y->v[V_ITER])
-        return x->v[V_ITER] < y->v[V_ITER] ? -1 : 1;
-    return *(const int *)a - *(const int *)b;
+    const struct by_iter *x = a, *y = b;
+    if (x->iter_s != y->iter_s)
+        return x->iter_s < y->iter_s ? -1 : 1;
+    return x->index - y->index;
 }
 
-/* Indices of the simulated candidates, fastest first. */
+/* Indices of the simulated candidates, fastest first (ties: enumeration order). */
 static int ranked(const struct search *s, int **out)
 {
+    struct by_iter *b = malloc((size_t)(s->n + 1) * sizeof *b);
     int *idx = malloc((size_t)(s->n + 1) * sizeof *idx), k = 0;
-    if (!idx)
+    if (!b || !idx) {
+        free(b);
+        free(idx);
         return -1;
+    }
     for (int i = 0; i < s->n; i++)
         if (simulated(&s->c[i]))
-            idx[k++] = i;
-    sort_base = s->c;
-    qsort(idx, (size_t)k, sizeof *idx, cmp_by_iter);
+            b[k++] = (struct by_iter){s->c[i].v[V_ITER], i};
+    qsort(b, (size_t)k, sizeof *b, cmp_by_iter);
+    for (int j = 0; j < k; j++)
+        idx[j] = b[j].index;
+    free(b);
     *out = idx;
     return k;
 }
