@@ -10,7 +10,8 @@ dist_man_MANS += man/dtsim.1
 
 check_PROGRAMS += tests/test_player
 TESTS += tests/test_player
-tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/matchindex.c sim/network.c
+tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/matchindex.c sim/network.c \
+	tests/testdata.c tests/testdata.h
 tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)

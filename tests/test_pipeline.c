@@ -26,6 +26,7 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "player.h"
+#include "testdata.h"
 
 #define COMM_TOL 1e-7
 
@@ -87,15 +88,7 @@ static int teardown(void **state)
 /* Options from flags written "flag=value flag=value" (parsed by dt_parallel_set). */
 static struct dt_plan_options options(enum dt_strategy s, const char *flags)
 {
-    struct dt_plan_options o;
-    dt_plan_options_init(&o);
-    o.strategy = s;
-    o.batch = 64;
-    struct dt_error err;
-    int at;
-    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
-        fail_msg("'%s' at %d: %s", flags, at, err.msg);
-    return o;
+    return test_options(s, 64, flags);
 }
 
 static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,

@@ -17,47 +17,12 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "player.h"
-
-static void data_path(const char *dir, const char *name, char *path, size_t len)
-{
-    const char *top = getenv("top_srcdir");
-    snprintf(path, len, "%s/%s/%s.yaml", top ? top : ".", dir, name);
-}
-
-static struct dt_model *load_model(const char *name)
-{
-    char path[1024];
-    data_path("models", name, path, sizeof path);
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load(path, &m, &err) != DT_OK)
-        fail_msg("model %s: %s", path, err.msg);
-    return m;
-}
-
-static struct dt_topology *load_topology(const char *name)
-{
-    char path[1024];
-    data_path("topologies", name, path, sizeof path);
-    struct dt_topology *t;
-    struct dt_error err;
-    if (dt_topology_load(path, &t, &err) != DT_OK)
-        fail_msg("topology %s: %s", path, err.msg);
-    return t;
-}
+#include "testdata.h"
 
 /* Options of strategy s from "flag=value ..." (dt_parallel_set), batch 32. */
 static struct dt_plan_options options(enum dt_strategy s, const char *flags)
 {
-    struct dt_plan_options o;
-    dt_plan_options_init(&o);
-    o.strategy = s;
-    o.batch = 32;
-    struct dt_error err;
-    int at;
-    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
-        fail_msg("'%s' at %d: %s", flags, at, err.msg);
-    return o;
+    return test_options(s, 32, flags);
 }
 
 /* Ensure every registered strategy's plan passes the checker, and plays to the end in dtsim
@@ -78,10 +43,10 @@ static void test_accepts_every_strategy(void **state)
     int built[DT_STRAT_COUNT] = {0};
     struct dt_cost_params cp;
     for (size_t ti = 0; ti < sizeof topologies / sizeof topologies[0]; ti++) {
-        struct dt_topology *t = load_topology(topologies[ti]);
+        struct dt_topology *t = test_zoo_topology(topologies[ti]);
         dt_cost_defaults(&cp, t->groups[0].device.kind);
         for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
-            struct dt_model *m = load_model(models[mi]);
+            struct dt_model *m = test_zoo_model(models[mi]);
             for (int s = 0; s < DT_STRAT_COUNT; s++)
                 for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
                     struct dt_plan_options o = options(s, variants[v]);
@@ -125,8 +90,8 @@ struct broken {
 static struct broken *valid(enum dt_strategy s)
 {
     struct broken *b = calloc(1, sizeof *b);
-    b->m = load_model("mlp-fmnist");
-    b->t = load_topology("1n2p");
+    b->m = test_zoo_model("mlp-fmnist");
+    b->t = test_zoo_topology("1n2p");
     struct dt_plan_options o = options(s, "");
     if (dt_plan_build(b->m, b->t, &o, &b->plan, &b->err) != DT_OK)
         fail_msg("%s", b->err.msg);
@@ -286,7 +251,7 @@ static struct dt_plan *exchange(const struct dt_topology *t, long floats)
 static void test_rendezvous_deadlock(void **state)
 {
     (void)state;
-    struct dt_topology *t = load_topology("1n2p");
+    struct dt_topology *t = test_zoo_topology("1n2p");
     struct dt_cost_params cp;
     dt_cost_defaults(&cp, t->groups[0].device.kind);
     assert_true(cp.eager_bytes == 65536);

@@ -16,6 +16,7 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "player.h"
+#include "testdata.h"
 
 #define REL_TOL 1e-9
 
@@ -219,18 +220,6 @@ static void test_ring_breakdown_all_comm(void **state)
     }
 }
 
-static struct dt_model *load_model(const char *name)
-{
-    const char *top = getenv("top_srcdir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", top ? top : ".", name);
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load(path, &m, &err) != DT_OK)
-        fail_msg("model %s: %s", path, err.msg);
-    return m;
-}
-
 static double iteration(const struct dt_model *m, const struct dt_topology *t,
                         enum dt_strategy s)
 {
@@ -300,7 +289,7 @@ static void test_breakdown_sums_to_iteration(void **state)
     static const char *const models[] = {"mlp-fmnist", "cnn690k"};
     struct dt_topology *t = cluster(2, 2, "100 GB/s", "10 GB/s");
     for (size_t mi = 0; mi < 2; mi++) {
-        struct dt_model *m = load_model(models[mi]);
+        struct dt_model *m = test_zoo_model(models[mi]);
         for (int s = 0; s < DT_STRAT_COUNT; s++)
             for (int buckets = 0; buckets < 2; buckets++) {
                 struct dt_plan_options po;
@@ -345,7 +334,7 @@ static void test_breakdown_sums_to_iteration(void **state)
 static void test_compute_reset_and_colocation(void **state)
 {
     (void)state;
-    struct dt_model *m = load_model("mlp-fmnist");
+    struct dt_model *m = test_zoo_model("mlp-fmnist");
     struct dt_topology *t;
     struct dt_error err;
     const char *text =
@@ -388,7 +377,7 @@ static void test_compute_reset_and_colocation(void **state)
 static void test_hierarchical_beats_ring_on_slow_network(void **state)
 {
     (void)state;
-    struct dt_model *m = load_model("cnn690k");
+    struct dt_model *m = test_zoo_model("cnn690k");
     struct dt_topology *t = cluster(2, 4, "100 GB/s", "10 GB/s");
     double ring = iteration(m, t, DT_STRAT_ALLREDUCE_RING);
     double hier = iteration(m, t, DT_STRAT_ALLREDUCE_HIERARCHICAL);
@@ -404,7 +393,7 @@ static void test_hierarchical_beats_ring_on_slow_network(void **state)
 static void test_linear_reduce_bcast_slowest_on_4n2p(void **state)
 {
     (void)state;
-    struct dt_model *m = load_model("cnn690k");
+    struct dt_model *m = test_zoo_model("cnn690k");
     struct dt_topology *t = cluster(4, 2, "100 GB/s", "1 Gbit/s");
     double linear = iteration(m, t, DT_STRAT_REDUCE_BCAST_LINEAR);
     for (int s = DT_STRAT_REDUCE_BCAST_BINOMIAL; s < DT_STRAT_COUNT; s++) {
@@ -424,7 +413,7 @@ static void test_linear_reduce_bcast_slowest_on_4n2p(void **state)
 static void test_buckets_overlap(void **state)
 {
     (void)state;
-    struct dt_model *m = load_model("cnn690k");
+    struct dt_model *m = test_zoo_model("cnn690k");
     struct dt_topology *t = cluster(4, 1, "100 GB/s", "10 Gbit/s");
     struct dt_plan_options po = {.strategy = DT_STRAT_ALLREDUCE_RING, .batch = 32,
                                  .precision = DT_FP32};

@@ -16,34 +16,7 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "player.h"
-
-static const char *srcdir(void)
-{
-    const char *s = getenv("top_srcdir");
-    return s ? s : ".";
-}
-
-static struct dt_model *zoo_model(const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", srcdir(), name);
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load(path, &m, &err) != DT_OK)
-        fail_msg("model %s: %s", path, err.msg);
-    return m;
-}
-
-static struct dt_topology *topology(const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topologies/%s.yaml", srcdir(), name);
-    struct dt_topology *t;
-    struct dt_error err;
-    if (dt_topology_load(path, &t, &err) != DT_OK)
-        fail_msg("topology %s: %s", path, err.msg);
-    return t;
-}
+#include "testdata.h"
 
 struct fixture {
     struct dt_model *m;
@@ -53,8 +26,8 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = malloc(sizeof *f);
-    f->m = zoo_model("mlp-fmnist");
-    f->t = topology("2n2p");
+    f->m = test_zoo_model("mlp-fmnist");
+    f->t = test_zoo_topology("2n2p");
     *state = f;
     return 0;
 }

@@ -24,6 +24,7 @@
 #include "dt/plan.h"
 #include "dt/topology.h"
 #include "player.h"
+#include "testdata.h"
 
 /* 64 -> 64 -> 128 -> 64: 4,160 + 8,320 + 8,256 = 20,736 parameters, each layer's a multiple
  * of 8. */
@@ -62,14 +63,8 @@ static struct dt_topology *nodes(int count, int n)
 static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,
                              enum dt_strategy s, const char *flags)
 {
-    struct dt_plan_options o;
-    dt_plan_options_init(&o);
-    o.strategy = s;
-    o.batch = 8;
+    struct dt_plan_options o = test_options(s, 8, flags);
     struct dt_error err;
-    int at;
-    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
-        fail_msg("'%s' at %d: %s", flags, at, err.msg);
     struct dt_plan *plan;
     if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
         fail_msg("%s %s: %s", dt_strategy_name(s), flags, err.msg);

@@ -1,0 +1,52 @@
+/* See testdata.h. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testdata.h"
+
+static void data_path(const char *dir, const char *name, char *path, size_t len)
+{
+    const char *top = getenv("top_srcdir");
+    snprintf(path, len, "%s/%s/%s.yaml", top ? top : ".", dir, name);
+}
+
+struct dt_model *test_zoo_model(const char *name)
+{
+    char path[1024];
+    data_path("models", name, path, sizeof path);
+    struct dt_model *m;
+    struct dt_error err;
+    if (dt_model_load(path, &m, &err) != DT_OK)
+        fail_msg("model %s: %s", path, err.msg);
+    return m;
+}
+
+struct dt_topology *test_zoo_topology(const char *name)
+{
+    char path[1024];
+    data_path("topologies", name, path, sizeof path);
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load(path, &t, &err) != DT_OK)
+        fail_msg("topology %s: %s", path, err.msg);
+    return t;
+}
+
+struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *flags)
+{
+    struct dt_plan_options o;
+    dt_plan_options_init(&o);
+    o.strategy = s;
+    o.batch = batch;
+    struct dt_error err;
+    int at;
+    if (dt_parallel_set_pairs(&o, flags, &at, &err) != DT_OK)
+        fail_msg("'%s' at %d: %s", flags, at, err.msg);
+    return o;
+}

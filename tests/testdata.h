@@ -1,0 +1,16 @@
+/* What the C tests load and build alike: zoo models and topologies by name (from
+ * $top_srcdir), and parallel configs from "flag=value ..." text. Each fails the running
+ * CMocka test with the loader's message. */
+#ifndef DT_TESTDATA_H
+#define DT_TESTDATA_H
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+
+struct dt_model *test_zoo_model(const char *name);           /* models/NAME.yaml */
+struct dt_topology *test_zoo_topology(const char *name);     /* topologies/NAME.yaml */
+/* Defaults, then strategy s, the batch and the pairs of flags (dt_parallel_set_pairs). */
+struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *flags);
+
+#endif
