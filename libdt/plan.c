@@ -68,8 +68,16 @@ int dt_program_push(struct dt_program *p, const struct dt_op *op)
     return DT_OK;
 }
 
+bool dt_plan_dropped(const struct dt_plan *plan, int rank)
+{
+    const struct dt_rank_plan *r = &plan->ranks[rank];
+    return plan->probe && r->dp_index > 0 && r->dp_index < r->dp_count - 1;
+}
+
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
     struct dt_op stamped = *op;
@@ -98,6 +106,8 @@ int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
 int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
                        int layer, double elems)
 {
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
     if (r->n_bufs == r->cap_bufs) {
         int cap = r->cap_bufs ? 2 * r->cap_bufs : 16;

@@ -182,6 +182,8 @@ int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
     stamp_shards(plan, rank, &op);
     op.precision = plan->opt.precision;
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     return dt_program_push(&plan->ranks[rank].eval, &op);
 }
 
@@ -552,8 +554,28 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
     return topo->n_ranks;
 }
 
-int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
-                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+/* Whether the middle data-parallel replicas are no larger than the first and the last (what
+ * a probe assumes): not under a tree or a hierarchy (inner ranks sum more receives), nor under
+ * recursive doubling or halving on a group that is not a power of two (the extra ranks). */
+static bool replicas_alike(const struct dt_plan_options *o, int ranks)
+{
+    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp) : o->tp > 1 ? ranks / o->tp : ranks;
+    bool pow2 = d > 0 && (d & (d - 1)) == 0;
+    enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
+    switch (o->strategy) {
+    case DT_STRAT_REDUCE_BCAST_BINOMIAL:
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL: return false;
+    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
+    case DT_STRAT_ALLREDUCE_RABENSEIFNER:
+    case DT_STRAT_ALLREDUCE_LIBRARY: return pow2;
+    default: break;
+    }
+    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT || pow2;
+}
+
+static int build(const struct dt_model *model, const struct dt_topology *topo,
+                 const struct dt_plan_options *opt, bool probe, struct dt_plan **out,
+                 struct dt_error *err)
 {
     *out = NULL;
     enum dt_strategy s = opt->strategy;
@@ -577,8 +599,9 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
     if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     plan->opt.accumulate = K;
+    plan->probe = probe && replicas_alike(opt, p);
     int rc = registry[s].compile(plan, err);
-    if (!rc)
+    if (!rc && !probe)
         rc = dt_plan_check(plan, err);
     if (rc) {
         dt_plan_destroy(plan);
@@ -586,4 +609,16 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
     }
     *out = plan;
     return DT_OK;
+}
+
+int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+{
+    return build(model, topo, opt, false, out, err);
+}
+
+int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+{
+    return build(model, topo, opt, true, out, err);
 }

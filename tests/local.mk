@@ -70,3 +70,9 @@ tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
 # controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
 TESTS += tests/test_exec_tensor.sh
 EXTRA_DIST += tests/test_exec_tensor.sh
+
+check_PROGRAMS += tests/test_probe
+TESTS += tests/test_probe
+tests_test_probe_SOURCES = tests/test_probe.c tests/testdata.c tests/testdata.h
+tests_test_probe_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_probe_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)

@@ -296,6 +296,9 @@ struct dt_plan {
     int *chunk_first;                   /* stages x chunks + 1: first layer of each chunk */
     double lr_scale;        /* learning rate factor (seed 002: x processes under weak scaling) */
     int next_handle;
+    /* a probe (dt_plan_probe): the ranks of the middle data-parallel replicas get no ops and
+     * no buffers; the first and the last replica's ranks are built as in the full plan */
+    bool probe;
 };
 
 /* ---- the registry ---- */
@@ -373,6 +376,14 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
 /* Compiles a plan. The model and topology must outlive it. */
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
+/* The plan of the first and last data-parallel replicas only (dt_plan.probe): what a
+ * search needs to size every rank (the middle replicas' ranks repeat the first's and the
+ * last's: same ops, shards no larger than the first's) at a fraction of the cost; where that
+ * does not hold (trees, hierarchies, recursive halving on other than powers of two) the whole
+ * plan. Not checked, not for executing or simulating. dt_plan_dropped: the ranks left empty. */
+int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
+bool dt_plan_dropped(const struct dt_plan *plan, int rank);
 void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). */
