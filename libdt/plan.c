@@ -188,6 +188,12 @@ void dt_plan_destroy(struct dt_plan *plan)
         free(plan->views[v]);
     free(plan->views);
     free(plan->chunk_first);
+    for (int v = 0; v < plan->n_recompute; v++) {
+        if (plan->recompute[v])
+            dt_recompute_free(plan->recompute[v]);
+        free(plan->recompute[v]);
+    }
+    free(plan->recompute);
     free(plan);
 }
 
@@ -208,7 +214,8 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
         snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
         return buf;
     case DT_OP_COMPUTE:
-        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
+        snprintf(buf, len, "%s %s", op->recompute ? "recompute" : dt_phase_name(op->phase),
+                 plan->model->layers[op->layer].name);
         return buf;
     }
     return "?";
@@ -238,7 +245,8 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
 {
     switch (op->kind) {
     case DT_OP_COMPUTE:
-        fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d", dt_phase_name(op->phase),
+        fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d",
+                op->recompute ? "recompute" : dt_phase_name(op->phase),
                 op->layer, plan->model->layers[op->layer].name, op->micro, op->slot,
                 op->samples);
         if (op->shards > 1)

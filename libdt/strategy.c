@@ -127,14 +127,15 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
         return false;
     if (o->zero && !dtc_zero_fits(o, why, whylen))
         return false;
+    if (!dtc_recompute_fits(o, why, whylen))
+        return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
 }
 
 /* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 {
-    const char *flag = o->sequence_parallel ? "--sequence-parallel" :
-                       o->recompute ? "--recompute" : NULL;
+    const char *flag = o->sequence_parallel ? "--sequence-parallel" : NULL;
     if (flag)
         snprintf(why, whylen, "%s is not implemented yet", flag);
     return !flag;
@@ -268,7 +269,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     struct dt_rank_plan *rp = &plan->ranks[r];
     const struct dt_layer_view *v = plan->views[rp->view];
     double rows = (double)rp->slots * rp->slot_rows, state = 0;
-    int rc = 0;
+    int rc = dtc_recompute_program(plan, r);
+    const struct dt_recompute_layout *rcmp = rc ? NULL : dt_plan_rank_recompute(plan, r);
     if (!rp->eval_rows)
         rp->eval_rows = (int)rows;
     enum dt_precision pr = plan->opt.precision;
@@ -287,10 +289,11 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (!v[l].holds)
             continue;
         long act = dt_shard_act_floats(m, v, l), kf, ki;
-        rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
+        if (!rcmp || !rcmp->act_ws[l]) /* else in the recomputation workspace */
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
         if (dt_layer_needs_dact(m, l))
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
-        if (!v[l].runs)
+        if (!v[l].runs || (rcmp && rcmp->keep_ws[l]))
             continue;
         dt_shard_keep(m, v, l, &kf, &ki);
         if (kf)
@@ -298,6 +301,11 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (ki)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
     }
+    if (rcmp && rcmp->ws_floats)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1, (double)rcmp->ws_floats * rows);
+    if (rcmp && rcmp->ws_ints)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, -1,
+                                 (double)rcmp->ws_ints * rows);
     long in = dt_shape_size(&m->input);
     if (rp->first)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_F32, -1, in * rows);

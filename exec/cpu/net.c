@@ -61,6 +61,10 @@ struct dtk_net {
     float bn_momentum;
     struct dtk_rng rng;
     double bytes, work_bytes;
+    const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
+    bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
+    struct drop_state { int layer, b0; struct dtk_rng rng; } *drops; /* the dropout stream's */
+    int n_drops, cap_drops; /* state at each dropout forward, for its recomputation */
 };
 
 static long shape_size(const struct dt_shape *s)
@@ -382,12 +386,15 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         ly->iaux_row = iaux;
         if (w > work)
             work = w;
-        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (ly->need ? 2 : 1)) + aux;
+        bool act_ws = v->recompute && v->recompute->act_ws[i];
+        bool keep_ws = v->recompute && v->recompute->keep_ws[i];
+        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * ((ly->need ? 2 : 1) - act_ws)) +
+                   (keep_ws ? 0 : aux);
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
                          "exceed any memory", model->name, max_batch);
         acts += per * max_batch;
-        iacts += iaux * max_batch;
+        iacts += (keep_ws ? 0 : iaux) * max_batch;
         if (L->kind == DT_L_BATCHNORM)
             state += 2 * (L->in_shape.rank == 3 ? L->in_shape.d[0] : last_dim(&L->in_shape));
     }
@@ -406,6 +413,11 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     }
     if (model->input_is_tokens && net->lay[0].runs)
         iacts += net->in_sz * max_batch;
+    net->rcmp = v->recompute;
+    long ws = net->rcmp ? net->rcmp->ws_floats * max_batch : 0;
+    long iws = net->rcmp ? net->rcmp->ws_ints * max_batch : 0;
+    acts += ws;
+    iacts += iws;
     const struct dt_layer *last = &model->layers[n - 1];
     const struct dt_shape *os = &last->out_shape;
     net->loss_kind = last->kind == DT_L_SOFTMAX ? LOSS_SOFTMAX
@@ -434,9 +446,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
     }
 
-    /* Carve the arenas. */
-    float *fp = net->arena, *sp = net->state;
-    int *ip = net->iarena;
+    /* Carve the arenas: the recomputation workspace first, then each layer's own. */
+    float *fp = net->arena + ws, *sp = net->state;
+    int *ip = net->iarena + iws;
+    const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
         const struct dt_layer *L = &model->layers[i];
         struct dtk_lay *ly = &net->lay[i];
@@ -444,17 +457,23 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
         } else if (ly->holds) {
-            ly->act = fp;
-            fp += ly->out_sz * max_batch;
+            bool in_ws = rw && rw->act_ws[i];
+            ly->act = in_ws ? net->arena + rw->act_at[i] * max_batch : fp;
+            fp += in_ws ? 0 : ly->out_sz * max_batch;
             if (ly->need) {
                 ly->dact = fp;
                 fp += ly->out_sz * max_batch;
             }
         }
-        ly->aux = fp;
-        fp += ly->aux_row * max_batch;
-        ly->iaux = ip;
-        ip += ly->iaux_row * max_batch;
+        if (rw && rw->keep_ws[i]) {
+            ly->aux = net->arena + rw->keep_at[i] * max_batch;
+            ly->iaux = net->iarena + rw->ikeep_at[i] * max_batch;
+        } else {
+            ly->aux = fp;
+            fp += ly->aux_row * max_batch;
+            ly->iaux = ip;
+            ip += ly->iaux_row * max_batch;
+        }
         if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
             ly->run_mean = sp;
@@ -494,6 +513,7 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->work);
     free(net->iarena);
     free(net->lay);
+    free(net->drops);
     free(net);
 }
 
@@ -600,6 +620,32 @@ static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
     dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
 }
 
+/* The dropout stream's state saved for layer i's rows from b0 (NULL: out of memory, and
+ * then a recomputation would draw a new mask: the saved table is a few entries per layer). */
+static struct dtk_rng *drop_state(struct dtk_net *net, int i, int b0)
+{
+    for (int k = 0; k < net->n_drops; k++)
+        if (net->drops[k].layer == i && net->drops[k].b0 == b0)
+            return &net->drops[k].rng;
+    if (net->n_drops == net->cap_drops) {
+        int cap = net->cap_drops ? 2 * net->cap_drops : 16;
+        struct drop_state *d = realloc(net->drops, (size_t)cap * sizeof *d);
+        if (!d)
+            return NULL;
+        net->drops = d;
+        net->cap_drops = cap;
+    }
+    net->drops[net->n_drops] = (struct drop_state){.layer = i, .b0 = b0, .rng = net->rng};
+    return &net->drops[net->n_drops++].rng;
+}
+
+void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    net->recomputing = true;
+    dtk_net_forward_layer(net, i, b0, nb);
+    net->recomputing = false;
+}
+
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
     const struct dt_model *m = net->model;
@@ -641,12 +687,23 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
         if (!ly->alias)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
-    case DT_L_DROPOUT:
+    case DT_L_DROPOUT: {
+        bool again = net->train && net->rcmp && net->rcmp->keep_ws[i]; /* to be recomputed */
+        struct dtk_rng after, *saved = again ? drop_state(net, i, b0) : NULL;
+        if (net->recomputing && saved) { /* the first forward's mask, the stream untouched */
+            after = net->rng;
+            net->rng = *saved;
+        } else if (saved) {
+            *saved = net->rng;
+        }
         if (ly->shard_kind == DT_SHARD_COLUMNS && net->train && L->rate > 0)
             dropout_shard(net, L, ly, y, aux, x, nb);
         else
             dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
+        if (net->recomputing && saved)
+            net->rng = after;
         break;
+    }
     case DT_L_RELU: dtk_relu_forward(y, x, n); break;
     case DT_L_TANH: dtk_tanh_forward(y, x, n); break;
     case DT_L_SIGMOID: dtk_sigmoid_forward(y, x, n); break;
@@ -663,8 +720,9 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
         int C = (int)(s->rank == 3 ? s->d[0] : last_dim(s));
         int S = s->rank == 3 ? (int)(s->d[1] * s->d[2]) : 1;
         int B = s->rank == 2 ? nb * (int)s->d[0] : nb;
-        if (net->train)
-            dtk_batchnorm_forward_train(y, aux, aux + C, ly->run_mean, ly->run_var, x, w, w + C,
+        if (net->train) /* a recomputation leaves the running statistics alone */
+            dtk_batchnorm_forward_train(y, aux, aux + C, net->recomputing ? NULL : ly->run_mean,
+                                        net->recomputing ? NULL : ly->run_var, x, w, w + C,
                                         B, C, S, (float)L->eps, net->bn_momentum);
         else
             dtk_batchnorm_forward_eval(y, x, w, w + C, ly->run_mean, ly->run_var, B, C, S,
