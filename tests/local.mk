@@ -37,6 +37,13 @@ tests_test_recompute_SOURCES = tests/test_recompute.c tests/testdata.c tests/tes
 tests_test_recompute_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_recompute_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+check_PROGRAMS += tests/test_tensor
+TESTS += tests/test_tensor
+tests_test_tensor_SOURCES = tests/test_tensor.c $(PLAYER_TEST_SOURCES)
+tests_test_tensor_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_tensor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tensor_LDADD = $(PLAYER_TEST_LIBS)
+
 check_PROGRAMS += tests/test_precision
 TESTS += tests/test_precision
 tests_test_precision_SOURCES = tests/test_precision.c $(PLAYER_TEST_SOURCES)

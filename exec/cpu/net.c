@@ -32,7 +32,9 @@ struct dtk_lay {
     struct dtk_conv_dims cd;   /* conv, conv transpose, pools (B = max_batch) */
     int rows, cols;         /* sequence layers: T and D of the input; else 1 and the size
                                (a row-parallel shard: its D / count input columns) */
-    int units;              /* dense: output units it computes (a column shard: U / count) */
+    int units;              /* dense: output units it computes (a column shard: U / count);
+                               attention core: its width D (a head shard: D / count) */
+    int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
 };
 
@@ -258,13 +260,19 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
     }
 }
 
-/* The sizes of a tensor-parallel shard: its output columns, or its weight's input rows. */
+/* The sizes of a tensor-parallel shard: its output columns (an attention core's heads: its
+ * q|k|v input columns too), or its weight's input rows. */
 static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
 {
     ly->units = (int)L->units;
-    if (ly->shard_kind == DT_SHARD_COLUMNS) {
+    ly->heads = L->heads;
+    if (dt_shard_splits_output(ly->shard_kind)) {
         ly->out_sz /= ly->shard_count;
         ly->units /= ly->shard_count;
+        if (L->kind == DT_L_ATTENTION_CORE) {
+            ly->cols /= ly->shard_count;
+            ly->heads /= ly->shard_count;
+        }
     } else if (ly->shard_kind == DT_SHARD_ROWS) {
         ly->cols /= ly->shard_count;
     }
@@ -779,7 +787,7 @@ void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
         dtk_attention_forward(y, aux, x, w, nb, ly->rows, ly->cols, L->heads);
         break;
     case DT_L_ATTENTION_CORE:
-        dtk_attn_core_forward(y, aux, x, nb, ly->rows, (int)L->units, L->heads, L->causal);
+        dtk_attn_core_forward(y, aux, x, nb, ly->rows, ly->units, ly->heads, L->causal);
         break;
     case DT_L_SEQPOOL: dtk_seqpool_forward(y, x, nb, ly->rows, ly->cols); break;
     default: break;
@@ -1057,7 +1065,7 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_ATTENTION_CORE:
         if (dx)
             dtk_attn_core_backward(dx, net->work, ly->cd.threads, dy, x, aux, nb, ly->rows,
-                                   (int)L->units, L->heads);
+                                   ly->units, ly->heads);
         break;
     case DT_L_SEQPOOL:
         if (dx)
