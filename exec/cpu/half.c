@@ -97,3 +97,12 @@ void dtk_half_add(enum dt_dtype t, uint16_t *dst, const uint16_t *src, long n)
         for (long i = 0; i < n; i++)
             dst[i] = dtk_f32_to_f16(dtk_f16_to_f32(dst[i]) + dtk_f16_to_f32(src[i]));
 }
+
+bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n)
+{
+    uint16_t e = t == DT_TYPE_BF16 ? 0x7f80u : 0x7c00u; /* all-ones exponent */
+    for (long i = 0; i < n; i++)
+        if ((h[i] & e) == e)
+            return true;
+    return false;
+}

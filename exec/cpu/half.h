@@ -23,4 +23,7 @@ void dtk_f32_to_half(enum dt_dtype t, const float *in, uint16_t *out, long n);
  * the sum a reduction of 2-byte gradients computes at each hop. */
 void dtk_half_add(enum dt_dtype t, uint16_t *dst, const uint16_t *src, long n);
 
+/* Whether any of n 2-byte floats is inf or NaN (the loss scaler's overflow check). */
+bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n);
+
 #endif
