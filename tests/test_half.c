@@ -128,6 +128,12 @@ static void test_vectors_and_add(void **state)
         assert_float_equal(out[0], 2.0f, 0.0f);
         assert_float_equal(out[1], -1.0f, 0.0f);
         assert_float_equal(out[2], 6.0f, 0.0f);
+        assert_false(dtk_half_nonfinite((enum dt_dtype)t, h, 4));
+        h[2] = t == DT_TYPE_BF16 ? dtk_f32_to_bf16(INFINITY) : dtk_f32_to_f16(-1e6f);
+        assert_true(dtk_half_nonfinite((enum dt_dtype)t, h, 4));
+        h[2] = t == DT_TYPE_BF16 ? dtk_f32_to_bf16(NAN) : dtk_f32_to_f16(NAN);
+        assert_true(dtk_half_nonfinite((enum dt_dtype)t, h, 4));
+        assert_false(dtk_half_nonfinite((enum dt_dtype)t, h, 2));
     }
 }
 
