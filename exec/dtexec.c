@@ -75,6 +75,7 @@ struct options {
     bool quiet, check_sync, dump_plan, no_shuffle;
     int drop_op;            /* --drop-op: an op kind removed from the step programs, or -1 */
     long overflow_at;       /* --overflow-at: the step whose gradients overflow (0: none) */
+#define DROP_RECOMPUTE 1000 /* --drop-op recompute: the recomputed forwards */
     double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
     bool help, version;
 };
@@ -145,7 +146,7 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update|copy|coll  testing: remove every such op from the\n"
+            "      --drop-op zero|update|copy|coll|recompute  testing: remove every such op from the\n"
             "                           step programs (a plan that must not train right: the\n"
             "                           tests' control)\n"
             "      --overflow-at K      testing, mixed precision: rank 0's gradients overflow\n"
@@ -332,9 +333,11 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_COPY;
             else if (strcmp(optarg, "coll") == 0)
                 o->drop_op = DT_OP_COLL;
+            else if (strcmp(optarg, "recompute") == 0)
+                o->drop_op = DROP_RECOMPUTE;
             else
-                rc = bad(msg, len, "--drop-op", "expected zero, update, copy or coll, got '%s'",
-                         optarg);
+                rc = bad(msg, len, "--drop-op", "expected zero, update, copy, coll or recompute, "
+                         "got '%s'", optarg);
             break;
         case OPT_OVERFLOW_AT:
             rc = parse_long("--overflow-at", optarg, 1, LONG_MAX, &o->overflow_at, msg, len);
@@ -794,14 +797,15 @@ struct run {
     char data_what[1200];
 };
 
-/* --drop-op: removes every op of one kind from the step programs (the tests' control). */
-static void drop_ops(struct dt_plan *plan, enum dt_op_kind kind)
+/* --drop-op: removes every op of one kind (DROP_RECOMPUTE: the recomputed forwards) from the
+ * step programs (the tests' control). */
+static void drop_ops(struct dt_plan *plan, int kind)
 {
     for (int r = 0; r < plan->n_ranks; r++) {
         struct dt_rank_plan *rp = &plan->ranks[r];
         int kept = 0;
         for (int i = 0; i < rp->n_ops; i++)
-            if (rp->ops[i].kind != kind)
+            if (kind == DROP_RECOMPUTE ? !rp->ops[i].recompute : (int)rp->ops[i].kind != kind)
                 rp->ops[kept++] = rp->ops[i];
         rp->n_ops = kept;
     }
@@ -885,7 +889,7 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     if ((rc = agree(w, rc, err)))
         return rc;
     if (o->drop_op >= 0)
-        drop_ops(R->plan, (enum dt_op_kind)o->drop_op);
+        drop_ops(R->plan, o->drop_op);
     if (o->dump_plan)
         return DT_OK;
 

@@ -305,7 +305,8 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
     int rows = rp->slots * rp->slot_rows;
     struct dtk_net_view v = {.rows = rows, .layers = plan->views[rp->view],
                              .n_params = rp->n_params, .n_grads = rp->n_grads, .opt_moments = 0,
-                             .dtype = ex->dtype};
+                             .dtype = ex->dtype,
+                             .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks))};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
     if (!rc && rp->n_owned)
         rc = init_owned(ex, init, seed, err);
@@ -855,7 +856,11 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         }
         if (reads_input(m, o->layer))
             rc = dtk_net_begin_forward(ex->net, ex->x, b0, o->samples, real == 0, err);
-        if (!rc)
+        if (rc)
+            break;
+        if (o->recompute)
+            dtk_net_recompute_layer(ex->net, o->layer, b0, o->samples);
+        else
             dtk_net_forward_layer(ex->net, o->layer, b0, o->samples);
         break;
     case DT_OP_LOSS: {

@@ -22,6 +22,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/parallel.c \
 	libdt/memory.c \
 	libdt/precision.c \
+	libdt/recompute.c \
 	libdt/plan_check.c \
 	libdt/compile.h \
 	libdt/collective.c \

@@ -235,6 +235,8 @@ static int recv_early(struct dt_plan *plan, struct emit *e, int peer, int tag,
 static int wait_recv(struct dt_plan *plan, const struct emit *e, int peer, int tag)
 {
     const struct dt_rank_plan *rp = &plan->ranks[e->rank];
+    if (dt_plan_dropped(plan, e->rank)) /* a probe holds no ops of this rank */
+        return DT_OK;
     for (int j = rp->n_ops - 1; j >= 0; j--)
         if (rp->ops[j].kind == DT_OP_RECV && rp->ops[j].peer == peer && rp->ops[j].tag == tag)
             return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,

@@ -68,8 +68,16 @@ int dt_program_push(struct dt_program *p, const struct dt_op *op)
     return DT_OK;
 }
 
+bool dt_plan_dropped(const struct dt_plan *plan, int rank)
+{
+    const struct dt_rank_plan *r = &plan->ranks[rank];
+    return plan->probe && r->dp_index > 0 && r->dp_index < r->dp_count - 1;
+}
+
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
     struct dt_op stamped = *op;
@@ -98,6 +106,8 @@ int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
 int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
                        int layer, double elems)
 {
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
     if (r->n_bufs == r->cap_bufs) {
         int cap = r->cap_bufs ? 2 * r->cap_bufs : 16;
@@ -178,6 +188,12 @@ void dt_plan_destroy(struct dt_plan *plan)
         free(plan->views[v]);
     free(plan->views);
     free(plan->chunk_first);
+    for (int v = 0; v < plan->n_recompute; v++) {
+        if (plan->recompute[v])
+            dt_recompute_free(plan->recompute[v]);
+        free(plan->recompute[v]);
+    }
+    free(plan->recompute);
     free(plan);
 }
 
@@ -198,7 +214,8 @@ const char *dt_op_name(const struct dt_plan *plan, const struct dt_op *op, char 
         snprintf(buf, len, "%s/%s", dt_coll_kind_name(op->coll), dt_coll_alg_name(op->alg));
         return buf;
     case DT_OP_COMPUTE:
-        snprintf(buf, len, "%s %s", dt_phase_name(op->phase), plan->model->layers[op->layer].name);
+        snprintf(buf, len, "%s %s", op->recompute ? "recompute" : dt_phase_name(op->phase),
+                 plan->model->layers[op->layer].name);
         return buf;
     }
     return "?";
@@ -228,7 +245,8 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
 {
     switch (op->kind) {
     case DT_OP_COMPUTE:
-        fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d", dt_phase_name(op->phase),
+        fprintf(out, "COMPUTE %s layer %d (%s) mb %d slot %d x%d",
+                op->recompute ? "recompute" : dt_phase_name(op->phase),
                 op->layer, plan->model->layers[op->layer].name, op->micro, op->slot,
                 op->samples);
         if (op->shards > 1)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "dt/tensor.h"
 
 static int fail_op(struct dt_error *err, const struct dt_plan *plan, int r, bool eval, int i,
                    const struct dt_op *op, const char *what)
@@ -19,6 +20,11 @@ static double buffer_size(const struct dt_plan *plan, int r, const struct dt_reg
     if (g->buf == DT_BUF_ACT || g->buf == DT_BUF_DACT) {
         if (g->layer < 0 || g->layer >= plan->model->n_layers)
             return -1;
+        const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        if (g->buf == DT_BUF_ACT && rc && rc->act_ws[g->layer]) /* in the workspace */
+            return (double)dt_shard_act_floats(plan->model, plan->views[rp->view], g->layer) *
+                   rp->slots * rp->slot_rows;
         return dt_plan_buffer_layer(plan, r, g->buf, g->layer);
     }
     return dt_plan_buffer_elems(plan, r, g->buf);

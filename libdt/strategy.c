@@ -127,14 +127,15 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
         return false;
     if (o->zero && !dtc_zero_fits(o, why, whylen))
         return false;
+    if (!dtc_recompute_fits(o, why, whylen))
+        return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
 }
 
 /* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
 {
-    const char *flag = o->sequence_parallel ? "--sequence-parallel" :
-                       o->recompute ? "--recompute" : NULL;
+    const char *flag = o->sequence_parallel ? "--sequence-parallel" : NULL;
     if (flag)
         snprintf(why, whylen, "%s is not implemented yet", flag);
     return !flag;
@@ -182,6 +183,8 @@ int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
     stamp_shards(plan, rank, &op);
     op.precision = plan->opt.precision;
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     return dt_program_push(&plan->ranks[rank].eval, &op);
 }
 
@@ -266,7 +269,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     struct dt_rank_plan *rp = &plan->ranks[r];
     const struct dt_layer_view *v = plan->views[rp->view];
     double rows = (double)rp->slots * rp->slot_rows, state = 0;
-    int rc = 0;
+    int rc = dtc_recompute_program(plan, r);
+    const struct dt_recompute_layout *rcmp = rc ? NULL : dt_plan_rank_recompute(plan, r);
     if (!rp->eval_rows)
         rp->eval_rows = (int)rows;
     enum dt_precision pr = plan->opt.precision;
@@ -285,10 +289,11 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (!v[l].holds)
             continue;
         long act = dt_shard_act_floats(m, v, l), kf, ki;
-        rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
+        if (!rcmp || !rcmp->act_ws[l]) /* else in the recomputation workspace */
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
         if (dt_layer_needs_dact(m, l))
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
-        if (!v[l].runs)
+        if (!v[l].runs || (rcmp && rcmp->keep_ws[l]))
             continue;
         dt_shard_keep(m, v, l, &kf, &ki);
         if (kf)
@@ -296,6 +301,11 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (ki)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
     }
+    if (rcmp && rcmp->ws_floats)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1, (double)rcmp->ws_floats * rows);
+    if (rcmp && rcmp->ws_ints)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, -1,
+                                 (double)rcmp->ws_ints * rows);
     long in = dt_shape_size(&m->input);
     if (rp->first)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_F32, -1, in * rows);
@@ -552,8 +562,28 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
     return topo->n_ranks;
 }
 
-int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
-                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+/* Whether the middle data-parallel replicas are no larger than the first and the last (what
+ * a probe assumes): not under a tree or a hierarchy (inner ranks sum more receives), nor under
+ * recursive doubling or halving on a group that is not a power of two (the extra ranks). */
+static bool replicas_alike(const struct dt_plan_options *o, int ranks)
+{
+    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp) : o->tp > 1 ? ranks / o->tp : ranks;
+    bool pow2 = d > 0 && (d & (d - 1)) == 0;
+    enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
+    switch (o->strategy) {
+    case DT_STRAT_REDUCE_BCAST_BINOMIAL:
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL: return false;
+    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
+    case DT_STRAT_ALLREDUCE_RABENSEIFNER:
+    case DT_STRAT_ALLREDUCE_LIBRARY: return pow2;
+    default: break;
+    }
+    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT || pow2;
+}
+
+static int build(const struct dt_model *model, const struct dt_topology *topo,
+                 const struct dt_plan_options *opt, bool probe, struct dt_plan **out,
+                 struct dt_error *err)
 {
     *out = NULL;
     enum dt_strategy s = opt->strategy;
@@ -577,8 +607,9 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
     if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     plan->opt.accumulate = K;
+    plan->probe = probe && replicas_alike(opt, p);
     int rc = registry[s].compile(plan, err);
-    if (!rc)
+    if (!rc && !probe)
         rc = dt_plan_check(plan, err);
     if (rc) {
         dt_plan_destroy(plan);
@@ -586,4 +617,16 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
     }
     *out = plan;
     return DT_OK;
+}
+
+int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+{
+    return build(model, topo, opt, false, out, err);
+}
+
+int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+{
+    return build(model, topo, opt, true, out, err);
 }

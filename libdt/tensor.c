@@ -23,12 +23,18 @@ static long in_width(const struct dt_layer *L)
     return L->in_shape.d[L->in_shape.rank - 1];
 }
 
+bool dt_shard_splits_output(int kind)
+{
+    return kind == DT_SHARD_COLUMNS || kind == DT_SHARD_QKV;
+}
+
 long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
     const struct dt_layer *L = &m->layers[l];
     int T = v[l].shard_count;
     switch (v[l].shard_kind) {
-    case DT_SHARD_COLUMNS: return L->params / T;
+    case DT_SHARD_COLUMNS:
+    case DT_SHARD_QKV: return L->params / T;
     case DT_SHARD_ROWS: return L->units * (in_width(L) / T) + (L->bias ? L->units : 0);
     default: return L->params;
     }
@@ -37,14 +43,14 @@ long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, in
 long dt_shard_act_floats(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
     long a = dt_layer_act_floats(m, l);
-    return v[l].shard_kind == DT_SHARD_COLUMNS ? a / v[l].shard_count : a;
+    return dt_shard_splits_output(v[l].shard_kind) ? a / v[l].shard_count : a;
 }
 
 void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int l,
                    long *keep_floats, long *keep_ints)
 {
     dt_layer_keep(m, l, keep_floats, keep_ints);
-    if (v[l].shard_kind == DT_SHARD_COLUMNS) {
+    if (dt_shard_splits_output(v[l].shard_kind)) {
         *keep_floats /= v[l].shard_count;
         *keep_ints /= v[l].shard_count;
     }
@@ -70,6 +76,13 @@ void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int 
         copy(p, f + k * u * D, u * D, to_full);
         if (L->bias)
             copy(p + u * D, f + U * D + k * u, u, to_full);
+    } else if (s->shard_kind == DT_SHARD_QKV) { /* rows k u.. of each third of W, of b */
+        long third = U / 3, u = third / s->shard_count;
+        for (int part = 0; part < 3; part++) {
+            copy(p + part * u * D, f + (part * third + k * u) * D, u * D, to_full);
+            if (L->bias)
+                copy(p + 3 * u * D + part * u, f + U * D + part * third + k * u, u, to_full);
+        }
     } else if (s->shard_kind == DT_SHARD_ROWS) { /* columns k d.. of every row of W; all b */
         long d = D / s->shard_count;
         for (long j = 0; j < U; j++)
@@ -105,8 +118,16 @@ static int reader_of(const struct dt_model *m, int j)
     return -1;
 }
 
+/* Whether layer l may run on a column shard between the two dense layers of a pair:
+ * elementwise, or an attention core whose heads T divides (then the first dense is q|k|v). */
+static bool shardable_between(const struct dt_layer *L, int T)
+{
+    return elementwise(L->kind) || (L->kind == DT_L_ATTENTION_CORE && L->heads % T == 0);
+}
+
 /* If a column-parallel / row-parallel pair over T ranks starts at dense layer a, marks it in
- * kind[] and returns its row-parallel layer; -1 otherwise. */
+ * kind[] and returns its row-parallel layer; -1 otherwise. An attention core in between makes
+ * it an attention block split by heads (Shoeybi et al. 2019, section 3). */
 static int mark_pair(const struct dt_model *m, const int *readers, int T, int a,
                      enum dt_shard_kind *kind)
 {
@@ -117,19 +138,24 @@ static int mark_pair(const struct dt_model *m, const int *readers, int T, int a,
     /* the f allreduce sums the input's gradient: no other reader may have added to it */
     if (in >= 0 && dt_layer_needs_dact(m, in) && !sole_reader(m, readers, in))
         return -1;
-    int c = a;
+    int c = a, cores = 0;
     for (;;) {
         int next = reader_of(m, c);
         if (next < 0 || m->layers[next].n_in != 1)
             return -1;
         if (m->layers[next].kind == DT_L_DENSE) {
+            if (cores > 1)
+                return -1;
             for (int l = a; l < next; l++)
                 kind[l] = DT_SHARD_COLUMNS;
+            if (cores)
+                kind[a] = DT_SHARD_QKV;
             kind[next] = DT_SHARD_ROWS;
             return next;
         }
-        if (!elementwise(m->layers[next].kind) || readers[next] != 1)
+        if (!shardable_between(&m->layers[next], T) || readers[next] != 1)
             return -1;
+        cores += m->layers[next].kind == DT_L_ATTENTION_CORE;
         c = next;
     }
 }
@@ -299,7 +325,7 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
     if (ph == DT_PH_FORWARD && v[l].shard_kind == DT_SHARD_ROWS) {
         buf = DT_BUF_ACT; /* g: the partial sums of the row-parallel layer */
         at = l;
-    } else if (ph == DT_PH_BACKWARD && v[l].shard_kind == DT_SHARD_COLUMNS &&
+    } else if (ph == DT_PH_BACKWARD && dt_shard_splits_output(v[l].shard_kind) &&
                m->layers[l].kind == DT_L_DENSE && m->layers[l].in[0] >= 0 &&
                dt_layer_needs_dact(m, m->layers[l].in[0])) {
         buf = DT_BUF_DACT; /* f: the partial input gradients of the column-parallel layer */

@@ -163,11 +163,11 @@ static double compute_bound(const struct dt_plan *plan, const struct dt_cost_par
     return worst;
 }
 
-/* Compiles a candidate: its largest rank's memory and compute bound. */
+/* Compiles a candidate's probe: its largest rank's memory and compute bound. */
 static int measure(const struct search *s, struct candidate *c, struct dt_error *err)
 {
-    struct dt_plan *plan;
-    int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
+    struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
+    int rc = dt_plan_probe(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc == DT_EINPUT) { /* a combination the strategy's fits() let through */
         c->v[V_STATUS] = 1 + ST_REFUSED;
         return DT_OK;

@@ -28,6 +28,22 @@ tests_test_plan_check_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_plan_check_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_plan_check_LDADD = $(PLAYER_TEST_LIBS)
 
+# Activation recomputation: the plan's buffer table and recompute ops (test_recompute), and
+# dtexec's weights equal --recompute none's with the allocations the plan gives.
+check_PROGRAMS += tests/test_recompute
+TESTS += tests/test_recompute tests/test_exec_recompute.sh
+EXTRA_DIST += tests/test_exec_recompute.sh
+tests_test_recompute_SOURCES = tests/test_recompute.c tests/testdata.c tests/testdata.h
+tests_test_recompute_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_recompute_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/test_tensor
+TESTS += tests/test_tensor
+tests_test_tensor_SOURCES = tests/test_tensor.c $(PLAYER_TEST_SOURCES)
+tests_test_tensor_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_tensor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tensor_LDADD = $(PLAYER_TEST_LIBS)
+
 check_PROGRAMS += tests/test_precision
 TESTS += tests/test_precision
 tests_test_precision_SOURCES = tests/test_precision.c $(PLAYER_TEST_SOURCES)
@@ -72,3 +88,9 @@ TESTS += tests/test_exec_tensor.sh
 EXTRA_DIST += tests/test_exec_tensor.sh
 TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
+
+check_PROGRAMS += tests/test_probe
+TESTS += tests/test_probe
+tests_test_probe_SOURCES = tests/test_probe.c tests/testdata.c tests/testdata.h
+tests_test_probe_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_probe_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)

@@ -20,10 +20,10 @@
 #   dtexec           --epochs/-e N becomes 1 and --max-iters N at most 3 (added when absent):
 #                    one epoch of at most 3 iterations;
 #   dtvalidate loop  --models mlp-wide --pipelines none --repeat 1 --max-iters 3 --epochs 1
-#                    --fit eff_dense added: 9 runs of one model, data parallelism only (the
-#                    loop as documented makes 240 dtexec runs in about 15 minutes); one
-#                    parameter fitted, since the loop's 8 are not all identifiable from 9
-#                    3-iteration runs, and when none is in a leave-one-out fold the loop
+#                    --fit eff_dense added: 13 runs of one model, data parallelism, --tp 2
+#                    and --zero 1, 2, 3 (the loop as documented makes over 300 dtexec runs);
+#                    one parameter fitted, since the loop's 8 are not all identifiable from
+#                    13 3-iteration runs, and when none is in a leave-one-out fold the loop
 #                    stops with exit 2 (seen here on a loaded machine).
 # Examples that are the same command as one already run (the _build/ prefix, blanks and a
 # trailing comment aside) are not run twice.

@@ -37,6 +37,22 @@ if grep -q "loss scale 32768, 1 step skipped on overflow" "$tmp/overflow.out" &&
    grep -q "loss scale 65536, 0 steps skipped" "$tmp/bf16.out"; then ok "scale halved"
 else bad "scale: $(grep 'loss scale' "$tmp/overflow.out" "$tmp/bf16.out")"; fi
 
+# --recompute in bf16: the recomputed forward reads the same 2-byte inputs and rounds the same
+# float32 results, so the weights equal --recompute none's in bf16 exactly (tiny-gpt: attention
+# scores in the workspace; cnn21k: dropout replaying its masks); allocations = plan; control
+# without the recompute ops
+gpt="--model tiny-gpt --batch 8 --max-iters 4 --precision bf16"
+drop="--model cnn21k --batch 16 --max-iters 4 --precision bf16"
+exec_ok gpt-none 2 $gpt
+for rc in full selective; do
+  exec_ok "gpt-$rc" 2 $gpt --recompute $rc && weights_same gpt-none "gpt-$rc"
+done
+alloc_is_plan gpt-full 2 $gpt --recompute full
+exec_ok gpt-ctl 2 $gpt --recompute full --drop-op recompute && weights_differ gpt-none gpt-ctl
+exec_ok drop-none 2 $drop && exec_ok drop-full 2 $drop --recompute full &&
+  weights_same drop-none drop-full
+alloc_is_plan drop-full 2 $drop --recompute full
+
 # bytes the ring allreduce of the gradients sent (the ops CSV): bf16 half of fp32's
 sent() {
   n=$1; shift

@@ -54,8 +54,9 @@ static void usage(FILE *f)
         "  seed002              seed 002's table: fit on the 1-node rows and predict the 2- and\n"
         "                       4-node rows; then leave-one-out over all nine rows\n"
         "  loop                 run dtexec here (1 and 2 ranks, every data-parallel strategy,\n"
-        "                       small models, short epochs; 2-stage gpipe and 1f1b pipelines\n"
-        "                       on 2 ranks), calibrate, validate, plot\n"
+        "                       small models, short epochs; on 2 ranks also 2-stage gpipe\n"
+        "                       and 1f1b, ring with --tp 2 and with --zero 1, 2, 3),\n"
+        "                       calibrate, validate, plot\n"
         "  ops RECORDS TRACE    a per-op trace (dtexec --ops-csv) against the cost model, op by\n"
         "                       op, with per-class efficiencies fitted from it (-o writes them);\n"
         "                       the run is the last record of RECORDS\n"
@@ -92,7 +93,7 @@ static void usage(FILE *f)
         "      --dtexec PATH       the dtexec program (default: beside dtvalidate, then PATH)\n"
         "      --mpiexec PATH      (default: %s)\n"
         "      --models LIST       default mlp-fmnist,mlp-wide,cnn21k,\n"
-        "                          cnn690k\n"
+        "                          cnn690k,tiny-gpt\n"
         "      --max-iters N       iterations per epoch (default: per model, epochs of about\n"
         "                          0.25 s at the device's peak; 30 to 2000)\n"
         "      --epochs N          epochs per run (default 3)\n"
@@ -108,6 +109,10 @@ static void usage(FILE *f)
         "      --micro-batches LIST  their micro-batch counts (default 2,4,8); a pipeline's -b\n"
         "                          is twice --batch: a step trains on as many samples as data\n"
         "                          parallelism's on 2 ranks\n"
+        "      --tensor-models LIST  the models of --models run on ring with --tp 2 on 2\n"
+        "                          ranks, -b twice --batch (default mlp-wide,tiny-gpt; none)\n"
+        "      --zero-models LIST  the models of --models run on ring with --zero 1, 2 and 3\n"
+        "                          on 2 ranks (default mlp-wide,tiny-gpt; none)\n"
         "      --reuse             analyse DIR/records.jsonl again without running dtexec\n\n"
         "  -h, --help              this help\n"
         "  -V, --version           version\n"
@@ -163,7 +168,8 @@ static int check_list(const char *list, bool strategies)
 enum {
     OPT_LOO = 256, OPT_TRAIN, OPT_USE, OPT_FIT, OPT_UNCAL, OPT_PLOTS, OPT_TOPOLOGY, OPT_DTEXEC,
     OPT_MPIEXEC, OPT_MODELS, OPT_MAXITERS, OPT_EPOCHS, OPT_BATCH, OPT_RANKS, OPT_REUSE,
-    OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES
+    OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES,
+    OPT_TENSOR_MODELS, OPT_ZERO_MODELS
 };
 
 /* The commands that read each option: any other command refuses it, since a flag silently
@@ -196,6 +202,8 @@ static const struct {
     {OPT_PIPELINES, "--pipelines", " loop "},
     {OPT_PIPELINE_MODELS, "--pipeline-models", " loop "},
     {OPT_MICRO_BATCHES, "--micro-batches", " loop "},
+    {OPT_TENSOR_MODELS, "--tensor-models", " loop "},
+    {OPT_ZERO_MODELS, "--zero-models", " loop "},
 };
 
 /* 0 when command reads the option `code`; else says so (exit 2). */
@@ -234,6 +242,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"pipelines", required_argument, NULL, OPT_PIPELINES},
         {"pipeline-models", required_argument, NULL, OPT_PIPELINE_MODELS},
         {"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
+        {"tensor-models", required_argument, NULL, OPT_TENSOR_MODELS},
+        {"zero-models", required_argument, NULL, OPT_ZERO_MODELS},
         {"help", no_argument, NULL, 'h'},               {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     char why[512];
@@ -305,6 +315,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             o->loop.pipelines = optarg;
             break;
         case OPT_PIPELINE_MODELS: o->loop.pipeline_models = optarg; break;
+        case OPT_TENSOR_MODELS: o->loop.tensor_models = optarg; break;
+        case OPT_ZERO_MODELS: o->loop.zero_models = optarg; break;
         case OPT_MICRO_BATCHES:
             if (check_list(optarg, false))
                 return bad_flag("--micro-batches", "expected whole numbers from 1 to 4096 "

@@ -49,8 +49,8 @@ tests_test_fit_CPPFLAGS = $(DTVALIDATE_CPPFLAGS)
 tests_test_fit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(GSL_CFLAGS)
 tests_test_fit_LDADD = $(DTVALIDATE_LIBS) $(CMOCKA_LIBS)
 
-TESTS += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh
-EXTRA_DIST += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh
+TESTS += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh tests/test_dtvalidate_loop.sh
+EXTRA_DIST += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh tests/test_dtvalidate_loop.sh
 
 # GPU calibrations fitted by `dtvalidate gpu --dir calibrations`, found by name
 # (dtsim --calibration a100); see calibrations/README.md.

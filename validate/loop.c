@@ -1,4 +1,5 @@
-/* The calibration loop on this machine: dtexec runs (data parallelism and pipelines) ->
+/* The calibration loop on this machine: dtexec runs (data parallelism, pipelines, tensor
+ * parallelism, ZeRO) ->
  * records -> fit -> held-out check -> plots. */
 #include "loop.h"
 
@@ -160,6 +161,80 @@ static int pipeline_jobs(const struct dtv_loop_options *o, const struct dt_model
     return n_jobs;
 }
 
+/* Adds one job with the parallel flags given; skipped (said in the log) when the strategy
+ * does not take them. Returns the new job count. */
+static int sharded_job(const struct dt_model *model, const struct dt_topology *topo,
+                       const char *mpath, int r, long iters, const struct dt_plan_options *po,
+                       const char *flags, struct job *jobs, int n_jobs, int max_jobs, FILE *log)
+{
+    char why[256];
+    bool fits = dt_strategy_fits_options(po, model, topo, r, why, sizeof why);
+    if (fits) { /* some refusals come from the compile itself (a tied layer's shard) */
+        struct dt_plan *plan = NULL;
+        struct dt_error perr = {0};
+        fits = dt_plan_build(model, topo, po, &plan, &perr) == DT_OK;
+        if (!fits)
+            dt_error_format(&perr, why, sizeof why);
+        dt_plan_destroy(plan);
+    }
+    if (!fits) {
+        if (log)
+            fprintf(log, "dtvalidate: skipped %s %s -b %d on %d ranks of %s: %s\n",
+                    dt_strategy_name(po->strategy), flags, po->batch, r, model->name, why);
+        return n_jobs;
+    }
+    if (n_jobs == max_jobs)
+        return n_jobs;
+    struct job *j = &jobs[n_jobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->model, sizeof j->model, "%s", mpath);
+    j->ranks = r;
+    j->s = po->strategy;
+    j->iters = iters;
+    j->batch = po->batch;
+    snprintf(j->flags, sizeof j->flags, "%s", flags);
+    char par[128];
+    dt_parallel_format(po, par, sizeof par);
+    snprintf(j->setup, sizeof j->setup, "%s %s", dt_strategy_name(po->strategy), par);
+    return n_jobs;
+}
+
+/* The tensor-parallel and ZeRO runs of one model on r ranks (even r only), all on ring:
+ * --tp 2 (r / 2 replicas, -b twice --batch per replica: a step trains on as many samples as
+ * data parallelism's on r ranks) when the model is in tensor_models, and --zero 1, 2, 3 (-b
+ * per rank, as data parallelism) when it is in zero_models. */
+static int sharded_jobs(const struct dtv_loop_options *o, const struct dt_model *model,
+                        const struct dt_topology *topo, const char *m, const char *mpath,
+                        int r, int batch, long iters, struct job *jobs, int n_jobs,
+                        int max_jobs, FILE *log)
+{
+    const char *tmodels = o->tensor_models ? o->tensor_models : "mlp-wide,tiny-gpt";
+    const char *zmodels = o->zero_models ? o->zero_models : "mlp-wide,tiny-gpt";
+    if (r < 2 || r % 2)
+        return n_jobs;
+    struct dt_plan_options po;
+    dt_plan_options_init(&po);
+    po.strategy = DT_STRAT_ALLREDUCE_RING;
+    po.n_ranks = r;
+    if (listed(tmodels, m) || listed(tmodels, model->name)) {
+        po.tp = 2;
+        po.batch = 2 * batch;
+        n_jobs = sharded_job(model, topo, mpath, r, iters, &po, "--tp 2", jobs, n_jobs,
+                             max_jobs, log);
+        po.tp = 0;
+    }
+    if (listed(zmodels, m) || listed(zmodels, model->name))
+        for (int z = 1; z <= 3; z++) {
+            char flags[32];
+            snprintf(flags, sizeof flags, "--zero %d", z);
+            po.zero = z;
+            po.batch = batch;
+            n_jobs = sharded_job(model, topo, mpath, r, iters, &po, flags, jobs, n_jobs,
+                                 max_jobs, log);
+        }
+    return n_jobs;
+}
+
 /* Iterations per epoch for a model: enough that an epoch takes about target_s at the device's
  * peak (training = forward + backward FLOPs; the real rate is lower, so epochs come out
  * longer), at least 30 and at most 2000. A fixed count would give mlp-fmnist epochs of 13 ms,
@@ -227,7 +302,7 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     int n_jobs = 0;
     const char *pmodels = o->pipeline_models ? o->pipeline_models : "mlp-wide,cnn690k";
     char models[512];
-    snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,mlp-wide,cnn21k,cnn690k");
+    snprintf(models, sizeof models, "%s", o->models ? o->models : "mlp-fmnist,mlp-wide,cnn21k,cnn690k,tiny-gpt");
     for (char *save, *m = strtok_r(models, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
         char mpath[1024];
         struct dt_model *model = NULL;
@@ -260,6 +335,8 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                                        o->reuse ? NULL : log, err);
             if (n_jobs < 0)
                 break;
+            n_jobs = sharded_jobs(o, model, topo, m, mpath, r, batch, iters, jobs, n_jobs, 512,
+                                  o->reuse ? NULL : log);
         }
         dt_model_destroy(model);
         if (n_jobs < 0) {

@@ -36,7 +36,9 @@ struct dtk_lay {
     struct dtk_conv_dims cd;   /* conv, conv transpose, pools (B = max_batch) */
     int rows, cols;         /* sequence layers: T and D of the input; else 1 and the size
                                (a row-parallel shard: its D / count input columns) */
-    int units;              /* dense: output units it computes (a column shard: U / count) */
+    int units;              /* dense: output units it computes (a column shard: U / count);
+                               attention core: its width D (a head shard: D / count) */
+    int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
 };
 
@@ -72,6 +74,10 @@ struct dtk_net {
     float *stage, *wstage, *gstage;
     int n_staged;
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
+    const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
+    bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
+    struct drop_state { int layer, b0; struct dtk_rng rng; } *drops; /* the dropout stream's */
+    int n_drops, cap_drops; /* state at each dropout forward, for its recomputation */
 };
 
 static bool mixed(const struct dtk_net *net)
@@ -269,13 +275,19 @@ static long layer_nparams(const struct dt_model *m, int i)
     return L->tied ? m->layers[L->tied_layer].params : L->params;
 }
 
-/* Carves n elements of the arena at *pos: float32, or 2-byte under mixed precision. */
-static void carve(struct dtk_net *net, long *pos, long n, float **f, uint16_t **h)
+/* Points *f (float32) or *h (2-byte under mixed precision) at element pos of the arena. */
+static void arena_at(struct dtk_net *net, long pos, float **f, uint16_t **h)
 {
     if (mixed(net))
-        *h = net->arena16 + *pos;
+        *h = net->arena16 + pos;
     else
-        *f = net->arena + *pos;
+        *f = net->arena + pos;
+}
+
+/* Carves n elements of the arena at *pos. */
+static void carve(struct dtk_net *net, long *pos, long n, float **f, uint16_t **h)
+{
+    arena_at(net, *pos, f, h);
     *pos += n;
 }
 
@@ -306,13 +318,19 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
     }
 }
 
-/* The sizes of a tensor-parallel shard: its output columns, or its weight's input rows. */
+/* The sizes of a tensor-parallel shard: its output columns (an attention core's heads: its
+ * q|k|v input columns too), or its weight's input rows. */
 static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
 {
     ly->units = (int)L->units;
-    if (ly->shard_kind == DT_SHARD_COLUMNS) {
+    ly->heads = L->heads;
+    if (dt_shard_splits_output(ly->shard_kind)) {
         ly->out_sz /= ly->shard_count;
         ly->units /= ly->shard_count;
+        if (L->kind == DT_L_ATTENTION_CORE) {
+            ly->cols /= ly->shard_count;
+            ly->heads /= ly->shard_count;
+        }
     } else if (ly->shard_kind == DT_SHARD_ROWS) {
         ly->cols /= ly->shard_count;
     }
@@ -450,12 +468,15 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         ly->iaux_row = iaux;
         if (w > work)
             work = w;
-        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (ly->need ? 2 : 1)) + aux;
+        bool act_ws = v->recompute && v->recompute->act_ws[i];
+        bool keep_ws = v->recompute && v->recompute->keep_ws[i];
+        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * ((ly->need ? 2 : 1) - act_ws)) +
+                   (keep_ws ? 0 : aux);
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
                          "exceed any memory", model->name, max_batch);
         acts += per * max_batch;
-        iacts += iaux * max_batch;
+        iacts += (keep_ws ? 0 : iaux) * max_batch;
         if (L->kind == DT_L_BATCHNORM)
             state += 2 * (L->in_shape.rank == 3 ? L->in_shape.d[0] : last_dim(&L->in_shape));
     }
@@ -474,6 +495,11 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     }
     if (model->input_is_tokens && net->lay[0].runs)
         iacts += net->in_sz * max_batch;
+    net->rcmp = v->recompute;
+    long ws = net->rcmp ? net->rcmp->ws_floats * max_batch : 0;
+    long iws = net->rcmp ? net->rcmp->ws_ints * max_batch : 0;
+    acts += ws;
+    iacts += iws;
     const struct dt_layer *last = &model->layers[n - 1];
     const struct dt_shape *os = &last->out_shape;
     net->loss_kind = last->kind == DT_L_SOFTMAX ? LOSS_SOFTMAX
@@ -516,10 +542,11 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
     }
 
-    /* Carve the arenas. */
+    /* Carve the arenas: the recomputation workspace first, then each layer's own. */
     float *sp = net->state;
-    long fp = 0;
-    int *ip = net->iarena;
+    long fp = ws;
+    int *ip = net->iarena + iws;
+    const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
         const struct dt_layer *L = &model->layers[i];
         struct dtk_lay *ly = &net->lay[i];
@@ -529,13 +556,21 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             ly->act16 = net->lay[L->in[0]].act16;
             ly->dact16 = ly->need ? net->lay[L->in[0]].dact16 : NULL;
         } else if (ly->holds) {
-            carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
+            if (rw && rw->act_ws[i]) /* the workspace's, at the plan's offset */
+                arena_at(net, rw->act_at[i] * max_batch, &ly->act, &ly->act16);
+            else
+                carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
             if (ly->need)
                 carve(net, &fp, ly->out_sz * max_batch, &ly->dact, &ly->dact16);
         }
-        carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
-        ly->iaux = ip;
-        ip += ly->iaux_row * max_batch;
+        if (rw && rw->keep_ws[i]) {
+            arena_at(net, rw->keep_at[i] * max_batch, &ly->aux, &ly->aux16);
+            ly->iaux = net->iarena + rw->ikeep_at[i] * max_batch;
+        } else {
+            carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
+            ly->iaux = ip;
+            ip += ly->iaux_row * max_batch;
+        }
         if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
             ly->run_mean = sp;
@@ -582,6 +617,7 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->arena16);
     free(net->iarena);
     free(net->lay);
+    free(net->drops);
     free(net);
 }
 
@@ -775,6 +811,32 @@ static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
     dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
 }
 
+/* The dropout stream's state saved for layer i's rows from b0 (NULL: out of memory, and
+ * then a recomputation would draw a new mask: the saved table is a few entries per layer). */
+static struct dtk_rng *drop_state(struct dtk_net *net, int i, int b0)
+{
+    for (int k = 0; k < net->n_drops; k++)
+        if (net->drops[k].layer == i && net->drops[k].b0 == b0)
+            return &net->drops[k].rng;
+    if (net->n_drops == net->cap_drops) {
+        int cap = net->cap_drops ? 2 * net->cap_drops : 16;
+        struct drop_state *d = realloc(net->drops, (size_t)cap * sizeof *d);
+        if (!d)
+            return NULL;
+        net->drops = d;
+        net->cap_drops = cap;
+    }
+    net->drops[net->n_drops] = (struct drop_state){.layer = i, .b0 = b0, .rng = net->rng};
+    return &net->drops[net->n_drops++].rng;
+}
+
+void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    net->recomputing = true;
+    dtk_net_forward_layer(net, i, b0, nb);
+    net->recomputing = false;
+}
+
 static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
 {
     const struct dt_model *m = net->model;
@@ -816,12 +878,23 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         if (!ly->alias)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
-    case DT_L_DROPOUT:
+    case DT_L_DROPOUT: {
+        bool again = net->train && net->rcmp && net->rcmp->keep_ws[i]; /* to be recomputed */
+        struct dtk_rng after, *saved = again ? drop_state(net, i, b0) : NULL;
+        if (net->recomputing && saved) { /* the first forward's mask, the stream untouched */
+            after = net->rng;
+            net->rng = *saved;
+        } else if (saved) {
+            *saved = net->rng;
+        }
         if (ly->shard_kind == DT_SHARD_COLUMNS && net->train && L->rate > 0)
             dropout_shard(net, L, ly, y, aux, x, nb);
         else
             dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
+        if (net->recomputing && saved)
+            net->rng = after;
         break;
+    }
     case DT_L_RELU: dtk_relu_forward(y, x, n); break;
     case DT_L_TANH: dtk_tanh_forward(y, x, n); break;
     case DT_L_SIGMOID: dtk_sigmoid_forward(y, x, n); break;
@@ -838,8 +911,9 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         int C = (int)(s->rank == 3 ? s->d[0] : last_dim(s));
         int S = s->rank == 3 ? (int)(s->d[1] * s->d[2]) : 1;
         int B = s->rank == 2 ? nb * (int)s->d[0] : nb;
-        if (net->train)
-            dtk_batchnorm_forward_train(y, aux, aux + C, ly->run_mean, ly->run_var, x, w, w + C,
+        if (net->train) /* a recomputation leaves the running statistics alone */
+            dtk_batchnorm_forward_train(y, aux, aux + C, net->recomputing ? NULL : ly->run_mean,
+                                        net->recomputing ? NULL : ly->run_var, x, w, w + C,
                                         B, C, S, (float)L->eps, net->bn_momentum);
         else
             dtk_batchnorm_forward_eval(y, x, w, w + C, ly->run_mean, ly->run_var, B, C, S,
@@ -896,7 +970,7 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         dtk_attention_forward(y, aux, x, w, nb, ly->rows, ly->cols, L->heads);
         break;
     case DT_L_ATTENTION_CORE:
-        dtk_attn_core_forward(y, aux, x, nb, ly->rows, (int)L->units, L->heads, L->causal);
+        dtk_attn_core_forward(y, aux, x, nb, ly->rows, ly->units, ly->heads, L->causal);
         break;
     case DT_L_SEQPOOL: dtk_seqpool_forward(y, x, nb, ly->rows, ly->cols); break;
     default: break;
@@ -1195,7 +1269,7 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_ATTENTION_CORE:
         if (dx)
             dtk_attn_core_backward(dx, net->work, ly->cd.threads, dy, x, aux, nb, ly->rows,
-                                   (int)L->units, L->heads);
+                                   ly->units, ly->heads);
         break;
     case DT_L_SEQPOOL:
         if (dx)

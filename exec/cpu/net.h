@@ -62,6 +62,8 @@ struct dtk_net_view {
     enum dt_dtype dtype;                /* storage of parameters, gradients, outputs and what
                                            layers keep: DT_TYPE_F32 (0), or DT_TYPE_BF16 /
                                            DT_TYPE_F16 for mixed precision */
+    const struct dt_recompute_layout *recompute; /* --recompute: the layers whose outputs and
+                                           kept state share the workspace (NULL: none) */
 };
 /* Builds the network of one rank: parameters and gradients of the layers it runs (packed at
  * the view's offsets, initialised as the whole model would be, so that stages start from the
@@ -117,6 +119,11 @@ double dtk_net_work_bytes(const struct dtk_net *net);
 int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
                           struct dt_error *err);
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb);
+/* Runs layer i's forward again for rows [b0, b0 + nb), before the backward that needs what it
+ * did not keep (--recompute): a dropout layer draws the mask it drew the first time for these
+ * rows (the stream's state then is saved per layer and first row), batchnorm leaves its
+ * running statistics alone, so that the outputs are the first forward's, bit for bit. */
+void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb);
 /* Whole batch: begin_forward(x, 0, B) and every layer. */
 int dtk_net_forward(struct dtk_net *net, const float *x, int B, bool train, struct dt_error *err);
 

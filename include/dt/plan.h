@@ -46,7 +46,8 @@ enum dt_buf {
     DT_BUF_ACT,     /* one layer's outputs: rows x output size (region names the layer) */
     DT_BUF_DACT,    /* their gradients */
     DT_BUF_KEEP,    /* what its layers keep for backward besides outputs (masks, statistics,
-                       caches, argmax): floats and ints per row */
+                       caches, argmax): floats and ints per row; layer -1: the recomputation
+                       workspace (--recompute, struct dt_recompute_layout) */
     DT_BUF_INPUT,   /* loaded samples and labels: rows */
     DT_BUF_COMM,    /* receive buffers of collectives and of summing receives: one per dtype
                        of the regions they receive */
@@ -154,6 +155,8 @@ struct dt_op {
                                     dt_plan_push and dtc_push_eval stamp it) */
     int shards;              /* COMPUTE: the layer's work is split over this many tensor-
                                 parallel ranks (dt/tensor.h; dtc_push stamps it); 0 or 1: whole */
+    bool recompute;          /* COMPUTE forward: a re-run, before the backward that needs them,
+                                of a forward whose outputs were not kept (--recompute) */
 };
 
 struct dt_group {
@@ -296,6 +299,11 @@ struct dt_plan {
     int *chunk_first;                   /* stages x chunks + 1: first layer of each chunk */
     double lr_scale;        /* learning rate factor (seed 002: x processes under weak scaling) */
     int next_handle;
+    /* a probe (dt_plan_probe): the ranks of the middle data-parallel replicas get no ops and
+     * no buffers; the first and the last replica's ranks are built as in the full plan */
+    bool probe;
+    int n_recompute;                    /* --recompute: each view's layout (NULL until a rank */
+    struct dt_recompute_layout **recompute;    /* of the view asks: dt_plan_recompute) */
 };
 
 /* ---- the registry ---- */
@@ -373,6 +381,14 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
 /* Compiles a plan. The model and topology must outlive it. */
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
+/* The plan of the first and last data-parallel replicas only (dt_plan.probe): what a
+ * search needs to size every rank (the middle replicas' ranks repeat the first's and the
+ * last's: same ops, shards no larger than the first's) at a fraction of the cost; where that
+ * does not hold (trees, hierarchies, recursive halving on other than powers of two) the whole
+ * plan. Not checked, not for executing or simulating. dt_plan_dropped: the ranks left empty. */
+int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
+bool dt_plan_dropped(const struct dt_plan *plan, int rank);
 void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). */
@@ -387,6 +403,38 @@ int dt_plan_add_view(struct dt_plan *plan);
  * the start of every compile function and of hand-made plans in tests. */
 int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, int n_ranks, struct dt_plan **out);
+
+/* Activation recomputation (--recompute, recompute.c). Checkpoint segments are runs of layers
+ * whose only input from before is the output of the layer ending the previous segment (a
+ * "cut": no later layer reads an earlier one). `full` (Chen et al. 2016; Megatron's full
+ * recomputation) keeps a segment's input and its last layer; the layers inside it keep their
+ * outputs and kept state in a workspace shared by all segments, and their forward runs again
+ * before the segment's backward. A segment is a transformer block (from the cut before an
+ * attention layer to the cut before the next; the last block has as many cuts as the one
+ * before), layers outside blocks (embedding, final norm, head) are kept; a model without
+ * attention is cut into segments of ceil(sqrt(L)) layers at cuts. A layer is recomputed only
+ * when the rank runs every layer from it to its segment's end (a pipeline stage boundary
+ * inside a segment keeps what is sent). `selective` (Korthikanti et al. 2022) recomputes only
+ * the attention scores: an attention layer's kept state (the B x heads x T x T probabilities;
+ * a fused `attention` layer keeps q, k, v and the context with them) goes to the workspace and
+ * the layer's forward runs again before its backward; a model without attention recomputes
+ * nothing, as in Megatron, where selective touches only the attention core. */
+struct dt_recompute_layout {
+    int n_layers;
+    int *segment;           /* per layer: its segment, -1 in none */
+    bool *act_ws, *keep_ws; /* its output / its kept state lives in the workspace */
+    long *act_at, *keep_at, *ikeep_at; /* where, in floats (ints) per row of the workspace */
+    long ws_floats, ws_ints;           /* the workspace per row: the largest segment's */
+    bool any;               /* some layer is recomputed */
+};
+/* The layout of a view's layers under mode (v NULL: every layer whole). DT_ENOMEM or DT_OK. */
+int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,
+                      const struct dt_layer_view *v, enum dt_recompute mode);
+void dt_recompute_free(struct dt_recompute_layout *rc);
+/* The plan's layout for a view (computed once; NULL without --recompute or out of memory). */
+const struct dt_recompute_layout *dt_plan_recompute(struct dt_plan *plan, int view);
+/* The layout of a rank of a built plan (NULL when nothing is recomputed there). */
+const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *plan, int rank);
 
 /* Elements of one buffer kind (all layers for ACT/DACT/KEEP: use dt_plan_buffer_layer). */
 double dt_plan_buffer_elems(const struct dt_plan *plan, int rank, enum dt_buf kind);

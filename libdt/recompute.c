@@ -1,0 +1,326 @@
+/* Activation recomputation (--recompute): which layers are recomputed and where their
+ * outputs and kept state live (dt/plan.h, struct dt_recompute_layout), and the plan's recompute ops
+ * (dtc_recompute_program). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "dt/tensor.h"
+
+static bool is_attention(const struct dt_layer *L)
+{
+    return L->kind == DT_L_ATTENTION || L->kind == DT_L_ATTENTION_CORE;
+}
+
+/* cut[c]: no layer after c reads a layer (or the input) before c. */
+static void find_cuts(const struct dt_model *m, bool *cut)
+{
+    int lowest = m->n_layers; /* the lowest input of the layers after c */
+    for (int c = m->n_layers - 1; c >= 0; c--) {
+        cut[c] = lowest >= c;
+        for (int k = 0; k < m->layers[c].n_in; k++)
+            lowest = m->layers[c].in[k] < lowest ? m->layers[c].in[k] : lowest;
+    }
+}
+
+/* The cut that ends the block starting after `start` with `cuts` cuts in it (-1: none). */
+static int nth_cut_after(const bool *cut, int n, int start, int cuts)
+{
+    for (int l = start + 1; l < n; l++)
+        if (cut[l] && --cuts == 0)
+            return l;
+    return -1;
+}
+
+/* The last cut before layer a (-1: none). */
+static int cut_before(const bool *cut, int a)
+{
+    while (--a >= 0 && !cut[a])
+        ;
+    return a;
+}
+
+/* Transformer blocks: from the cut before an attention layer to the cut before the next
+ * attention layer's block (the last block: as many cuts as the one before it). */
+static void block_segments(const struct dt_model *m, const bool *cut, int *seg)
+{
+    int n = m->n_layers, s = 0, cuts_before = 2;
+    for (int a = 0; a < n; a++) {
+        if (!is_attention(&m->layers[a]))
+            continue;
+        int next = a + 1;
+        while (next < n && !is_attention(&m->layers[next]))
+            next++;
+        int begin = cut_before(cut, a), cuts = 0;
+        int end = next < n ? cut_before(cut, next) : nth_cut_after(cut, n, begin, cuts_before);
+        if (end <= begin) /* no cut before the next attention: one block holds both */
+            continue;
+        for (int l = begin + 1; l <= end; l++) {
+            seg[l] = s;
+            cuts += cut[l];
+        }
+        s++;
+        cuts_before = cuts;
+    }
+}
+
+/* Chen et al. 2016: segments of ceil(sqrt(L)) layers, ending at cuts. */
+static void sqrt_segments(const struct dt_model *m, const bool *cut, int *seg)
+{
+    int n = m->n_layers, len = (int)ceil(sqrt((double)n)), s = 0, first = 0;
+    for (int l = 0; l < n; l++) {
+        seg[l] = s;
+        if (l == n - 1 || (cut[l] && l - first + 1 >= len)) {
+            s++;
+            first = l + 1;
+        }
+    }
+}
+
+/* Whether layer l is inside its segment (not its last layer) and the rank runs everything
+ * from it to that last layer, so that the segment's recomputation covers it. */
+static bool interior(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
+                     int l)
+{
+    if (seg[l] < 0 || l == m->n_layers - 1 || seg[l + 1] != seg[l])
+        return false;
+    for (int k = l; k < m->n_layers && seg[k] == seg[l]; k++)
+        if (v && !v[k].runs)
+            return false;
+    return true;
+}
+
+static void sizes(const struct dt_model *m, const struct dt_layer_view *v, int l, long *act,
+                  long *kf, long *ki)
+{
+    if (v) {
+        *act = dt_shard_act_floats(m, v, l);
+        dt_shard_keep(m, v, l, kf, ki);
+    } else {
+        *act = dt_layer_act_floats(m, l);
+        dt_layer_keep(m, l, kf, ki);
+    }
+}
+
+/* Offsets of each segment's recomputed tensors from the workspace's start; its size. */
+static void place(struct dt_recompute_layout *rc, const struct dt_model *m, const struct dt_layer_view *v)
+{
+    long f = 0, i = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        if (l > 0 && rc->segment[l] != rc->segment[l - 1])
+            f = i = 0;
+        long act, kf, ki;
+        sizes(m, v, l, &act, &kf, &ki);
+        if (rc->act_ws[l]) {
+            rc->act_at[l] = f;
+            f += act;
+        }
+        if (rc->keep_ws[l]) {
+            rc->keep_at[l] = f;
+            rc->ikeep_at[l] = i;
+            f += kf;
+            i += ki;
+        }
+        rc->ws_floats = f > rc->ws_floats ? f : rc->ws_floats;
+        rc->ws_ints = i > rc->ws_ints ? i : rc->ws_ints;
+        rc->any |= rc->act_ws[l] || rc->keep_ws[l];
+    }
+}
+
+static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const struct dt_layer_view *v,
+                 enum dt_recompute mode, const bool *cut)
+{
+    int n = m->n_layers;
+    if (mode == DT_RECOMPUTE_SELECTIVE) { /* each attention layer is a segment of its own */
+        for (int l = 0; l < n; l++) {
+            bool a = is_attention(&m->layers[l]) && (!v || v[l].runs);
+            rc->segment[l] = a ? l : -1;
+            rc->keep_ws[l] = a;
+        }
+        return;
+    }
+    bool blocks = false;
+    for (int l = 0; l < n; l++)
+        blocks |= is_attention(&m->layers[l]);
+    (blocks ? block_segments : sqrt_segments)(m, cut, rc->segment);
+    for (int l = 0; l < n; l++)
+        rc->act_ws[l] = rc->keep_ws[l] = interior(m, v, rc->segment, l);
+    /* a kept flatten view keeps the output it is a view of */
+    for (int l = n - 1; l >= 0; l--) {
+        const struct dt_layer *L = &m->layers[l];
+        if (L->kind == DT_L_FLATTEN && L->in[0] >= 0 && !rc->act_ws[l])
+            rc->act_ws[L->in[0]] = rc->keep_ws[L->in[0]] = false;
+    }
+}
+
+int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,
+                      const struct dt_layer_view *v, enum dt_recompute mode)
+{
+    int n = m->n_layers;
+    memset(rc, 0, sizeof *rc);
+    rc->n_layers = n;
+    rc->segment = malloc((size_t)n * sizeof *rc->segment);
+    rc->act_ws = calloc((size_t)n, sizeof *rc->act_ws);
+    rc->keep_ws = calloc((size_t)n, sizeof *rc->keep_ws);
+    rc->act_at = calloc((size_t)n, sizeof *rc->act_at);
+    rc->keep_at = calloc((size_t)n, sizeof *rc->keep_at);
+    rc->ikeep_at = calloc((size_t)n, sizeof *rc->ikeep_at);
+    bool *cut = calloc((size_t)n, sizeof *cut);
+    if (!rc->segment || !rc->act_ws || !rc->keep_ws || !rc->act_at || !rc->keep_at ||
+        !rc->ikeep_at || !cut) {
+        free(cut);
+        dt_recompute_free(rc);
+        return DT_ENOMEM;
+    }
+    for (int l = 0; l < n; l++)
+        rc->segment[l] = -1;
+    find_cuts(m, cut);
+    if (mode != DT_RECOMPUTE_NONE)
+        mark(rc, m, v, mode, cut);
+    free(cut);
+    place(rc, m, v);
+    return DT_OK;
+}
+
+void dt_recompute_free(struct dt_recompute_layout *rc)
+{
+    free(rc->segment);
+    free(rc->act_ws);
+    free(rc->keep_ws);
+    free(rc->act_at);
+    free(rc->keep_at);
+    free(rc->ikeep_at);
+    memset(rc, 0, sizeof *rc);
+}
+
+const struct dt_recompute_layout *dt_plan_recompute(struct dt_plan *plan, int view)
+{
+    if (plan->opt.recompute == DT_RECOMPUTE_NONE)
+        return NULL;
+    if (view >= plan->n_recompute) {
+        struct dt_recompute_layout **a = realloc(plan->recompute, (size_t)(view + 1) * sizeof *a);
+        if (!a)
+            return NULL;
+        for (int i = plan->n_recompute; i <= view; i++)
+            a[i] = NULL;
+        plan->recompute = a;
+        plan->n_recompute = view + 1;
+    }
+    if (!plan->recompute[view]) {
+        struct dt_recompute_layout *rc = malloc(sizeof *rc);
+        if (!rc || dt_recompute_init(rc, plan->model, plan->views[view], plan->opt.recompute)) {
+            free(rc);
+            return NULL;
+        }
+        plan->recompute[view] = rc;
+    }
+    return plan->recompute[view];
+}
+
+const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *plan, int rank)
+{
+    int v = plan->ranks[rank].view;
+    const struct dt_recompute_layout *rc = v < plan->n_recompute ? plan->recompute[v] : NULL;
+    return rc && rc->any ? rc : NULL;
+}
+
+/* ---- the step program ---- */
+
+/* The ops that follow layer l's forward at index f (tensor parallelism's g allreduce of its
+ * output): blocking collectives on its ACT. */
+static int after_forward(const struct dt_rank_plan *rp, int f, int l)
+{
+    int n = 0;
+    for (int i = f + 1; i < rp->n_ops; i++, n++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind != DT_OP_COLL || op->nonblocking || op->region.buf != DT_BUF_ACT ||
+            op->region.layer != l)
+            break;
+    }
+    return n;
+}
+
+/* The index of layer l's forward of micro-batch mb before op `before` (-1: none). */
+static int forward_at(const struct dt_rank_plan *rp, int before, int l, int mb)
+{
+    for (int i = before - 1; i >= 0; i--) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_FORWARD && op->layer == l &&
+            op->micro == mb)
+            return i;
+    }
+    return -1;
+}
+
+/* Re-runs segment s's recomputed layers for the micro-batch of backward op b: each one's
+ * forward (flagged) and the collectives that followed it. */
+static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
+                        const struct dt_recompute_layout *rc, int s, int b)
+{
+    int rcode = DT_OK;
+    for (int l = 0; l < rc->n_layers && !rcode; l++) {
+        if (rc->segment[l] != s || !(rc->act_ws[l] || rc->keep_ws[l]))
+            continue;
+        int f = forward_at(rp, b, l, rp->ops[b].micro);
+        if (f < 0)
+            continue;
+        struct dt_op op = rp->ops[f];
+        op.recompute = true;
+        rcode = dt_program_push(out, &op);
+        for (int k = 1, n = after_forward(rp, f, l); k <= n && !rcode; k++)
+            rcode = dt_program_push(out, &rp->ops[f + k]);
+    }
+    return rcode;
+}
+
+int dtc_recompute_program(struct dt_plan *plan, int r)
+{
+    struct dt_rank_plan *rp = &plan->ranks[r];
+    const struct dt_recompute_layout *rc = dt_plan_recompute(plan, rp->view);
+    if (plan->opt.recompute == DT_RECOMPUTE_NONE)
+        return DT_OK;
+    if (!rc)
+        return DT_ENOMEM;
+    if (!rc->any)
+        return DT_OK;
+    int micros = 1;
+    for (int i = 0; i < rp->n_ops; i++)
+        micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
+    /* done[s x micros + mb]: segment s of micro-batch mb recomputed (segments < n_layers) */
+    bool *done = calloc((size_t)rc->n_layers * (size_t)micros, sizeof *done);
+    struct dt_program out = {0};
+    int rcode = done ? DT_OK : DT_ENOMEM;
+    for (int i = 0; i < rp->n_ops && !rcode; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        int s = op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD
+                    ? rc->segment[op->layer] : -1;
+        if (s >= 0 && !done[(size_t)s * micros + op->micro]) {
+            done[(size_t)s * micros + op->micro] = true;
+            rcode = emit_segment(&out, rp, rc, s, i);
+        }
+        if (!rcode)
+            rcode = dt_program_push(&out, op);
+    }
+    free(done);
+    if (rcode) {
+        free(out.ops);
+        return DT_ENOMEM;
+    }
+    free(rp->ops);
+    rp->ops = out.ops;
+    rp->n_ops = out.n_ops;
+    rp->cap_ops = out.cap_ops;
+    return DT_OK;
+}
+
+bool dtc_recompute_fits(const struct dt_plan_options *o, char *why, size_t whylen)
+{
+    if (o->recompute != DT_RECOMPUTE_NONE && o->zero == 3) {
+        snprintf(why, whylen, "--recompute with --zero 3 is not implemented yet (a segment's "
+                 "recomputation would gather its layers' parameters again)");
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,279 @@
+/* Activation recomputation (--recompute) in the plan: under `full` the recomputed layers'
+ * outputs and kept state leave the buffer table for one workspace (the largest segment's), a
+ * segment's end keeps its output, and each segment's forward runs again before its backward;
+ * `selective` moves exactly the attention scores; a model without attention has nothing to
+ * select; ZeRO-3 is refused. Checked on tiny-gpt (transformer blocks) and cnn21k (segments of
+ * ceil(sqrt(L)) layers), on one rank and under ring, tensor parallelism, gpipe and ZeRO-2. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/topology.h"
+#include "testdata.h"
+
+static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,
+                             enum dt_strategy s, const char *flags)
+{
+    struct dt_plan_options o = test_options(s, 8, flags);
+    struct dt_plan *p = NULL;
+    struct dt_error err;
+    if (dt_plan_build(m, t, &o, &p, &err) != DT_OK)
+        fail_msg("%s: %s", flags, err.msg);
+    return p;
+}
+
+static int layer(const struct dt_model *m, const char *name)
+{
+    for (int l = 0; l < m->n_layers; l++)
+        if (strcmp(m->layers[l].name, name) == 0)
+            return l;
+    fail_msg("no layer %s", name);
+    return -1;
+}
+
+static int count_ops(const struct dt_plan *p, int r, bool recompute)
+{
+    int n = 0;
+    for (int i = 0; i < p->ranks[r].n_ops; i++)
+        n += p->ranks[r].ops[i].kind == DT_OP_COMPUTE &&
+             p->ranks[r].ops[i].phase == DT_PH_FORWARD && p->ranks[r].ops[i].recompute == recompute;
+    return n;
+}
+
+/* Every recompute op of micro-batch mb comes after the layer's forward and before the first
+ * backward of its segment; returns the recompute ops seen. */
+static int check_order(const struct dt_plan *p, int r, const struct dt_recompute_layout *rc)
+{
+    const struct dt_rank_plan *rp = &p->ranks[r];
+    int n = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (!op->recompute)
+            continue;
+        n++;
+        bool fwd = false, bwd = false;
+        for (int j = 0; j < i; j++)
+            fwd |= rp->ops[j].kind == DT_OP_COMPUTE && rp->ops[j].phase == DT_PH_FORWARD &&
+                   !rp->ops[j].recompute && rp->ops[j].layer == op->layer &&
+                   rp->ops[j].micro == op->micro;
+        for (int j = 0; j < i; j++) /* no backward of its segment before it */
+            bwd |= rp->ops[j].kind == DT_OP_COMPUTE && rp->ops[j].phase == DT_PH_BACKWARD &&
+                   rp->ops[j].micro == op->micro &&
+                   rc->segment[rp->ops[j].layer] == rc->segment[op->layer];
+        assert_true(fwd);
+        assert_false(bwd);
+    }
+    return n;
+}
+
+/* Collectives right after a recompute op (tensor parallelism's g, again). */
+static int repeated(const struct dt_plan *p, int r)
+{
+    const struct dt_rank_plan *rp = &p->ranks[r];
+    int n = 0;
+    for (int i = 1; i < rp->n_ops; i++)
+        for (int j = i; j < rp->n_ops && rp->ops[j].kind == DT_OP_COLL && rp->ops[i - 1].recompute;
+             j++, i++)
+            n++;
+    return n;
+}
+
+/* Bytes of the buffer table's ACT and KEEP entries of one layer (-1: the workspace). */
+static double kept(const struct dt_plan *p, int r, int l)
+{
+    const struct dt_rank_plan *rp = &p->ranks[r];
+    double b = 0;
+    for (int i = 0; i < rp->n_bufs; i++)
+        if ((rp->bufs[i].kind == DT_BUF_ACT || rp->bufs[i].kind == DT_BUF_KEEP) &&
+            rp->bufs[i].layer == l)
+            b += rp->bufs[i].elems * (double)dt_dtype_size(rp->bufs[i].dtype);
+    return b;
+}
+
+static void full_keeps_block_inputs(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n1p");
+    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
+    struct dt_plan *full = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=full");
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(full, 0);
+    assert_non_null(rc);
+    int end0 = layer(m, "transformer.h.0.mlp.add"), end1 = layer(m, "transformer.h.1.mlp.add");
+    double rows = 8, interior = 0, largest = 0, seg = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        bool inside = (l > 0 && l < end0) || (l > end0 && l < end1);
+        assert_int_equal(rc->segment[l], l == 0 || l > end1 ? -1 : l <= end0 ? 0 : 1);
+        assert_int_equal(rc->act_ws[l], inside);
+        /* inside a block: nothing kept; the block's end and layers outside: as without */
+        assert_true(kept(full, 0, l) == (inside ? 0 : kept(none, 0, l)));
+        if (l == end0 + 1)
+            seg = 0;
+        seg += inside ? kept(none, 0, l) : 0;
+        interior += inside ? kept(none, 0, l) : 0;
+        largest = seg > largest ? seg : largest;
+    }
+    /* the blocks' ends keep their outputs only (a residual add keeps nothing else) */
+    assert_true(kept(full, 0, end0) == rows * 32 * 16 * 4);
+    assert_true(kept(full, 0, -1) == largest); /* one block's interior, the largest */
+    struct dt_memory a, b;
+    dt_plan_rank_memory(none, 0, &a);
+    dt_plan_rank_memory(full, 0, &b);
+    assert_true(a.activations - b.activations == interior - largest);
+    /* iteration: one more forward of every layer inside a block */
+    int in_blocks = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        in_blocks += rc->act_ws[l];
+    assert_int_equal(in_blocks, 18);
+    assert_int_equal(count_ops(full, 0, true), in_blocks);
+    assert_int_equal(count_ops(full, 0, false), count_ops(none, 0, false));
+    assert_int_equal(full->ranks[0].n_ops, none->ranks[0].n_ops + in_blocks);
+    assert_int_equal(check_order(full, 0, rc), in_blocks);
+    dt_plan_destroy(none);
+    dt_plan_destroy(full);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+static void selective_moves_attention_scores(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n1p");
+    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
+    struct dt_plan *sel = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=selective");
+    double scores = 8.0 * 4 * 16 * 16 * 4; /* rows x heads x T x T x 4 bytes */
+    int cores = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        bool core = m->layers[l].kind == DT_L_ATTENTION_CORE;
+        cores += core;
+        assert_true(kept(sel, 0, l) == kept(none, 0, l) - (core ? scores : 0));
+        assert_true(dt_plan_buffer_layer(sel, 0, DT_BUF_DACT, l) ==
+                    dt_plan_buffer_layer(none, 0, DT_BUF_DACT, l));
+    }
+    assert_int_equal(cores, 2);
+    assert_true(kept(sel, 0, -1) == scores); /* one layer's scores at a time */
+    assert_int_equal(count_ops(sel, 0, true), cores);
+    assert_int_equal(check_order(sel, 0, dt_plan_rank_recompute(sel, 0)), cores);
+    dt_plan_destroy(none);
+    dt_plan_destroy(sel);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+static void cnn_segments_of_sqrt_layers(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("cnn21k");
+    struct dt_topology *t = test_zoo_topology("1n1p");
+    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
+    struct dt_plan *full = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=full");
+    struct dt_plan *sel = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=selective");
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(full, 0);
+    /* 13 layers: segments of 4 ending at cuts: conv1..conv2, conv2_drop..flatten, fc1..fc2,
+     * fc2_softmax; a kept flatten view keeps relu2, whose output it is */
+    static const int seg[13] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3};
+    static const bool ws[13] = {1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0};
+    assert_int_equal(m->n_layers, 13);
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        assert_int_equal(rc->segment[l], seg[l]);
+        assert_int_equal(rc->act_ws[l], ws[l]);
+        assert_true(kept(full, 0, l) == (ws[l] ? 0 : kept(none, 0, l)));
+        n += ws[l];
+    }
+    assert_int_equal(count_ops(full, 0, true), n);
+    assert_int_equal(check_order(full, 0, rc), n);
+    /* no attention: selective recomputes nothing, its plan is none's */
+    assert_null(dt_plan_rank_recompute(sel, 0));
+    assert_int_equal(sel->ranks[0].n_ops, none->ranks[0].n_ops);
+    struct dt_memory a, b;
+    dt_plan_rank_memory(none, 0, &a);
+    dt_plan_rank_memory(sel, 0, &b);
+    assert_true(a.total == b.total);
+    dt_plan_destroy(none);
+    dt_plan_destroy(full);
+    dt_plan_destroy(sel);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+/* Rank r of plan b (with --recompute) against a (without): its recompute ops in place, one
+ * per recomputed layer and micro-batch, and no more activation memory. */
+static void check_rank(const struct dt_plan *a, const struct dt_plan *b, int r)
+{
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(b, r);
+    int per_micro = 0;
+    for (int l = 0; rc && l < b->model->n_layers; l++)
+        per_micro += rc->act_ws[l] || rc->keep_ws[l];
+    int n = check_order(b, r, rc);
+    assert_int_equal(n, per_micro * (b->micro_batches ? b->micro_batches : 1));
+    /* and, with tensor parallelism, the g allreduce after each recomputed row-parallel
+     * layer */
+    assert_int_equal(b->ranks[r].n_ops, a->ranks[r].n_ops + n + repeated(b, r));
+    struct dt_memory x, y;
+    dt_plan_rank_memory(a, r, &x);
+    dt_plan_rank_memory(b, r, &y);
+    assert_true(y.activations <= x.activations); /* equal: one segment on the rank */
+}
+
+/* Every strategy family compiles with it, its plan checked (dt_plan_build), and runs one more
+ * forward per recomputed layer and micro-batch than without. */
+static void every_family(void **state)
+{
+    (void)state;
+    struct dt_model *gpt = test_zoo_model("tiny-gpt"), *cnn = test_zoo_model("cnn21k");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    static const struct { bool gpt; enum dt_strategy s; const char *flags; } cases[] = {
+        {true, DT_STRAT_ALLREDUCE_RING, ""}, {true, DT_STRAT_ALLREDUCE_RING, "tp=2"},
+        {true, DT_STRAT_ALLREDUCE_RING, "zero=1"}, {true, DT_STRAT_ALLREDUCE_RING, "accumulate=2"},
+        {true, DT_STRAT_PS_CENTRAL, ""}, {false, DT_STRAT_ALLREDUCE_RING, "zero=2"},
+        {false, DT_STRAT_GPIPE, "micro-batches=4"}, {false, DT_STRAT_1F1B, "micro-batches=4"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int mode = 1; mode <= 2; mode++) {
+            const struct dt_model *m = cases[c].gpt ? gpt : cnn;
+            char flags[128];
+            snprintf(flags, sizeof flags, "%s recompute=%s", cases[c].flags,
+                     dt_recompute_name((enum dt_recompute)mode));
+            struct dt_plan *a = build(m, t, cases[c].s, cases[c].flags);
+            struct dt_plan *b = build(m, t, cases[c].s, flags);
+            for (int r = 0; r < b->n_ranks; r++)
+                check_rank(a, b, r);
+            dt_plan_destroy(a);
+            dt_plan_destroy(b);
+        }
+    dt_topology_destroy(t);
+    dt_model_destroy(gpt);
+    dt_model_destroy(cnn);
+}
+
+static void zero3_refused(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    struct dt_plan_options o = test_options(DT_STRAT_ALLREDUCE_RING, 8, "zero=3 recompute=full");
+    char why[256] = "";
+    assert_false(dt_strategy_fits_options(&o, m, t, 2, why, sizeof why));
+    assert_non_null(strstr(why, "--recompute with --zero 3"));
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(full_keeps_block_inputs),
+        cmocka_unit_test(selective_moves_attention_scores),
+        cmocka_unit_test(cnn_segments_of_sqrt_layers),
+        cmocka_unit_test(every_family),
+        cmocka_unit_test(zero3_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

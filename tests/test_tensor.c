@@ -1,0 +1,172 @@
+/* Tensor parallelism of transformer blocks (Shoeybi et al. 2019) against the paper's closed
+ * form, on the plan: per transformer layer two allreduces of B x T x h elements in forward (g,
+ * after the attention's and the MLP's row-parallel projections) and two in backward (f, of the
+ * column-parallel q|k|v and first MLP projections' input gradients), each of B T h times the
+ * activations' dtype size bytes; the q|k|v projection's shard holds the same heads of q, k and
+ * v; where T does not divide the heads, attention stays whole and only the MLP is cut. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/tensor.h"
+#include "dt/topology.h"
+#include "testdata.h"
+
+static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t, int batch,
+                             const char *flags)
+{
+    struct dt_plan_options o = test_options(DT_STRAT_ALLREDUCE_RING, batch, flags);
+    struct dt_error err;
+    struct dt_plan *plan;
+    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
+        fail_msg("%s %s: %s", m->name, flags, err.msg);
+    return plan;
+}
+
+static int count_kind(const struct dt_model *m, enum dt_layer_kind k)
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += m->layers[l].kind == k;
+    return n;
+}
+
+/* Rank r's step allreduces inside its tensor group (T ranks) on buffer buf: how many, and
+ * each one's bytes must be want_bytes. */
+static int tp_allreduces(const struct dt_plan *plan, int r, int T, enum dt_buf buf,
+                         enum dt_precision prec, double want_bytes)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    int n = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind != DT_OP_COLL || op->coll != DT_COLL_ALLREDUCE ||
+            plan->groups[op->group].n != T || op->region.buf != buf)
+            continue;
+        double bytes = (double)op->region.count * (double)dt_dtype_size(dt_buf_dtype(prec, buf));
+        if (bytes != want_bytes)
+            fail_msg("rank %d op %d: allreduce of %.0f bytes, want B T h x size = %.0f", r, i,
+                     bytes, want_bytes);
+        n++;
+    }
+    return n;
+}
+
+static void two_allreduces_per_layer_each_way(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        int tp, batch;
+        const char *precision;
+    } runs[] = {
+        {"tiny-gpt", "1n2p", 2, 8, "fp32"},   {"tiny-gpt", "1n4p", 4, 8, "fp32"},
+        {"tiny-gpt", "1n4p", 2, 4, "fp32"},   {"tiny-gpt", "1n2p", 2, 8, "bf16"},
+        {"gpt2-124m", "1n4p", 4, 2, "fp32"}, {"gpt2-124m", "1n2p", 2, 1, "bf16"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        char flags[128];
+        snprintf(flags, sizeof flags, "tp=%d precision=%s", runs[i].tp, runs[i].precision);
+        struct dt_plan *plan = build(m, t, runs[i].batch, flags);
+        const int L = count_kind(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
+        const long tokens = m->input.d[0], h = m->layers[0].units;
+        enum dt_precision prec = plan->opt.precision;
+        double bth = (double)runs[i].batch * tokens * h;
+        for (int r = 0; r < plan->n_ranks; r++) {
+            double want_fw = bth * (double)dt_dtype_size(dt_buf_dtype(prec, DT_BUF_ACT));
+            double want_bw = bth * (double)dt_dtype_size(dt_buf_dtype(prec, DT_BUF_DACT));
+            int fw = tp_allreduces(plan, r, T, DT_BUF_ACT, prec, want_fw);
+            int bw = tp_allreduces(plan, r, T, DT_BUF_DACT, prec, want_bw);
+            if (fw != 2 * L || bw != 2 * L)
+                fail_msg("%s %s rank %d: %d forward and %d backward allreduces, want 2 x %d "
+                         "layers each", runs[i].model, flags, r, fw, bw, L);
+        }
+        dt_plan_destroy(plan);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+/* Rank k of the group holds heads [k H/T, (k+1) H/T): the q|k|v projection's shard is
+ * those heads' rows of each third, the core's output columns and the output projection's
+ * input rows. */
+static void attention_split_by_heads(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    struct dt_plan *plan = build(m, t, 4, "tp=2");
+    int qkv = dt_model_find_layer(m, "transformer.h.0.attn.c_attn");
+    int core = dt_model_find_layer(m, "transformer.h.0.attn.core");
+    int proj = dt_model_find_layer(m, "transformer.h.0.attn.c_proj");
+    const struct dt_layer *Q = &m->layers[qkv];
+    const long D = Q->in_shape.d[1], U = Q->units; /* 32, 96 */
+    float *full = malloc((size_t)m->total_params * sizeof *full);
+    float *packed = malloc((size_t)m->total_params * sizeof *packed);
+    for (long i = 0; i < m->total_params; i++)
+        full[i] = (float)i;
+    for (int k = 0; k < 2; k++) {
+        const struct dt_layer_view *v = plan->views[plan->ranks[k].view];
+        assert_int_equal(v[qkv].shard_kind, DT_SHARD_QKV);
+        assert_int_equal(v[core].shard_kind, DT_SHARD_COLUMNS);
+        assert_int_equal(v[proj].shard_kind, DT_SHARD_ROWS);
+        assert_int_equal(v[qkv].shard_index, k);
+        assert_int_equal(dt_shard_params(m, v, qkv), Q->params / 2);
+        assert_int_equal(dt_shard_act_floats(m, v, core), 16 * 32 / 2);
+        dt_shard_copy(m, v, qkv, packed, full, false);
+        const float *p = packed + v[qkv].param_offset, *f = full + Q->param_offset;
+        long u = U / 3 / 2; /* 16 units: 2 heads of 8 per third */
+        for (int part = 0; part < 3; part++) {
+            for (long j = 0; j < u * D; j++) /* W rows part x 32 + k x 16 .. */
+                assert_true(p[part * u * D + j] == f[(part * U / 3 + k * u) * D + j]);
+            for (long j = 0; j < u; j++) /* b */
+                assert_true(p[3 * u * D + part * u + j] == f[U * D + part * U / 3 + k * u + j]);
+        }
+    }
+    free(full);
+    free(packed);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+/* tp 8 does not divide tiny-gpt's 4 heads: attention stays whole on every rank and only the
+ * MLP is cut (one g and one f allreduce per layer). */
+static void heads_not_divisible_keeps_attention_whole(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n8p");
+    struct dt_plan *plan = build(m, t, 2, "tp=8");
+    const struct dt_layer_view *v = plan->views[plan->ranks[0].view];
+    assert_int_equal(v[dt_model_find_layer(m, "transformer.h.1.attn.c_attn")].shard_kind,
+                     DT_SHARD_NONE);
+    assert_int_equal(v[dt_model_find_layer(m, "transformer.h.1.mlp.c_fc")].shard_kind,
+                     DT_SHARD_COLUMNS);
+    double bth = 2.0 * 16 * 32 * 4;
+    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_ACT, DT_FP32, bth), 2);
+    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_DACT, DT_FP32, bth), 2);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(two_allreduces_per_layer_each_way),
+        cmocka_unit_test(attention_split_by_heads),
+        cmocka_unit_test(heads_not_divisible_keeps_attention_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
