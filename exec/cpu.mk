@@ -7,6 +7,7 @@ exec_libdtcpu_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/exec/cpu
 exec_libdtcpu_a_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(OPENMP_CFLAGS)
 exec_libdtcpu_a_SOURCES = \
 	exec/cpu/rng.c exec/cpu/rng.h \
+	exec/cpu/half.c exec/cpu/half.h \
 	exec/cpu/layers.h exec/cpu/parallel.h exec/cpu/threads.c \
 	exec/cpu/gemm.c \
 	exec/cpu/im2col.c exec/cpu/im2col.h \
@@ -27,8 +28,12 @@ exec_libdtcpu_a_SOURCES = \
 DTCPU_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/exec/cpu
 DTCPU_LIBS = exec/libdtcpu.a $(BLAS_LIBS) -lm
 
-check_PROGRAMS += tests/test_layers tests/test_optim tests/test_net
-TESTS += tests/test_layers tests/test_optim tests/test_net
+check_PROGRAMS += tests/test_layers tests/test_optim tests/test_net tests/test_half
+TESTS += tests/test_layers tests/test_optim tests/test_net tests/test_half
+tests_test_half_SOURCES = tests/test_half.c
+tests_test_half_CPPFLAGS = $(DTCPU_CPPFLAGS)
+tests_test_half_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_half_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 tests_test_layers_SOURCES = tests/test_layers.c
 tests_test_layers_CPPFLAGS = $(DTCPU_CPPFLAGS)
 tests_test_layers_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -74,6 +74,7 @@ struct options {
     bool bind;
     bool quiet, check_sync, dump_plan, no_shuffle;
     int drop_op;            /* --drop-op: an op kind removed from the step programs, or -1 */
+    long overflow_at;       /* --overflow-at: the step whose gradients overflow (0: none) */
 #define DROP_RECOMPUTE 1000 /* --drop-op recompute: the recomputed forwards */
     double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
     bool help, version;
@@ -148,6 +149,8 @@ static void usage(FILE *f)
             "      --drop-op zero|update|copy|coll|recompute  testing: remove every such op from the\n"
             "                           step programs (a plan that must not train right: the\n"
             "                           tests' control)\n"
+            "      --overflow-at K      testing, mixed precision: rank 0's gradients overflow\n"
+            "                           at step K (the step is skipped, the loss scale halves)\n"
             "  -q, --quiet              print nothing but errors\n"
             "  -h, --help               this help\n"
             "  -V, --version            version\n");
@@ -207,7 +210,7 @@ enum {
     OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
     OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
-    OPT_DROP_OP, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT
+    OPT_DROP_OP, OPT_OVERFLOW_AT, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -240,6 +243,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {"drop-op", required_argument, NULL, OPT_DROP_OP},
+        {"overflow-at", required_argument, NULL, OPT_OVERFLOW_AT},
         {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"resume", required_argument, NULL, OPT_RESUME},
@@ -335,6 +339,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 rc = bad(msg, len, "--drop-op", "expected zero, update, copy, coll or recompute, "
                          "got '%s'", optarg);
             break;
+        case OPT_OVERFLOW_AT:
+            rc = parse_long("--overflow-at", optarg, 1, LONG_MAX, &o->overflow_at, msg, len);
+            break;
         case OPT_CHECKPOINT: o->checkpoint = optarg; break;
         case OPT_CHECKPOINT_EVERY:
             rc = parse_long("--checkpoint-every", optarg, 1, LONG_MAX, &o->checkpoint_every, msg,
@@ -379,11 +386,22 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         o->par.optimizer = o->momentum > 0 ? DT_OPTIM_MOMENTUM : DT_OPTIM_SGD;
     if (!rc && !o->lr_given)
         o->lr = o->optimizer == DTX_OPT_SGD ? 0.01 : 0.001;
+    bool mixed = dt_plan_mixed(o->par.precision);
     if (!rc && o->par.precision == DT_FP8)
         rc = bad(msg, len, "--precision", "fp8 is simulated only (dtsim)");
-    else if (!rc && o->par.precision != DT_FP32)
-        rc = bad(msg, len, "--precision", "%s is simulated only so far (dtsim); dtexec "
-                 "executes fp32", dt_precision_name(o->par.precision));
+    else if (!rc && o->par.precision == DT_TF32)
+        rc = bad(msg, len, "--precision", "tf32 is simulated only (dtsim); dtexec executes "
+                 "fp32, bf16 and fp16");
+    else if (!rc && mixed && (o->par.tp > 1 || o->par.zero))
+        rc = bad(msg, len, "--precision", "%s with %s is simulated only so far (dtsim); dtexec "
+                 "executes mixed precision for data parallelism of whole replicas",
+                 dt_precision_name(o->par.precision), o->par.tp > 1 ? "--tp" : "--zero");
+    else if (!rc && mixed && (o->checkpoint || o->resume))
+        rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--resume",
+                 "checkpoints hold fp32 runs only so far (not --precision %s)",
+                 dt_precision_name(o->par.precision));
+    if (!rc && o->overflow_at && !mixed)
+        rc = bad(msg, len, "--overflow-at", "needs --precision bf16 or fp16 (loss scaling)");
     if (!rc && o->synthetic && o->data)
         rc = bad(msg, len, "--synthetic", "give either --data or --synthetic, not both");
     if (!rc && !o->checkpoint != !o->checkpoint_every)
@@ -864,6 +882,10 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
         po.n_ranks = w->size;
         rc = dt_plan_build(R->model, R->topo, &po, &R->plan, err);
     }
+    if (!rc && dt_plan_mixed(o->par.precision) && dt_strategy_info(s)->pipeline)
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--precision: %s with %s is simulated only so "
+                     "far (dtsim); dtexec executes mixed precision for the data-parallel "
+                     "strategies", dt_precision_name(o->par.precision), dt_strategy_name(s));
     if ((rc = agree(w, rc, err)))
         return rc;
     if (o->drop_op >= 0)
@@ -885,6 +907,7 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
         return rc;
     R->net = dtx_exec_net(R->ex);
     dtx_exec_set_watchdog(R->ex, w->wd);
+    dtx_exec_set_overflow_at(R->ex, o->overflow_at);
     dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)rp->rng_stream);
 
     /* data: the stages of one pipeline read the same shard, that of their replica */
@@ -988,6 +1011,8 @@ static int start_checkpoints(struct run *R, struct dtx_ckpt *ck, struct dtx_ckpt
     const struct world *w = &R->w;
     char run[64];
     snprintf(run, sizeof run, "optimizer=%s", optimizer_name(o->optimizer));
+    if (dt_plan_mixed(R->plan->opt.precision)) /* refused with checkpoints (parse_args) */
+        return DT_OK;
     int rc = dtx_ckpt_init(ck, o->checkpoint, R->plan, R->ex, w->comm, run, prog, err);
     if (!rc && o->checkpoint)
         rc = dtx_ckpt_prepare(o->checkpoint, o->resume, w->rank, err);
@@ -1199,6 +1224,14 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         printf("%s: %.1f samples/s, %.2f ms per iteration (median), %.3f s in all; test "
                "accuracy %.4f\n",
                prog, samples_per_s, median_iter * 1e3, total_s, te_acc[E - 1]);
+        if (dt_plan_mixed(plan->opt.precision)) {
+            double scale;
+            long skipped;
+            dtx_exec_scaler(R->ex, &scale, &skipped);
+            printf("%s: mixed precision %s: loss scale %g, %ld step%s skipped on overflow\n",
+                   prog, dt_precision_name(plan->opt.precision), scale, skipped,
+                   skipped == 1 ? "" : "s");
+        }
         fflush(stdout);
     }
 

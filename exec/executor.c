@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dt/collective.h"
+#include "cpu/half.h"
 #include "dt/tensor.h"
 #include "watchdog.h"
 
@@ -22,8 +23,13 @@ struct comm_state {
     MPI_Comm comm;          /* the group's communicator (COLL), the world's (SEND/RECV) */
     int gsize, me;
     int tag;
-    float *scratch;
-    long scratch_floats;
+    char *scratch;
+    long scratch_floats;    /* elements of the region's dtype */
+    enum dt_dtype dtype;    /* of the region: f32, or 2-byte under mixed precision */
+    size_t esz;             /* its bytes */
+    MPI_Datatype type;      /* MPI_FLOAT, or MPI_UINT16_T for 2-byte floats */
+    MPI_Op op;              /* the library's reduction: MPI_SUM / MPI_MAX on floats; on 2-byte
+                               floats the executor's own sum (half_sum) */
     MPI_Request *req;
     MPI_Status *status;     /* a real array: GCC rejects MPI_STATUSES_IGNORE's fake pointer */
     int max_req, n_req;
@@ -64,23 +70,58 @@ struct dtx_exec {
     struct dtx_watchdog *wd;      /* NULL: waits are not watched */
     const struct program *running; /* the program being walked (for the watchdog's message) */
     double scratch_bytes, alloc_bytes;
+    /* mixed precision (executor.h) */
+    enum dt_dtype dtype;          /* of parameters, gradients, activations: F32 or 2-byte */
+    float *master, *scaler;       /* fp32 master weights (n_updated) and DT_SCALER_* */
+    MPI_Op half_sum;              /* MPI_OP_NULL without mixed precision */
+    long overflow_at, skipped;    /* testing: the step whose gradients overflow; steps skipped */
 };
 
-static float *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
+static bool is_mixed(const struct dtx_exec *ex)
 {
+    return ex->dtype != DT_TYPE_F32;
+}
+
+static char *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
+{
+    bool h = is_mixed(ex);
     switch (g->buf) {
-    case DT_BUF_PARAMS: return dtk_net_params(ex->net);
-    case DT_BUF_GRADS: return dtk_net_grads(ex->net);
-    case DT_BUF_OPT: return ex->opt_state;
-    case DT_BUF_ACT: return dtk_net_act(ex->net, g->layer);
-    case DT_BUF_DACT: return dtk_net_dact(ex->net, g->layer);
+    case DT_BUF_PARAMS:
+        return h ? (char *)dtk_net_params16(ex->net) : (char *)dtk_net_params(ex->net);
+    case DT_BUF_GRADS:
+        return h ? (char *)dtk_net_grads16(ex->net) : (char *)dtk_net_grads(ex->net);
+    case DT_BUF_OPT: return (char *)ex->opt_state;
+    case DT_BUF_ACT: return (char *)dtk_net_act(ex->net, g->layer);
+    case DT_BUF_DACT: return (char *)dtk_net_dact(ex->net, g->layer);
+    case DT_BUF_MASTER: return (char *)ex->master;
+    case DT_BUF_SCALER: return (char *)ex->scaler;
     default: return NULL;
     }
 }
 
-static float *at(struct dtx_exec *ex, const struct dt_region *g)
+static enum dt_dtype dtype_of(const struct dtx_exec *ex, enum dt_buf b)
 {
-    return buffer_of(ex, g) + g->offset;
+    return dt_buf_dtype(ex->plan->opt.precision, b);
+}
+
+/* The region's first element (its buffer's dtype says how wide elements are). */
+static char *at(struct dtx_exec *ex, const struct dt_region *g)
+{
+    return buffer_of(ex, g) + (size_t)g->offset * dt_dtype_size(dtype_of(ex, g->buf));
+}
+
+/* A sum of 2-byte floats for the MPI library's reductions: each hop adds in float32 and
+ * rounds once, as NCCL's bf16 allreduce does; the wire carries 2 bytes per element. */
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    dtk_half_add(DT_TYPE_BF16, inout, in, *len);
+}
+
+static void f16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    dtk_half_add(DT_TYPE_F16, inout, in, *len);
 }
 
 /* ---- setup ---- */
@@ -150,6 +191,11 @@ static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *gr
     pg->state[i] = c;
     c->o = o;
     c->where = o->kind == DT_OP_COLL && o->dst.count > 0 ? o->dst : o->region;
+    c->dtype = dtype_of(ex, o->region.buf);
+    c->esz = dt_dtype_size(c->dtype);
+    c->type = c->dtype == DT_TYPE_F32 ? MPI_FLOAT : MPI_UINT16_T;
+    c->op = c->dtype != DT_TYPE_F32 ? ex->half_sum
+            : o->reduction == DT_RED_MAX ? MPI_MAX : MPI_SUM;
     dt_schedule_init(&c->sched);
     if (o->nonblocking)
         ex->handle[o->handle] = c;
@@ -171,11 +217,11 @@ static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *gr
         return rc;
     c->req = malloc((size_t)c->max_req * sizeof *c->req);
     c->status = malloc((size_t)c->max_req * sizeof *c->status);
-    c->scratch = malloc((size_t)(c->scratch_floats > 0 ? c->scratch_floats : 1) * sizeof(float));
+    c->scratch = malloc((size_t)(c->scratch_floats > 0 ? c->scratch_floats : 1) * c->esz);
     if (!c->req || !c->status || !c->scratch)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0,
                        "out of memory for %ld floats of receive buffer", c->scratch_floats);
-    ex->scratch_bytes += (double)c->scratch_floats * sizeof(float);
+    ex->scratch_bytes += (double)c->scratch_floats * (double)c->esz;
     return DT_OK;
 }
 
@@ -233,6 +279,23 @@ static int init_owned(struct dtx_exec *ex, enum dtk_init init, uint64_t seed,
     return DT_OK;
 }
 
+/* Mixed precision: the master weights (from the 2-byte parameters, as Megatron-LM's
+ * mixed-precision optimizer makes them), the loss scaler, the MPI sum of 2-byte floats. */
+static int allocate_mixed(struct dtx_exec *ex, struct dt_error *err)
+{
+    if (ex->rp->n_updated != ex->rp->n_params || ex->rp->n_owned)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "mixed precision executes data "
+                       "parallelism of whole replicas only (no ZeRO shards)");
+    ex->master = malloc((size_t)(ex->opt_block + 1) * sizeof *ex->master);
+    ex->scaler = calloc(DT_SCALER_ELEMS, sizeof *ex->scaler);
+    if (!ex->master || !ex->scaler)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the master weights");
+    dtk_half_to_f32(ex->dtype, dtk_net_params16(ex->net), ex->master, ex->opt_block);
+    ex->scaler[DT_SCALER_SCALE] = (float)DT_SCALER_INIT;
+    MPI_Op_create(ex->dtype == DT_TYPE_BF16 ? bf16_sum : f16_sum, 1, &ex->half_sum);
+    return DT_OK;
+}
+
 /* The network and the rest of the buffer table. */
 static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, struct dt_error *err)
 {
@@ -242,6 +305,7 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
     int rows = rp->slots * rp->slot_rows;
     struct dtk_net_view v = {.rows = rows, .layers = plan->views[rp->view],
                              .n_params = rp->n_params, .n_grads = rp->n_grads, .opt_moments = 0,
+                             .dtype = ex->dtype,
                              .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks))};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
     if (!rc && rp->n_owned)
@@ -257,7 +321,11 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
     ex->opt_state = calloc((size_t)(moments * ex->opt_block + 1), sizeof *ex->opt_state);
     if ((rp->first && !ex->x) || (rp->last && !ex->y) || !ex->opt_state)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the input rows");
+    if (is_mixed(ex) && (rc = allocate_mixed(ex, err)))
+        return rc;
     ex->alloc_bytes = dtk_net_bytes(ex->net) + (double)moments * ex->opt_block * sizeof(float) +
+                      (is_mixed(ex) ? (double)(ex->opt_block + DT_SCALER_ELEMS) * sizeof(float)
+                                    : 0) +
                       (rp->first ? (double)rows * ex->in_floats * sizeof(float) : 0) +
                       (rp->last ? (double)rows * ex->label_rows * sizeof(int) : 0);
     return DT_OK;
@@ -284,6 +352,8 @@ int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_
     ex->rank = rank;
     ex->size = size;
     ex->opt = *opt;
+    ex->dtype = dt_buf_dtype(plan->opt.precision, DT_BUF_PARAMS);
+    ex->half_sum = MPI_OP_NULL;
     ex->n_handles = plan->next_handle;
     ex->handle = calloc((size_t)(ex->n_handles ? ex->n_handles : 1), sizeof *ex->handle);
     int rc = ex->handle ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -338,6 +408,10 @@ void dtx_exec_destroy(struct dtx_exec *ex)
     free(ex->x);
     free(ex->y);
     free(ex->opt_state);
+    free(ex->master);
+    free(ex->scaler);
+    if (ex->half_sum != MPI_OP_NULL)
+        MPI_Op_free(&ex->half_sum);
     dtk_net_destroy(ex->net);
     free(ex);
 }
@@ -354,7 +428,7 @@ void dtx_exec_set_watchdog(struct dtx_exec *ex, struct dtx_watchdog *wd) { ex->w
 static void post_round(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_schedule *s = &c->sched;
-    float *base = at(ex, &c->where);
+    char *base = at(ex, &c->where);
     int a = s->round_start[c->round], b = s->round_start[c->round + 1];
     long roff = 0;
     c->n_req = 0;
@@ -365,11 +439,11 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
             continue;
         for (long off = 0; off < t->count; off += PIECE_FLOATS) {
             long len = t->count - off < PIECE_FLOATS ? t->count - off : PIECE_FLOATS;
-            MPI_Irecv(c->scratch + roff + off, (int)len, MPI_FLOAT, t->peer, c->tag,
-                      c->comm, &c->req[c->n_req++]);
+            MPI_Irecv(c->scratch + (size_t)(roff + off) * c->esz, (int)len, c->type, t->peer,
+                      c->tag, c->comm, &c->req[c->n_req++]);
         }
         roff += t->count;
-        c->bytes_recv += (double)t->count * sizeof(float);
+        c->bytes_recv += (double)t->count * (double)c->esz;
     }
     for (int i = a; i < b; i++) {
         const struct dt_xfer *t = &s->xfers[i];
@@ -377,34 +451,40 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
             continue;
         for (long off = 0; off < t->count; off += PIECE_FLOATS) {
             long len = t->count - off < PIECE_FLOATS ? t->count - off : PIECE_FLOATS;
-            MPI_Isend(base + t->offset + off, (int)len, MPI_FLOAT, t->peer, c->tag,
-                      c->comm, &c->req[c->n_req++]);
+            MPI_Isend(base + (size_t)(t->offset + off) * c->esz, (int)len, c->type, t->peer,
+                      c->tag, c->comm, &c->req[c->n_req++]);
         }
-        c->bytes_sent += (double)t->count * sizeof(float);
+        c->bytes_sent += (double)t->count * (double)c->esz;
     }
 }
 
-static void combine(float *dst, const float *src, long n, bool sum)
+/* Copies or adds n elements of a dtype (2-byte floats add in float32, rounding once). */
+static void combine(enum dt_dtype t, char *dst, const char *src, long n, bool sum)
 {
     if (!sum) {
-        memcpy(dst, src, (size_t)n * sizeof *dst);
-        return;
+        memcpy(dst, src, (size_t)n * dt_dtype_size(t));
+    } else if (t != DT_TYPE_F32) {
+        dtk_half_add(t, (uint16_t *)(void *)dst, (const uint16_t *)(const void *)src, n);
+    } else {
+        float *d = (float *)(void *)dst;
+        const float *f = (const float *)(const void *)src;
+        for (long k = 0; k < n; k++)
+            d[k] += f[k];
     }
-    for (long k = 0; k < n; k++)
-        dst[k] += src[k];
 }
 
 /* After the round's requests completed: sum or copy what arrived into the region. */
 static void finish_round(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_schedule *s = &c->sched;
-    float *base = at(ex, &c->where);
+    char *base = at(ex, &c->where);
     long roff = 0;
     for (int i = s->round_start[c->round]; i < s->round_start[c->round + 1]; i++) {
         const struct dt_xfer *t = &s->xfers[i];
         if (t->send)
             continue;
-        combine(base + t->offset, c->scratch + roff, t->count, t->sum);
+        combine(c->dtype, base + (size_t)t->offset * c->esz, c->scratch + (size_t)roff * c->esz,
+                t->count, t->sum);
         roff += t->count;
     }
     c->round++;
@@ -415,18 +495,18 @@ static void finish_round(struct dtx_exec *ex, struct comm_state *c)
 static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocking)
 {
     const struct dt_op *o = c->o;
-    float *base = at(ex, &c->where);
+    char *base = at(ex, &c->where);
     int n = (int)o->region.count;
     bool root = c->me == o->root;
-    double bytes = (double)o->region.count * sizeof(float);
+    double bytes = (double)o->region.count * (double)c->esz;
     c->n_req = 0;
     MPI_Request *r = &c->req[0];
     switch (o->coll) {
     case DT_COLL_ALLREDUCE:
         if (blocking)
-            MPI_Allreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->comm);
+            MPI_Allreduce(MPI_IN_PLACE, base, n, c->type, c->op, c->comm);
         else
-            MPI_Iallreduce(MPI_IN_PLACE, base, n, MPI_FLOAT, MPI_SUM, c->comm, r);
+            MPI_Iallreduce(MPI_IN_PLACE, base, n, c->type, c->op, c->comm, r);
         c->bytes_sent += bytes;
         c->bytes_recv += bytes;
         break;
@@ -434,36 +514,36 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
         const void *sb = root ? MPI_IN_PLACE : base;
         void *rb = root ? base : NULL;
         if (blocking)
-            MPI_Reduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->comm);
+            MPI_Reduce(sb, rb, n, c->type, c->op, o->root, c->comm);
         else
-            MPI_Ireduce(sb, rb, n, MPI_FLOAT, MPI_SUM, o->root, c->comm, r);
+            MPI_Ireduce(sb, rb, n, c->type, c->op, o->root, c->comm, r);
         *(root ? &c->bytes_recv : &c->bytes_sent) += bytes;
         break;
     }
     case DT_COLL_BCAST:
         if (blocking)
-            MPI_Bcast(base, n, MPI_FLOAT, o->root, c->comm);
+            MPI_Bcast(base, n, c->type, o->root, c->comm);
         else
-            MPI_Ibcast(base, n, MPI_FLOAT, o->root, c->comm, r);
+            MPI_Ibcast(base, n, c->type, o->root, c->comm, r);
         *(root ? &c->bytes_sent : &c->bytes_recv) += bytes;
         break;
     case DT_COLL_REDUCE_SCATTER:
         if (blocking)
-            MPI_Reduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->comm);
+            MPI_Reduce_scatter(base, c->scratch, c->counts, c->type, c->op, c->comm);
         else
-            MPI_Ireduce_scatter(base, c->scratch, c->counts, MPI_FLOAT, MPI_SUM, c->comm, r);
+            MPI_Ireduce_scatter(base, c->scratch, c->counts, c->type, c->op, c->comm, r);
         c->bytes_sent += bytes;
-        c->bytes_recv += (double)c->my_len * sizeof(float);
+        c->bytes_recv += (double)c->my_len * (double)c->esz;
         break;
     case DT_COLL_ALLGATHER:
         if (blocking)
             MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, c->counts, c->displs,
-                           MPI_FLOAT, c->comm);
+                           c->type, c->comm);
         else
             MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, c->counts, c->displs,
-                            MPI_FLOAT, c->comm, r);
-        c->bytes_sent += (double)c->my_len * sizeof(float);
-        c->bytes_recv += bytes - (double)c->my_len * sizeof(float);
+                            c->type, c->comm, r);
+        c->bytes_sent += (double)c->my_len * (double)c->esz;
+        c->bytes_recv += bytes - (double)c->my_len * (double)c->esz;
         break;
     default:
         break;
@@ -475,26 +555,27 @@ static void start_library(struct dtx_exec *ex, struct comm_state *c, bool blocki
 static void finish_library(struct dtx_exec *ex, struct comm_state *c)
 {
     if (c->o->coll == DT_COLL_REDUCE_SCATTER)
-        memcpy(at(ex, &c->where) + c->my_off, c->scratch, (size_t)c->my_len * sizeof(float));
+        memcpy(at(ex, &c->where) + (size_t)c->my_off * c->esz, c->scratch,
+               (size_t)c->my_len * c->esz);
 }
 
 static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_op *o = c->o;
-    float *base = at(ex, &c->where);
+    char *base = at(ex, &c->where);
     c->n_req = 0;
     for (long off = 0; off < o->region.count; off += PIECE_FLOATS) {
         long len = o->region.count - off < PIECE_FLOATS ? o->region.count - off : PIECE_FLOATS;
         if (o->kind == DT_OP_SEND)
-            MPI_Isend(base + off, (int)len, MPI_FLOAT, o->peer, c->tag, c->comm,
+            MPI_Isend(base + (size_t)off * c->esz, (int)len, c->type, o->peer, c->tag, c->comm,
                       &c->req[c->n_req++]);
         else
-            MPI_Irecv((o->sum ? c->scratch : base) + off, (int)len, MPI_FLOAT, o->peer, c->tag,
+            MPI_Irecv((o->sum ? c->scratch : base) + (size_t)off * c->esz, (int)len, c->type, o->peer, c->tag,
                       c->comm,
                       &c->req[c->n_req++]);
     }
     *(o->kind == DT_OP_SEND ? &c->bytes_sent : &c->bytes_recv) +=
-        (double)o->region.count * sizeof(float);
+        (double)o->region.count * (double)c->esz;
 }
 
 /* A summing receive adds what arrived at its WAIT (or at its place when blocking), never
@@ -503,7 +584,7 @@ static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
 static void land(struct dtx_exec *ex, struct comm_state *c)
 {
     if (c->o->kind == DT_OP_RECV && c->o->sum && !c->landed)
-        combine(at(ex, &c->where), c->scratch, c->o->region.count, true);
+        combine(c->dtype, at(ex, &c->where), c->scratch, c->o->region.count, true);
     c->landed = true;
 }
 
@@ -598,7 +679,7 @@ static void start_comm(struct dtx_exec *ex, struct comm_state *c)
 {
     if (c->o->kind == DT_OP_COLL && c->o->dst.count > 0) /* out of place: work on a copy */
         memcpy(at(ex, &c->o->dst), at(ex, &c->o->region),
-               (size_t)c->o->region.count * sizeof(float));
+               (size_t)c->o->region.count * c->esz);
     c->bytes_sent = c->bytes_recv = 0;
     c->landed = false;
     c->round = 0;
@@ -639,22 +720,94 @@ static void complete(struct dtx_exec *ex, struct comm_state *c)
 
 /* ---- the programs ---- */
 
-static void optimizer_step(struct dtx_exec *ex, const struct dt_op *o)
+static void step_floats(struct dtx_exec *ex, float *p, const float *g, float *m, float *v,
+                        long n)
 {
-    const struct dt_region *r = &o->region;
-    float *p = dtk_net_params(ex->net) + r->offset;
-    float *g = o->grads.count ? at(ex, &o->grads) : dtk_net_grads(ex->net) + r->offset;
-    float *m = ex->opt_state + o->dst.offset, *v = m + ex->opt_block;
+    long t = ex->steps - ex->skipped; /* a skipped step is no optimizer step (GradScaler) */
     switch (ex->opt.kind) {
     case DTX_OPT_ADAM:
     case DTX_OPT_ADAM_TORCH:
-        dtk_adam_step(p, g, m, v, r->count, ex->steps, &ex->opt.adam);
+        dtk_adam_step(p, g, m, v, n, t, &ex->opt.adam);
         break;
     case DTX_OPT_SGD:
-        dtk_sgd_step(p, g, ex->opt.sgd.momentum != 0 ? m : NULL, r->count, ex->steps,
-                     &ex->opt.sgd);
+        dtk_sgd_step(p, g, ex->opt.sgd.momentum != 0 ? m : NULL, n, t, &ex->opt.sgd);
         break;
     }
+}
+
+/* Mixed precision: the fp32 master weights step from the 2-byte gradients, unscaled in
+ * float32 a block at a time (no float32 copy of all gradients); skipped on overflow. */
+static void mixed_step(struct dtx_exec *ex, const struct dt_op *o)
+{
+    if (ex->scaler[DT_SCALER_FLAG] != 0)
+        return;
+    enum { BLOCK = 1024 };
+    float g[BLOCK];
+    struct dt_region gr = o->region;
+    gr.buf = DT_BUF_GRADS; /* at the parameters' offsets */
+    const uint16_t *h = (const uint16_t *)(void *)at(ex, o->grads.count ? &o->grads : &gr);
+    float *p = ex->master + o->dst.offset, *m = ex->opt_state + o->dst.offset;
+    float inv = 1.0f / ex->scaler[DT_SCALER_SCALE];
+    for (long k = 0; k < o->region.count; k += BLOCK) {
+        long n = o->region.count - k < BLOCK ? o->region.count - k : BLOCK;
+        dtk_half_to_f32(ex->dtype, h + k, g, n);
+        for (long j = 0; j < n; j++)
+            g[j] *= inv;
+        step_floats(ex, p + k, g, m + k, m + ex->opt_block + k, n);
+    }
+}
+
+static void optimizer_step(struct dtx_exec *ex, const struct dt_op *o)
+{
+    if (is_mixed(ex)) {
+        mixed_step(ex, o);
+        return;
+    }
+    const struct dt_region *r = &o->region;
+    float *p = dtk_net_params(ex->net) + r->offset;
+    float *g = o->grads.count ? (float *)(void *)at(ex, &o->grads)
+                              : dtk_net_grads(ex->net) + r->offset;
+    float *m = ex->opt_state + o->dst.offset, *v = m + ex->opt_block;
+    step_floats(ex, p, g, m, v, r->count);
+}
+
+/* UNSCALE: the overflow check of the gradients the rank updates. The division by the scale
+ * happens in float32 where the update reads them (mixed_step): dividing the 2-byte values in
+ * place would flush fp16's small gradients to zero, which loss scaling exists to prevent.
+ * --overflow-at K (testing) writes inf into rank 0's first gradient at step K. */
+static void unscale(struct dtx_exec *ex, const struct dt_op *o)
+{
+    uint16_t *g = (uint16_t *)(void *)at(ex, &o->region);
+    if (ex->overflow_at == ex->steps && ex->rank == 0 && o->region.count > 0)
+        g[0] = ex->dtype == DT_TYPE_BF16 ? dtk_f32_to_bf16(INFINITY) : dtk_f32_to_f16(INFINITY);
+    ex->scaler[DT_SCALER_FLAG] = dtk_half_nonfinite(ex->dtype, g, o->region.count) ? 1.0f : 0.0f;
+}
+
+/* RESCALE: PyTorch's GradScaler: halve on overflow (the step was skipped), double after
+ * DT_SCALER_GROWTH_INTERVAL clean steps. */
+static void rescale(struct dtx_exec *ex)
+{
+    float *s = ex->scaler;
+    if (s[DT_SCALER_FLAG] != 0) {
+        s[DT_SCALER_SCALE] *= 0.5f;
+        s[DT_SCALER_CLEAN] = 0;
+        ex->skipped++;
+    } else if (++s[DT_SCALER_CLEAN] >= DT_SCALER_GROWTH_INTERVAL) {
+        s[DT_SCALER_SCALE] *= 2.0f;
+        s[DT_SCALER_CLEAN] = 0;
+    }
+}
+
+/* COPY: a region into another of the same dtype (or added), or the master weights cast to
+ * the 2-byte parameters. */
+static void copy_region(struct dtx_exec *ex, const struct dt_op *o)
+{
+    enum dt_dtype from = dtype_of(ex, o->region.buf), to = dtype_of(ex, o->dst.buf);
+    if (from == to)
+        combine(from, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
+    else if (from == DT_TYPE_F32 && !o->sum)
+        dtk_f32_to_half(to, (const float *)(void *)at(ex, &o->region),
+                        (uint16_t *)(void *)at(ex, &o->dst), o->region.count);
 }
 
 /* Rows of a slot in the net's buffers. */
@@ -715,8 +868,11 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         int n = real > 0 && real < o->samples ? real : o->samples;
         double mean;
         /* begin_backward reads the labels of its rows from its pointer on */
-        rc = dtk_net_begin_backward(ex->net, ex->y + (long)b0 * ex->label_rows, b0, n,
-                                    real ? n : o->scale, &mean, err);
+        /* training under mixed precision seeds the loss scale times the gradient */
+        double denom = real ? n : is_mixed(ex) ? o->scale / ex->scaler[DT_SCALER_SCALE]
+                                               : o->scale;
+        rc = dtk_net_begin_backward(ex->net, ex->y + (long)b0 * ex->label_rows, b0, n, denom,
+                                    &mean, err);
         if (!rc) {
             out->loss_sum += mean * n;
             out->correct += dtk_net_correct_rows(ex->net, ex->y, b0, n);
@@ -725,13 +881,20 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         break;
     }
     case DT_OP_ZERO:
-        memset(at(ex, &o->region), 0, (size_t)o->region.count * sizeof(float));
+        memset(at(ex, &o->region), 0,
+               (size_t)o->region.count * dt_dtype_size(dtype_of(ex, o->region.buf)));
         break;
     case DT_OP_COPY:
-        combine(at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
+        copy_region(ex, o);
         break;
     case DT_OP_UPDATE:
         optimizer_step(ex, o);
+        break;
+    case DT_OP_UNSCALE:
+        unscale(ex, o);
+        break;
+    case DT_OP_RESCALE:
+        rescale(ex);
         break;
     default:
         break;
@@ -837,6 +1000,21 @@ uint64_t dtx_params_hash(const float *p, long n)
 }
 
 
+/* The float32 weights: the parameters, or under mixed precision their master copy (whose
+ * cast the 2-byte parameters are). */
+static float *float_params(struct dtx_exec *ex)
+{
+    return is_mixed(ex) ? ex->master : dtk_net_params(ex->net);
+}
+
+void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step) { ex->overflow_at = step; }
+
+void dtx_exec_scaler(const struct dtx_exec *ex, double *scale, long *skipped)
+{
+    *scale = ex->scaler ? ex->scaler[DT_SCALER_SCALE] : 1.0;
+    *skipped = ex->skipped;
+}
+
 /* The communicator of this rank's replicas, or MPI_COMM_NULL. */
 static MPI_Comm replica_comm(const struct dtx_exec *ex)
 {
@@ -848,7 +1026,7 @@ bool dtx_exec_params_agree(struct dtx_exec *ex)
 {
     /* ranks that own shards (ZeRO-3) hold different parameters by design: nothing to compare */
     long n = ex->rp->owned ? 0 : dtk_net_n_params(ex->net);
-    uint64_t h = dtx_params_hash(dtk_net_params(ex->net), n), lo = h, hi = h;
+    uint64_t h = dtx_params_hash(float_params(ex), n), lo = h, hi = h;
     MPI_Comm rc = replica_comm(ex);
     if (rc != MPI_COMM_NULL) {
         dtx_watchdog_allreduce(ex->wd, &h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc,
@@ -877,10 +1055,10 @@ float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
     switch (kind) {
     case DT_BUF_PARAMS:
         *elems = dtk_net_n_params(ex->net);
-        return dtk_net_params(ex->net);
+        return float_params(ex);
     case DT_BUF_GRADS:
-        *elems = dtk_net_n_grads(ex->net);
-        return dtk_net_grads(ex->net);
+        *elems = is_mixed(ex) ? 0 : dtk_net_n_grads(ex->net);
+        return is_mixed(ex) ? NULL : dtk_net_grads(ex->net);
     case DT_BUF_OPT:
         *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
         return ex->opt_state;
@@ -969,7 +1147,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
                            struct dt_error *err)
 {
     const struct dt_plan *plan = ex->plan;
-    float *p = dtk_net_params(ex->net);
+    float *p = float_params(ex);
     /* sums first, then the vector */
     double local[2], tot[2];
     local_sums(ex, p, local);

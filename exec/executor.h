@@ -101,10 +101,24 @@ int dtx_exec_eval(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx, int row
 long dtx_exec_steps(const struct dtx_exec *ex);
 void dtx_exec_set_steps(struct dtx_exec *ex, long steps);
 
+/* Mixed precision (the plan's precision bf16 or fp16; exec/cpu/net.h stores the network in
+ * 2 bytes): MASTER holds the float32 weights, SCALER the loss scale; UNSCALE checks the
+ * gradients for inf/NaN (the division by the scale is done in float32 where UPDATE reads
+ * them), the flag's MAX over all ranks is a library allreduce, UPDATE of the master weights
+ * is skipped when it is set, COPY casts them into the parameters, RESCALE halves the scale
+ * after an overflow and doubles it after DT_SCALER_GROWTH_INTERVAL clean steps. 2-byte
+ * regions travel as MPI_UINT16_T; reductions add in float32 and round once per hop (the
+ * round-based algorithms in the executor, the library's through an MPI_Op of its own).
+ * Testing: dtx_exec_set_overflow_at(K) writes inf into rank 0's first gradient at step K. */
+void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step);
+/* The current loss scale (1 without mixed precision) and the steps skipped on overflow. */
+void dtx_exec_scaler(const struct dtx_exec *ex, double *scale, long *skipped);
+
 /* This rank's allocation of one buffer kind of its table that is not per layer (PARAMS, GRADS,
  * OPT, STATE) and its elements (*elems); NULL for other kinds. Checkpoints read and write
  * these. */
 float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems);
+/* (Under mixed precision PARAMS gives the float32 master weights and GRADS nothing.) */
 
 /* A 64-bit hash of the parameters' bits (FNV-1a over 32-bit words). */
 uint64_t dtx_params_hash(const float *p, long n);
@@ -120,7 +134,8 @@ void dtx_exec_sync_state(struct dtx_exec *ex);
 int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double *sum,
                            struct dt_error *err);
 
-/* Bytes this rank allocated for its buffer table (the kernels' scratch apart). */
+/* Bytes this rank allocated for its buffer table (the kernels' scratch apart, and with it
+ * mixed precision's float32 stage of one layer op: dtk_net_work_bytes). */
 double dtx_exec_alloc_bytes(const struct dtx_exec *ex);
 /* Bytes of receive buffers it allocated. */
 double dtx_exec_scratch_bytes(const struct dtx_exec *ex);

@@ -86,6 +86,8 @@ tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
 # controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
 TESTS += tests/test_exec_tensor.sh
 EXTRA_DIST += tests/test_exec_tensor.sh
+TESTS += tests/test_exec_precision.sh
+EXTRA_DIST += tests/test_exec_precision.sh
 
 check_PROGRAMS += tests/test_probe
 TESTS += tests/test_probe

@@ -33,9 +33,13 @@ expect "bad bucket unit" "--bucket" 2 --bucket 12
 expect "momentum without sgd" "--momentum" 2 --momentum 0.9
 expect "stray argument" "unexpected" 2 extra
 expect "unknown strategy" "nope" 2 --model "$model" --synthetic 64 --strategy nope
-expect "bf16 not executed yet" "--precision: bf16 is simulated only" 2 --model "$model" \
-  --synthetic 64 --precision bf16
+expect "tf32 simulated only" "--precision: tf32 is simulated only" 2 --model "$model" \
+  --synthetic 64 --precision tf32
+expect "bf16 pipelines not executed yet" "--precision: bf16 with gpipe is simulated only" 2 \
+  --model "$model" --synthetic 64 --batch 8 --precision bf16 --strategy gpipe
 expect "fp8 simulated only" "--precision: fp8 is simulated only" 2 --precision fp8
+expect "bf16 with tp not executed yet" "--precision: bf16 with --tp is simulated only" 2 \
+  --model tiny-gpt --synthetic 64 --batch 8 --precision bf16 --strategy ring --tp 2
 
 # Model, topology, strategy.
 expect "missing model" "no-such-model" 2 --model no-such-model.yaml --synthetic 64

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dt/tensor.h"
+#include "half.h"
 #include "layers.h"
 #include "parallel.h"
 
@@ -25,6 +26,9 @@ struct dtk_lay {
     int zero_at;            /* owner only: the backward that zeroes dact first (its last
                              * consumer, which runs first); n-1 or more: begin_backward */
     float *aux;             /* per-row saved state: aux_row floats per sample */
+    uint16_t *act16, *dact16, *aux16; /* mixed precision: the 2-byte storage of act, dact and
+                               aux; those point into the stage only while an op runs */
+    long nparams;           /* parameters its kernels read (a tied layer: its table's) */
     long aux_row;
     int *iaux;              /* per-row int state (maxpool argmax) */
     long iaux_row;
@@ -63,11 +67,23 @@ struct dtk_net {
     float bn_momentum;
     struct dtk_rng rng;
     double bytes, work_bytes;
+    /* mixed precision: parameters, gradients and the arena are 2-byte (dtype); each layer op
+     * converts what it touches into the float32 stage (kernel scratch, like work) and back */
+    enum dt_dtype dtype;
+    uint16_t *params16, *grads16, *arena16, *probs16;
+    float *stage, *wstage, *gstage;
+    int n_staged;
+    struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
     const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
     struct drop_state { int layer, b0; struct dtk_rng rng; } *drops; /* the dropout stream's */
     int n_drops, cap_drops; /* state at each dropout forward, for its recomputation */
 };
+
+static bool mixed(const struct dtk_net *net)
+{
+    return net->dtype != DT_TYPE_F32;
+}
 
 static long shape_size(const struct dt_shape *s)
 {
@@ -233,6 +249,48 @@ static void *alloc_floats(size_t n, double *bytes)
     return calloc(n ? n : 1, sizeof(float));
 }
 
+static void *alloc_halves(size_t n, double *bytes)
+{
+    *bytes += (double)n * sizeof(uint16_t);
+    return calloc(n ? n : 1, sizeof(uint16_t));
+}
+
+/* Rows of the stage one op of layer i needs: the outputs and gradients of it and its inputs
+ * (their owners'), what it keeps, and its parameters and their gradients. */
+static long stage_need(const struct dtk_net *net, int i)
+{
+    const struct dt_layer *L = &net->model->layers[i];
+    const struct dtk_lay *ly = &net->lay[i];
+    long rows = 2 * net->lay[ly->owner].out_sz + ly->aux_row;
+    for (int k = 0; k < L->n_in; k++)
+        if (L->in[k] >= 0)
+            rows += 2 * net->lay[net->lay[L->in[k]].owner].out_sz;
+    return rows * net->max_batch + 2 * ly->nparams;
+}
+
+/* Parameters the kernels of layer i read at its offset. */
+static long layer_nparams(const struct dt_model *m, int i)
+{
+    const struct dt_layer *L = &m->layers[i];
+    return L->tied ? m->layers[L->tied_layer].params : L->params;
+}
+
+/* Points *f (float32) or *h (2-byte under mixed precision) at element pos of the arena. */
+static void arena_at(struct dtk_net *net, long pos, float **f, uint16_t **h)
+{
+    if (mixed(net))
+        *h = net->arena16 + pos;
+    else
+        *f = net->arena + pos;
+}
+
+/* Carves n elements of the arena at *pos. */
+static void carve(struct dtk_net *net, long *pos, long n, float **f, uint16_t **h)
+{
+    arena_at(net, *pos, f, h);
+    *pos += n;
+}
+
 int dtk_net_create(const struct dt_model *model, int max_batch, enum dtk_init init,
                    uint64_t seed, struct dtk_net **out, struct dt_error *err)
 {
@@ -302,7 +360,7 @@ static bool received(const struct dtk_net_view *v, int j)
 }
 
 /* Copies the run layers' parameters from the model's flat layout into the packed buffer. */
-static int init_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
+static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
 {
     const struct dt_model *m = net->model;
     if (net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
@@ -326,6 +384,21 @@ static int init_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
     return 0;
 }
 
+/* Under mixed precision the parameters are the float32 initialisation rounded to the dtype
+ * (the master weights start from them, as Megatron-LM's mixed-precision optimizer does). */
+static int init_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
+{
+    if (!mixed(net))
+        return init_float_params(net, init, seed);
+    net->params = malloc((size_t)(net->n_params + 1) * sizeof *net->params);
+    int rc = net->params ? init_float_params(net, init, seed) : -1;
+    if (!rc)
+        dtk_f32_to_half(net->dtype, net->params, net->params16, net->n_params);
+    free(net->params);
+    net->params = NULL;
+    return rc;
+}
+
 int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view *v,
                         enum dtk_init init, uint64_t seed, struct dtk_net **out,
                         struct dt_error *err)
@@ -344,6 +417,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     const int n = model->n_layers;
     net->model = model;
     net->max_batch = max_batch;
+    net->dtype = v->dtype;
     net->in_sz = shape_size(&model->input);
     net->bn_momentum = init == DTK_INIT_GLOROT ? 0.01f : 0.1f;
     net->lay = calloc((size_t)n, sizeof *net->lay);
@@ -439,23 +513,38 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
 
     /* One allocation each; the kernels' scratch apart (not a buffer of the plan). */
     size_t np = (size_t)net->n_params;
-    net->params = alloc_floats(np, &net->bytes);
-    net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
+    long stage = 0;
+    for (int i = 0; i < n; i++) {
+        net->lay[i].nparams = net->lay[i].runs ? layer_nparams(model, i) : 0;
+        long need = mixed(net) && net->lay[i].runs ? stage_need(net, i) : 0;
+        stage = need > stage ? need : stage;
+    }
+    if (mixed(net)) {
+        net->params16 = alloc_halves(np, &net->bytes);
+        net->grads16 = alloc_halves((size_t)net->n_grads, &net->bytes);
+        net->arena16 = alloc_halves((size_t)acts, &net->bytes);
+    } else {
+        net->params = alloc_floats(np, &net->bytes);
+        net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
+        net->arena = alloc_floats((size_t)acts, &net->bytes);
+    }
     net->opt = alloc_floats((size_t)v->opt_moments * np, &net->bytes);
     net->state = alloc_floats((size_t)state, &net->bytes);
-    net->arena = alloc_floats((size_t)acts, &net->bytes);
     net->work = alloc_floats((size_t)work, &net->work_bytes);
+    net->stage = alloc_floats((size_t)stage, &net->work_bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
-    if (!net->params || !net->grads || !net->opt || !net->state || !net->arena || !net->work ||
-        !net->iarena) {
+    bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
+                           : net->params && net->grads && net->arena;
+    if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena) {
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
     }
 
     /* Carve the arenas: the recomputation workspace first, then each layer's own. */
-    float *fp = net->arena + ws, *sp = net->state;
+    float *sp = net->state;
+    long fp = ws;
     int *ip = net->iarena + iws;
     const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
@@ -464,21 +553,21 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         if (ly->alias) {
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
+            ly->act16 = net->lay[L->in[0]].act16;
+            ly->dact16 = ly->need ? net->lay[L->in[0]].dact16 : NULL;
         } else if (ly->holds) {
-            bool in_ws = rw && rw->act_ws[i];
-            ly->act = in_ws ? net->arena + rw->act_at[i] * max_batch : fp;
-            fp += in_ws ? 0 : ly->out_sz * max_batch;
-            if (ly->need) {
-                ly->dact = fp;
-                fp += ly->out_sz * max_batch;
-            }
+            if (rw && rw->act_ws[i]) /* the workspace's, at the plan's offset */
+                arena_at(net, rw->act_at[i] * max_batch, &ly->act, &ly->act16);
+            else
+                carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
+            if (ly->need)
+                carve(net, &fp, ly->out_sz * max_batch, &ly->dact, &ly->dact16);
         }
         if (rw && rw->keep_ws[i]) {
-            ly->aux = net->arena + rw->keep_at[i] * max_batch;
+            arena_at(net, rw->keep_at[i] * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = net->iarena + rw->ikeep_at[i] * max_batch;
         } else {
-            ly->aux = fp;
-            fp += ly->aux_row * max_batch;
+            carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = ip;
             ip += ly->iaux_row * max_batch;
         }
@@ -498,7 +587,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     struct dtk_lay *ll = &net->lay[n - 1];
     if (net->loss_kind == LOSS_LOGITS && ll->runs) {
         ll->aux_row -= ll->out_sz;
-        net->probs = ll->aux + ll->aux_row * max_batch;
+        if (mixed(net))
+            net->probs16 = ll->aux16 + ll->aux_row * max_batch;
+        else
+            net->probs = ll->aux + ll->aux_row * max_batch;
     }
     if (init_params(net, init, seed)) {
         dtk_net_destroy(net);
@@ -519,6 +611,10 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->state);
     free(net->arena);
     free(net->work);
+    free(net->stage);
+    free(net->params16);
+    free(net->grads16);
+    free(net->arena16);
     free(net->iarena);
     free(net->lay);
     free(net->drops);
@@ -534,6 +630,9 @@ float *dtk_net_grads(struct dtk_net *net) { return net->grads; }
 float *dtk_net_opt_m(struct dtk_net *net) { return net->opt; }
 float *dtk_net_opt_v(struct dtk_net *net) { return net->opt + net->n_params; }
 float *dtk_net_state(struct dtk_net *net) { return net->state; }
+enum dt_dtype dtk_net_dtype(const struct dtk_net *net) { return net->dtype; }
+uint16_t *dtk_net_params16(struct dtk_net *net) { return net->params16; }
+uint16_t *dtk_net_grads16(struct dtk_net *net) { return net->grads16; }
 struct dtk_rng *dtk_net_rng(struct dtk_net *net) { return &net->rng; }
 double dtk_net_bytes(const struct dtk_net *net) { return net->bytes; }
 double dtk_net_work_bytes(const struct dtk_net *net) { return net->work_bytes; }
@@ -553,6 +652,90 @@ float *dtk_net_act(struct dtk_net *net, int i)
 float *dtk_net_dact(struct dtk_net *net, int i)
 {
     return net->lay[i].dact;
+}
+
+/* ---- mixed precision: one op's float32 stage ---- */
+
+/* Converts rows [b0, b0 + nb) of 2-byte storage h (row elements each) into the stage at
+ * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it. */
+static float *stage_rows(struct dtk_net *net, float **cur, uint16_t *h, long row, int b0,
+                         int nb)
+{
+    float *f = *cur;
+    *cur += row * net->max_batch;
+    long first = (long)b0 * row, n = (long)nb * row;
+    dtk_half_to_f32(net->dtype, h + first, f + first, n);
+    net->staged[net->n_staged++] = (struct staged){h + first, f + first, n};
+    return f;
+}
+
+/* Stages the output (and gradient) of owner o for every layer that views it. */
+static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb, bool grads)
+{
+    struct dtk_lay *lo = &net->lay[o];
+    if (lo->act || !lo->act16)
+        return; /* staged already, or not held here */
+    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb);
+    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb) : NULL;
+    for (int k = o; k < net->model->n_layers; k++)
+        if (net->lay[k].owner == o) {
+            net->lay[k].act = a;
+            net->lay[k].dact = net->lay[k].dact16 ? d : NULL;
+        }
+}
+
+/* Under mixed precision, converts what an op of layer i touches (rows [b0, b0 + nb)) into
+ * float32: the outputs of it and its inputs (with their gradients when grads), what it keeps,
+ * its parameters (and gradients). The kernels then run in float32 as they do without it. */
+static void stage_layer(struct dtk_net *net, int i, int b0, int nb, bool grads)
+{
+    if (!mixed(net))
+        return;
+    const struct dt_layer *L = &net->model->layers[i];
+    struct dtk_lay *ly = &net->lay[i];
+    float *cur = net->stage;
+    net->n_staged = 0;
+    stage_output(net, &cur, ly->owner, b0, nb, grads);
+    for (int k = 0; k < L->n_in; k++)
+        if (L->in[k] >= 0)
+            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, grads);
+    if (ly->aux_row)
+        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb);
+    if (i == net->model->n_layers - 1 && net->probs16)
+        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb);
+    net->wstage = cur;
+    dtk_half_to_f32(net->dtype, net->params16 + ly->poff, cur, ly->nparams);
+    cur += ly->nparams;
+    net->gstage = grads ? cur : NULL;
+    if (grads)
+        dtk_half_to_f32(net->dtype, net->grads16 + ly->goff, cur, ly->nparams);
+}
+
+/* Rounds what the op wrote back into 2-byte storage (rounding an unchanged value gives its
+ * bits back) and forgets the stage. */
+static void unstage(struct dtk_net *net, int i)
+{
+    if (!mixed(net))
+        return;
+    for (int k = 0; k < net->n_staged; k++)
+        dtk_f32_to_half(net->dtype, net->staged[k].f, net->staged[k].h, net->staged[k].n);
+    struct dtk_lay *ly = &net->lay[i];
+    if (net->gstage)
+        dtk_f32_to_half(net->dtype, net->gstage, net->grads16 + ly->goff, ly->nparams);
+    for (int k = 0; k < net->model->n_layers; k++)
+        net->lay[k].act = net->lay[k].dact = net->lay[k].aux = NULL;
+    net->probs = net->wstage = net->gstage = NULL;
+    net->n_staged = 0;
+}
+
+static const float *layer_w(const struct dtk_net *net, const struct dtk_lay *ly)
+{
+    return mixed(net) ? net->wstage : net->params + ly->poff;
+}
+
+static float *layer_dw(struct dtk_net *net, const struct dtk_lay *ly)
+{
+    return mixed(net) ? net->gstage : net->grads + ly->goff;
 }
 
 /* ---- forward ---- */
@@ -654,13 +837,13 @@ void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
     net->recomputing = false;
 }
 
-void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
+static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
 {
     const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
     struct dtk_lay *ly = &net->lay[i];
     const float *x = in_rows(net, L->in[0], b0);
-    const float *w = net->params + ly->poff;
+    const float *w = layer_w(net, ly);
     const long osz = ly->out_sz;
     float *y = ly->act + (long)b0 * osz;
     float *aux = ly->aux + (long)b0 * ly->aux_row;
@@ -819,7 +1002,10 @@ static void zero_floats(float *p, long n)
 
 void dtk_net_zero_grads(struct dtk_net *net)
 {
-    zero_floats(net->grads, net->n_grads);
+    if (mixed(net))
+        memset(net->grads16, 0, (size_t)net->n_grads * sizeof *net->grads16);
+    else
+        zero_floats(net->grads, net->n_grads);
 }
 
 static void zero_rows(struct dtk_lay *ly, int b0, int nb)
@@ -864,6 +1050,8 @@ static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
     }
 }
 
+static void backward_kernels(struct dtk_net *net, int i, int b0, int nb);
+
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err)
 {
@@ -881,6 +1069,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
+    stage_layer(net, last, b0, nb, true);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */
     for (int i = 0; i < m->n_layers; i++) {
@@ -913,12 +1102,27 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
         if (dlogits)
             dtk_softmax_xent_ch_backward(dlogits, probs, labels, groups, net->lc, net->ls, scale);
     }
+    unstage(net, last);
     if (loss)
         *loss = l;
     return DT_OK;
 }
 
+void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    stage_layer(net, i, b0, nb, false);
+    forward_kernels(net, i, b0, nb);
+    unstage(net, i);
+}
+
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
+{
+    stage_layer(net, i, b0, nb, true);
+    backward_kernels(net, i, b0, nb);
+    unstage(net, i);
+}
+
+static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
 {
     backward_zero_inputs(net, i, b0, nb);
     const struct dt_model *m = net->model;
@@ -931,8 +1135,8 @@ void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
     const long osz = ly->out_sz, n = (long)nb * osz;
     const float *x = in_rows(net, L->in[0], b0);
     float *dx = din_rows(net, L->in[0], b0);
-    const float *w = net->params + ly->poff;
-    float *dw = net->grads + ly->goff;
+    const float *w = layer_w(net, ly);
+    float *dw = layer_dw(net, ly);
     const float *y = ly->act + (long)b0 * osz;
     const float *dy = ly->dact + (long)b0 * osz;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;
@@ -1095,6 +1299,11 @@ long dtk_net_correct_rows(const struct dtk_net *net, const int *labels, int b0, 
 {
     const struct dtk_lay *ly = &net->lay[net->model->n_layers - 1];
     const float *y = ly->act + (long)b0 * ly->out_sz;
+    if (mixed(net)) { /* the stage is free between ops */
+        y = net->stage;
+        dtk_half_to_f32(net->dtype, ly->act16 + (long)b0 * ly->out_sz, net->stage,
+                        (long)B * ly->out_sz);
+    }
     labels += (long)b0 * net->labels_per_sample;
     if (net->loss_kind == LOSS_SIGMOID) {
         long correct = 0, n = (long)B * net->labels_per_sample;

@@ -59,6 +59,9 @@ struct dtk_net_view {
     int opt_moments;                    /* optimizer floats per parameter the net allocates
                                            (dtk_net_create: 2; a plan's executor allocates its
                                            own: 0) */
+    enum dt_dtype dtype;                /* storage of parameters, gradients, outputs and what
+                                           layers keep: DT_TYPE_F32 (0), or DT_TYPE_BF16 /
+                                           DT_TYPE_F16 for mixed precision */
     const struct dt_recompute_layout *recompute; /* --recompute: the layers whose outputs and
                                            kept state share the workspace (NULL: none) */
 };
@@ -83,6 +86,13 @@ float *dtk_net_grads(struct dtk_net *net);
 float *dtk_net_opt_m(struct dtk_net *net);
 float *dtk_net_opt_v(struct dtk_net *net);
 float *dtk_net_state(struct dtk_net *net);
+/* Mixed precision (a view's dtype of 2 bytes): parameters and gradients are 2-byte storage,
+ * dtk_net_params/grads/act/dact are NULL, and each layer op converts what it touches into a
+ * float32 stage (kernel scratch, in dtk_net_work_bytes), runs the float32 kernels and rounds
+ * its results back to nearest even (exec/cpu/half.h). */
+enum dt_dtype dtk_net_dtype(const struct dtk_net *net);
+uint16_t *dtk_net_params16(struct dtk_net *net);
+uint16_t *dtk_net_grads16(struct dtk_net *net);
 /* Floats per sample of layer i's output; layer -1 is the model's input. */
 long dtk_net_out_floats(const struct dtk_net *net, int i);
 /* Layer i's output (max_batch x dtk_net_out_floats) and its gradient (NULL when no layer
