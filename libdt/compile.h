@@ -3,6 +3,7 @@
 #define DT_COMPILE_H
 
 #include "dt/plan.h"
+#include "dt/tensor.h"
 
 /* Appends an op to rank's step program (DT_ENOMEM when out of memory). */
 int dtc_push(struct dt_plan *plan, int rank, struct dt_op op);
@@ -76,6 +77,9 @@ struct dtc_tensor {
 };
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen);
+/* The shard kind of every layer for T ranks (the same for every tensor rank and, in a
+ * pipeline, every stage); returns the number of dense pairs, -1 when out of memory. */
+int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind);
 /* Cuts the model into shards, one view per tensor rank, the groups, and each rank's view,
  * parameters, replica index and dropout stream. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);

@@ -558,7 +558,7 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
     if (o->n_ranks)
         return o->n_ranks;
     if (registry[o->strategy].pipeline && o->dp)
-        return o->dp * (o->pp ? o->pp : 2);
+        return o->dp * (o->pp ? o->pp : 2) * (o->tp > 1 ? o->tp : 1);
     return topo->n_ranks;
 }
 

@@ -183,6 +183,11 @@ static int cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
     return pairs;
 }
 
+int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
+{
+    return cut(m, T, kind);
+}
+
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen)
 {
