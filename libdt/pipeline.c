@@ -38,6 +38,8 @@ struct pipe {
     const struct dt_model *m;
     int S, V, D, M, C, T;
     struct dtc_tensor tensor; /* T > 1: the tensor groups (tp_group per rank) */
+    int *tied_group;      /* per layer tied to another stage's table: the first of its D x T
+                             pairs of ranks that allreduce the table's gradient */
     int *chunk_of;        /* per layer */
     int *owner;           /* per layer: the layer whose storage it is (through flatten views) */
     int *reader;          /* stage x layer: the lowest chunk of the stage that reads the layer
@@ -329,6 +331,17 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
 
 /* ---- views, partition, groups ---- */
 
+/* Whether layer l is tied to an embedding on another stage (GPT's output layer on the last
+ * stage, its token table on the first). Its stage then holds a copy of the table, packed
+ * after its other parameters, and the two ranks allreduce the table's gradient after the
+ * backward (tied_allreduce) so that both update it identically, as Megatron-LM does. */
+static bool tied_apart(const struct pipe *p, int l)
+{
+    const struct dt_layer *L = &p->m->layers[l];
+    return L->tied && stage_of_chunk(p, p->chunk_of[l]) !=
+                          stage_of_chunk(p, p->chunk_of[L->tied_layer]);
+}
+
 static double layer_cost(const struct pipe *p, int l, int rows)
 {
     struct dt_cost_params cp;
@@ -385,6 +398,8 @@ static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *ki
         lv[l].runs = stage_of_chunk(p, p->chunk_of[l]) == s;
         lv[l].param_offset = lv[l].runs ? off : 0;
         off += lv[l].runs ? dt_shard_params(m, lv, l) : 0;
+        if (lv[l].runs && tied_apart(p, l)) /* its copy of the table */
+            off += dt_layer_weight_floats(m, &m->layers[l]);
     }
     for (int l = 0; l < m->n_layers; l++) {
         if (!lv[l].runs)
@@ -423,6 +438,16 @@ static int pipeline_groups(struct pipe *p, int *replicas)
                 p->tensor.tp_group[rank_of(p, s, d, k)] = g;
             rc = g < 0;
         }
+    for (int l = 0; l < p->m->n_layers && !rc; l++) { /* (table's rank, copy's), d T + k */
+        p->tied_group[l] = p->plan->n_groups;
+        for (int d = 0; d < p->D && tied_apart(p, l) && !rc; d++)
+            for (int k = 0; k < p->T && !rc; k++) {
+                int pair[2] = {
+                    rank_of(p, stage_of_chunk(p, p->chunk_of[p->m->layers[l].tied_layer]), d, k),
+                    rank_of(p, stage_of_chunk(p, p->chunk_of[l]), d, k)};
+                rc = dt_plan_add_group(p->plan, 2, pair) < 0;
+            }
+    }
     free(ranks);
     return rc ? -1 : 0;
 }
@@ -434,6 +459,27 @@ static int pipeline_groups(struct pipe *p, int *replicas)
 static enum dt_coll_alg grad_alg(const struct dt_plan *plan)
 {
     return plan->opt.grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : plan->opt.grad_alg;
+}
+
+/* The allreduce of each tied table's gradient between the table's rank and its copy's (the
+ * same replica and tensor rank): the table's first floats on the embedding's stage, the copy
+ * after the tied layer's other parameters on the other. */
+static int tied_allreduce(const struct pipe *p, int r, int view)
+{
+    const struct dt_model *m = p->m;
+    const struct dt_layer_view *lv = p->plan->views[view];
+    int rc = DT_OK;
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        int t = m->layers[l].tied_layer, at = lv[l].runs ? l : t;
+        if (!tied_apart(p, l) || !lv[at].runs)
+            continue;
+        long off = lv[at].param_offset + (at == l ? dt_shard_params(m, lv, l) : 0);
+        rc = dtc_push(p->plan, r, dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_LIBRARY,
+                                           p->tied_group[l] + r / p->T % p->D * p->T + r % p->T, 0,
+                                           DT_BUF_GRADS, off,
+                                           dt_layer_weight_floats(m, &m->layers[l])));
+    }
+    return rc;
 }
 
 static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
@@ -474,6 +520,8 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     if (!rc && p->D > 1)
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, grad_alg(plan), replicas, 0,
                                         DT_BUF_GRADS, 0, n_params));
+    if (!rc)
+        rc = tied_allreduce(p, r, view);
     if (!rc)
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
@@ -579,6 +627,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     p.owner = malloc((size_t)m->n_layers * sizeof *p.owner);
     plan->chunk_first = malloc((size_t)(p.C + 1) * sizeof *plan->chunk_first);
     int *replicas = calloc((size_t)(p.S * p.T), sizeof *replicas);
+    p.tied_group = malloc((size_t)m->n_layers * sizeof *p.tied_group);
     enum dt_shard_kind *kind = p.T > 1 ? malloc((size_t)m->n_layers * sizeof *kind) : NULL;
     p.tensor = (struct dtc_tensor){.T = p.T, .alg = grad_alg(plan)};
     p.tensor.tp_group = p.T > 1 ? malloc((size_t)plan->n_ranks * sizeof *p.tensor.tp_group)
@@ -590,7 +639,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     e.slot_busy = malloc((size_t)(p.M + 1) * sizeof *e.slot_busy);
     e.loaded = malloc((size_t)(p.M + 1) * sizeof *e.loaded);
     e.pending = malloc((size_t)(4 * p.M * p.V * m->n_layers + 2) * 2 * sizeof *e.pending);
-    int rc = p.chunk_of && p.owner && plan->chunk_first && replicas && handles && w &&
+    int rc = p.chunk_of && p.owner && plan->chunk_first && replicas && p.tied_group && handles && w &&
                      e.slot_of && e.slot_busy && e.loaded && e.pending &&
                      (p.T == 1 || (kind && p.tensor.tp_group &&
                                    dtc_tensor_cut(m, p.T, kind) >= 0))
@@ -614,14 +663,6 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         if (L->params > 0 && l < p.first_train)
             p.first_train = l;
     }
-    for (int l = 0; l < m->n_layers && !rc; l++)
-        if (m->layers[l].tied && stage_of_chunk(&p, p.chunk_of[l]) !=
-                                     stage_of_chunk(&p, p.chunk_of[m->layers[l].tied_layer]))
-            rc = dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                         "layer '%s' is tied to '%s' on another stage: tied embeddings across "
-                         "pipeline stages are not implemented yet (put both on one stage with "
-                         "--stages)",
-                         m->layers[l].name, m->layers[m->layers[l].tied_layer].name);
     if (!rc && first_readers(&p))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && pipeline_groups(&p, replicas))
@@ -656,6 +697,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     free(p.owner);
     free(p.reader);
     free(replicas);
+    free(p.tied_group);
     free(kind);
     free(p.tensor.tp_group);
     free(handles);

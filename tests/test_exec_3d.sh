@@ -4,7 +4,9 @@
 # tp 2 on 4 ranks (oversubscribed) must reach the one-rank weights with gpipe, 1f1b and
 # interleaved, also when the stage boundary falls inside a pair (a column shard crosses from
 # tensor rank k to tensor rank k); without the tensor groups' allreduces (--drop-op coll) it
-# must not. Every rank allocates its plan's buffer table. The rank layout and the groups of
+# must not. Tied embeddings across stages (tiny-gpt at --pp 2, and pp 2 x tp 2) reach the
+# one-rank weights through the table gradient's allreduce. Every rank allocates its plan's
+# buffer table. The rank layout and the groups of
 # dp 2 x pp 2 x tp 2 on 8 ranks are checked on dtsim's plan.
 #
 # Tolerance: as in test_exec_pipeline.sh and test_exec_tensor.sh, the runs differ only in the
@@ -55,6 +57,25 @@ exec_ok ctl-inside 4 $mlp --batch 32 --strategy 1f1b --pp 2 --tp 2 --micro-batch
 # Memory: allocated bytes per rank (record) = the plan's buffer table (--dump-plan).
 alloc_is_plan pp2-tp2-1f1b 4 $mlp --batch 32 --strategy 1f1b --pp 2 --tp 2
 mem pp2-tp2-adam 4 $mlp --batch 32 --strategy gpipe --pp 2 --tp 2 --optimizer adam --stages 0-2,3-8
+
+# Tied embeddings across stages (tiny-gpt: wte on stage 0, the tied lm_head on stage 1): the
+# last stage holds a copy of the token table, and the two allreduce its gradient after the
+# backward (Megatron-LM), then update it identically. Without that allreduce (--drop-op coll:
+# the only collective at pp 2) each copy trains on its half of the gradient.
+gpt="--model tiny-gpt"
+exec_ok gpt-seq2 1 $gpt --batch 8 --accumulate 2 || exit 1
+exec_ok gpt-pp2 2 $gpt --batch 16 --strategy gpipe --pp 2 && weights_same gpt-seq2 gpt-pp2
+exec_ok gpt-pp2-tp2 4 $gpt --batch 16 --strategy 1f1b --pp 2 --tp 2 &&
+  weights_same gpt-seq2 gpt-pp2-tp2
+exec_ok ctl-gpt-tied 2 $gpt --batch 16 --strategy gpipe --pp 2 --drop-op coll &&
+  weights_differ gpt-seq2 ctl-gpt-tied
+alloc_is_plan gpt-pp2 2 $gpt --batch 16 --strategy gpipe --pp 2
+# the plan: one allreduce of the 64 x 32 table's gradient between ranks 0 and 1
+tied=$("$dtsim" -m tiny-gpt -s gpipe --pp 2 -b 16 -t "$top_srcdir/topologies/1n2p.yaml" --dump-plan |
+       sed -n 's/.*COLL allreduce[^ ]* group [0-9]* (\([0-9]*\) ranks) root 0 grads\[[0-9]*+\([0-9]*\)\]/\1 \2/p' |
+       tr '\n' ' ')
+if [ "$tied" = "2 2048 2 2048 " ]; then ok "tied table allreduce: $tied"
+else bad "tied table allreduce: [$tied]"; fi
 
 # Layout of dp 2 x pp 2 x tp 2 on 8 ranks (dtsim's plan): rank r is tensor rank r % 2 of
 # replica r / 2 % 2 of stage r / 4; the tensor group of rank 0 is {0, 1}, its replicas {0, 2},
