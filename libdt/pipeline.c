@@ -482,6 +482,23 @@ static int tied_allreduce(const struct pipe *p, int r, int view)
     return rc;
 }
 
+/* ZeRO stage 1 over a stage's replicas (Rajbhandari et al. 2020; DeepSpeed composes only
+ * this stage with pipelines): the gradients reduce-scattered, the replica updates its chunk
+ * (optimizer state and master weights of that chunk only), the parameters allgathered. */
+static int zero1_step(const struct pipe *p, int r, int replicas, long n_params)
+{
+    struct dt_plan *plan = p->plan;
+    long off, len;
+    dt_chunk(n_params, p->D, plan->ranks[r].dp_index, &off, &len);
+    plan->ranks[r].n_updated = len;
+    int rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, grad_alg(plan), replicas, 0,
+                                        DT_BUF_GRADS, 0, n_params));
+    if (!rc)
+        rc = dtc_optimizer_step(plan, r, true, off, len, 0);
+    return rc ? rc : dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, grad_alg(plan), replicas, 0,
+                                                DT_BUF_PARAMS, 0, n_params));
+}
+
 static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
                      int replicas, struct work *w, struct emit *e)
 {
@@ -517,12 +534,14 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);
-    if (!rc && p->D > 1)
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, grad_alg(plan), replicas, 0,
-                                        DT_BUF_GRADS, 0, n_params));
     if (!rc)
         rc = tied_allreduce(p, r, view);
-    if (!rc)
+    if (!rc && p->D > 1 && plan->opt.zero == 1)
+        rc = zero1_step(p, r, replicas, n_params);
+    else if (!rc && p->D > 1)
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, grad_alg(plan), replicas, 0,
+                                        DT_BUF_GRADS, 0, n_params));
+    if (!rc && (p->D == 1 || plan->opt.zero != 1))
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
     return rc;

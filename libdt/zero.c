@@ -53,12 +53,15 @@ bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
         return false;
     }
     enum dt_strategy s = o->strategy;
+    if (dt_strategy_info(s)->pipeline && o->zero == 1)
+        return true; /* pipeline.c shards each stage's optimizer state over its replicas */
     if (s != DT_STRAT_ALLREDUCE_RING && s != DT_STRAT_ALLREDUCE_LIBRARY &&
         s != DT_STRAT_PS_SHARDED) {
         snprintf(why, whylen, "--zero shards over the data-parallel ranks of ring, "
                  "mpi-allreduce or ps-sharded (reduce-scatter and allgather); %s has %s",
                  dt_strategy_name(s), dt_strategy_info(s)->pipeline
-                 ? "pipeline stages (ZeRO with pipelines is not implemented)"
+                 ? "pipeline stages (ZeRO stages 2 and 3 with pipelines are not implemented: "
+                   "stage 1 is, as in DeepSpeed)"
                  : s == DT_STRAT_SEQUENTIAL ? "one rank" : "no reduce-scatter");
         return false;
     }

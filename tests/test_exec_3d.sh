@@ -5,8 +5,9 @@
 # interleaved, also when the stage boundary falls inside a pair (a column shard crosses from
 # tensor rank k to tensor rank k); without the tensor groups' allreduces (--drop-op coll) it
 # must not. Tied embeddings across stages (tiny-gpt at --pp 2, and pp 2 x tp 2) reach the
-# one-rank weights through the table gradient's allreduce. Every rank allocates its plan's
-# buffer table. The rank layout and the groups of
+# one-rank weights through the table gradient's allreduce. ZeRO stage 1 over each stage's
+# replicas (pp 2 x dp 2) too; stages 2 and 3 are refused with pipelines. Every rank allocates
+# its plan's buffer table. The rank layout and the groups of
 # dp 2 x pp 2 x tp 2 on 8 ranks are checked on dtsim's plan.
 #
 # Tolerance: as in test_exec_pipeline.sh and test_exec_tensor.sh, the runs differ only in the
@@ -76,6 +77,27 @@ tied=$("$dtsim" -m tiny-gpt -s gpipe --pp 2 -b 16 -t "$top_srcdir/topologies/1n2
        tr '\n' ' ')
 if [ "$tied" = "2 2048 2 2048 " ]; then ok "tied table allreduce: $tied"
 else bad "tied table allreduce: [$tied]"; fi
+
+# ZeRO stage 1 with pipelines: each stage's optimizer state sharded over its replicas
+# (reduce-scatter, update of the chunk, allgather), also with tensor groups (the replicas of
+# each tensor rank) and with the tied table. Momentum: its state is what stage 1 shards.
+exec_ok seq2-m 1 $mlp --batch 16 --accumulate 2 --momentum 0.9 || exit 1
+exec_ok pp2-dp2-z1 4 $mlp --batch 16 --strategy 1f1b --pp 2 --dp 2 --zero 1 --momentum 0.9 &&
+  weights_same seq2-m pp2-dp2-z1
+alloc_is_plan pp2-dp2-z1 4 $mlp --batch 16 --strategy 1f1b --pp 2 --dp 2 --zero 1 --momentum 0.9
+exec_ok gpt-seq4 1 $gpt --batch 16 --accumulate 2 || exit 1
+exec_ok gpt-pp2-dp2-z1 4 $gpt --batch 16 --strategy gpipe --pp 2 --dp 2 --zero 1 &&
+  weights_same gpt-seq4 gpt-pp2-dp2-z1
+# (its replicas drift apart, which dtexec's end-of-epoch check reports: exit 5)
+if exec_run ctl-z1 4 $mlp --batch 16 --strategy 1f1b --pp 2 --dp 2 --zero 1 --momentum 0.9 \
+  --drop-op coll; then weights_differ seq2-m ctl-z1
+elif grep -q "ranks hold different parameters" "$tmp/ctl-z1.out"; then
+  ok "control ctl-z1 fails: $(cat "$tmp/ctl-z1.out")"
+else bad "control ctl-z1: $(cat "$tmp/ctl-z1.out")"; fi
+expect_error "zero 2 with a pipeline" "ZeRO stages 2 and 3 with pipelines are not implemented" \
+  "$dtsim" -m "$tmp/mlp.yaml" -s gpipe --pp 2 --zero 2 -t "$top_srcdir/topologies/1n4p.yaml"
+expect_error "dtexec zero 3 with a pipeline" "ZeRO stages 2 and 3 with pipelines" \
+  timeout 60 $MPIEXEC -n 4 "$dtexec" $mlp --synthetic 64 --strategy 1f1b --pp 2 --zero 3
 
 # Layout of dp 2 x pp 2 x tp 2 on 8 ranks (dtsim's plan): rank r is tensor rank r % 2 of
 # replica r / 2 % 2 of stage r / 4; the tensor group of rank 0 is {0, 1}, its replicas {0, 2},

@@ -241,6 +241,41 @@ static void mixed_precision_traffic(void **state)
     dt_model_destroy(m);
 }
 
+/* Stage 1 with a pipeline (and with tensor groups inside its stages): a stage's D replicas
+ * each hold the stage's psi_s parameters and gradients and 1/D of its optimizer state, so
+ * the replicas of one stage hold D (P + G) psi_s + K psi_s bytes of them, exactly. */
+static void stage1_with_pipelines(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    struct dt_topology *t = nodes(1, 8);
+    const char *flags[] = {"pp=2 dp=4 zero=1", "pp=2 dp=2 tp=2 zero=1",
+                           "pp=2 dp=4 zero=1 precision=bf16"};
+    const double PG[] = {8, 8, 4}, K[] = {8, 8, 12};
+    for (int f = 0; f < 3; f++) {
+        struct dt_plan *plan = build(m, t, DT_STRAT_GPIPE, flags[f]);
+        for (int r0 = 0; r0 < plan->n_ranks; r0++) { /* r0: the first rank of its group */
+            const struct dt_rank_plan *rp = &plan->ranks[r0];
+            if (rp->dp_index)
+                continue;
+            double got = 0, psi = (double)rp->n_params;
+            for (int r = 0; r < plan->n_ranks; r++)
+                if (plan->ranks[r].replicas == rp->replicas) {
+                    struct dt_memory mem;
+                    dt_plan_rank_memory(plan, r, &mem);
+                    got += mem.weights + mem.grads + mem.optimizer;
+                }
+            double want = plan->dp * PG[f] * psi + K[f] * psi;
+            if (got != want)
+                fail_msg("gpipe %s, replicas of rank %d: %.0f bytes, the form %.0f", flags[f],
+                         r0, got, want);
+        }
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* --zero goes with ring, mpi-allreduce and ps-sharded only; the others say why not. */
 static void other_strategies_refused(void **state)
 {
@@ -272,6 +307,7 @@ int main(void)
         cmocka_unit_test(mixed_precision_zoo_model),
         cmocka_unit_test(traffic_follows_the_paper),
         cmocka_unit_test(mixed_precision_traffic),
+        cmocka_unit_test(stage1_with_pipelines),
         cmocka_unit_test(other_strategies_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
