@@ -567,7 +567,8 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
  * recursive doubling or halving on a group that is not a power of two (the extra ranks). */
 static bool replicas_alike(const struct dt_plan_options *o, int ranks)
 {
-    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp) : o->tp > 1 ? ranks / o->tp : ranks;
+    int t = o->tp > 1 ? o->tp : 1;
+    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp / t) : ranks / t;
     bool pow2 = d > 0 && (d & (d - 1)) == 0;
     enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
     switch (o->strategy) {
