@@ -1187,7 +1187,7 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         unpack(full, buf, plan, rp);
     }
     free(buf);
-    if (plan->opt.tp > 1)
+    if (plan->opt.tp > 1 || plan->stages > 1) /* shards overlap, or a stage copies a table */
         full_sums(ex, full, l2, sum);
     return DT_OK;
 }

@@ -3,6 +3,7 @@
 #define DT_COMPILE_H
 
 #include "dt/plan.h"
+#include "dt/tensor.h"
 
 /* Appends an op to rank's step program (DT_ENOMEM when out of memory). */
 int dtc_push(struct dt_plan *plan, int rank, struct dt_op op);
@@ -32,6 +33,13 @@ long dtc_labels_per_sample(const struct dt_model *m);
  * in the flag's reduction and keeps its loss scale in step (precision.c). */
 int dtc_optimizer_step(struct dt_plan *plan, int r, bool updates, long offset, long count,
                        long opt_offset);
+/* The pieces of that step for plans that update several regions (ZeRO): UNSCALE of GRADS
+ * [offset, + count) and the flag's MAX over all ranks (one rank's overflow skips every
+ * rank's step); the cast COPY of MASTER [opt_offset, + count) into PARAMS [offset, + count);
+ * the RESCALE of the loss scale. */
+int dtc_overflow_check(struct dt_plan *plan, int r, long offset, long count);
+int dtc_master_cast(struct dt_plan *plan, int r, long opt_offset, long offset, long count);
+int dtc_rescale(struct dt_plan *plan, int r);
 /* Mixed precision: the rank's master weights and loss-scaler buffers (none in fp32). */
 int dtc_precision_buffers(struct dt_plan *plan, int r);
 
@@ -69,6 +77,9 @@ struct dtc_tensor {
 };
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen);
+/* The shard kind of every layer for T ranks (the same for every tensor rank and, in a
+ * pipeline, every stage); returns the number of dense pairs, -1 when out of memory. */
+int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind);
 /* Cuts the model into shards, one view per tensor rank, the groups, and each rank's view,
  * parameters, replica index and dropout stream. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);

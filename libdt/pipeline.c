@@ -2,9 +2,15 @@
  * 1F1B, each composed with data parallelism (--dp replicas of the pipeline).
  *
  * The model's layers are cut into C = S x V contiguous chunks (S stages, V chunks per stage
- * for interleaved, else 1); chunk c runs on stage c mod S. Rank (stage s, replica d) is
- * s x D + d: the replicas of a stage are neighbours. Every rank of replica d reads data shard
- * d; the first stage loads inputs, the last loads labels and seeds the loss.
+ * for interleaved, else 1); chunk c runs on stage c mod S. With --tp T (3D parallelism) each
+ * stage's dense pairs are cut over a tensor group of T ranks (tensor.c's cut, the same on
+ * every stage), whose ranks run the stage's schedule in lockstep with the f/g allreduces of
+ * tensor.c; an activation crossing stages goes from tensor rank k to tensor rank k (a shard
+ * when the cut falls inside a pair). Rank (stage s, replica d, tensor rank k) is
+ * (s x D + d) x T + k: Megatron-LM's default order (tensor innermost, then data, then
+ * pipeline: tensor groups inside a node, the replicas of a stage next). Every rank of
+ * replica d reads data shard d; the first stage loads inputs, the last loads labels and
+ * seeds the loss.
  *
  * An activation crosses ranks where a layer reads another chunk's layer on another rank
  * (skip connections included): the producer SENDs it (non-blocking) after its chunk's forward,
@@ -30,7 +36,10 @@
 struct pipe {
     struct dt_plan *plan;
     const struct dt_model *m;
-    int S, V, D, M, C;
+    int S, V, D, M, C, T;
+    struct dtc_tensor tensor; /* T > 1: the tensor groups (tp_group per rank) */
+    int *tied_group;      /* per layer tied to another stage's table: the first of its D x T
+                             pairs of ranks that allreduce the table's gradient */
     int *chunk_of;        /* per layer */
     int *owner;           /* per layer: the layer whose storage it is (through flatten views) */
     int *reader;          /* stage x layer: the lowest chunk of the stage that reads the layer
@@ -46,7 +55,7 @@ struct work {
 
 /* Per-rank emission state. */
 struct emit {
-    int rank, stage, d;
+    int rank, stage, d, k;
     int *slot_of;         /* per micro-batch (M + 1: the eval micro-batch), -1 when none */
     bool *slot_busy;
     int n_slots;
@@ -58,7 +67,10 @@ struct emit {
 };
 
 static int stage_of_chunk(const struct pipe *p, int c) { return c % p->S; }
-static int rank_of(const struct pipe *p, int s, int d) { return s * p->D + d; }
+static int rank_of(const struct pipe *p, int s, int d, int k)
+{
+    return (s * p->D + d) * p->T + k;
+}
 
 static int tag_of(const struct pipe *p, int layer, int grad, int micro)
 {
@@ -159,11 +171,21 @@ static int reader_stages(const struct pipe *p, int o, int *stages)
     return n;
 }
 
-static struct dt_region act_region(const struct pipe *p, enum dt_buf b, int o, int slot,
-                                   int rows, int slot_rows)
+/* Rows of layer o's output (b: ACT or DACT) in the emitting rank's slot: its shard's width. */
+static struct dt_region act_region(const struct pipe *p, const struct emit *e, enum dt_buf b,
+                                   int o, int slot, int rows)
 {
-    long f = dt_layer_act_floats(p->m, o);
-    return (struct dt_region){b, (long)slot * slot_rows * f, (long)rows * f, o};
+    const struct dt_rank_plan *rp = &p->plan->ranks[e->rank];
+    long f = dt_shard_act_floats(p->m, p->plan->views[rp->view], o);
+    return (struct dt_region){b, (long)slot * rp->slot_rows * f, (long)rows * f, o};
+}
+
+/* The tensor group's allreduce after layer l's forward or backward (tensor.c), if any. */
+static int tensor_after(const struct pipe *p, const struct emit *e, enum dt_phase ph, int l,
+                        int slot, int rows)
+{
+    return dtc_tensor_after(p->plan, e->rank, p->T > 1 ? &p->tensor : NULL, ph, l, slot, rows,
+                            e->eval);
 }
 
 /* ---- emission ---- */
@@ -248,7 +270,6 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
 {
     struct dt_plan *plan = p->plan;
     const struct dt_model *m = p->m;
-    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
     int rc = take_slot(plan, e, i), slot = e->slot_of[i];
     if (!rc && (c == 0 || c == p->C - 1) && !e->loaded[i]) {
         e->loaded[i] = true;
@@ -256,25 +277,27 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
     }
     for (int o = 0; o < m->n_layers && !rc; o++)
         if (first_reader(p, e->stage, o) == c)
-            rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
-                      tag_of(p, o, 0, i), act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows),
+            rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
+                      tag_of(p, o, 0, i), act_region(p, e, DT_BUF_ACT, o, slot, rows),
                       false);
-    for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++)
+    for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++) {
         rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, rows));
+        if (!rc)
+            rc = tensor_after(p, e, DT_PH_FORWARD, l, slot, rows);
+    }
     if (!rc && c == p->C - 1)
         rc = push(plan, e, dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch));
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
         if (n && !e->eval && dt_layer_needs_dact(m, o))
             rc = push(plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
-                                              .region = act_region(p, DT_BUF_DACT, o, slot, rows,
-                                                                   rp->slot_rows)});
+                                              .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
         for (int k = 0; k < n && !rc; k++)
-            rc = send(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 0, i),
-                      act_region(p, DT_BUF_ACT, o, slot, rows, rp->slot_rows), slot);
+            rc = send(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 0, i),
+                      act_region(p, e, DT_BUF_ACT, o, slot, rows), slot);
         for (int k = 0; k < n && !rc && !e->eval && dt_layer_needs_dact(m, o); k++)
-            rc = recv_early(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i),
-                            act_region(p, DT_BUF_DACT, o, slot, rows, rp->slot_rows));
+            rc = recv_early(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 1, i),
+                            act_region(p, e, DT_BUF_DACT, o, slot, rows));
     }
     return rc;
 }
@@ -283,21 +306,22 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
 {
     struct dt_plan *plan = p->plan;
     const struct dt_model *m = p->m;
-    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
     int slot = e->slot_of[i], rc = 0;
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
         for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
-            rc = wait_recv(plan, e, rank_of(p, st[k], e->d), tag_of(p, o, 1, i));
+            rc = wait_recv(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 1, i));
     }
     for (int l = plan->chunk_first[c + 1] - 1; l >= plan->chunk_first[c] && !rc; l--)
-        if (l >= p->first_train)
+        if (l >= p->first_train) {
             rc = push(plan, e, dtc_compute(DT_PH_BACKWARD, l, i, slot, rows));
+            if (!rc)
+                rc = tensor_after(p, e, DT_PH_BACKWARD, l, slot, rows);
+        }
     for (int o = 0; o < m->n_layers && !rc; o++)
         if (first_reader(p, e->stage, o) == c && dt_layer_needs_dact(m, o))
-            rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d),
-                      tag_of(p, o, 1, i), act_region(p, DT_BUF_DACT, o, slot, rows,
-                                                     rp->slot_rows), slot);
+            rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
+                      tag_of(p, o, 1, i), act_region(p, e, DT_BUF_DACT, o, slot, rows), slot);
     if (c == e->stage) { /* the micro-batch's last unit on this rank: its slot is free */
         e->slot_busy[slot] = false;
         e->slot_of[i] = -1;
@@ -306,6 +330,17 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
 }
 
 /* ---- views, partition, groups ---- */
+
+/* Whether layer l is tied to an embedding on another stage (GPT's output layer on the last
+ * stage, its token table on the first). Its stage then holds a copy of the table, packed
+ * after its other parameters, and the two ranks allreduce the table's gradient after the
+ * backward (tied_allreduce) so that both update it identically, as Megatron-LM does. */
+static bool tied_apart(const struct pipe *p, int l)
+{
+    const struct dt_layer *L = &p->m->layers[l];
+    return L->tied && stage_of_chunk(p, p->chunk_of[l]) !=
+                          stage_of_chunk(p, p->chunk_of[L->tied_layer]);
+}
 
 static double layer_cost(const struct pipe *p, int l, int rows)
 {
@@ -343,28 +378,35 @@ static int partition(struct pipe *p, int rows, struct dt_error *err)
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }
 
-/* Stage s's view: the layers it runs (packed parameters), and those it holds. */
-static int stage_view(struct pipe *p, int s, long *n_params)
+/* The view of stage s's tensor rank k: the layers it runs (their shards' parameters packed,
+ * kind: tensor.c's cut, NULL without --tp), and those it holds. */
+static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *kind,
+                      long *n_params)
 {
     struct dt_plan *plan = p->plan;
     const struct dt_model *m = p->m;
-    int v = s == 0 ? 0 : dt_plan_add_view(plan);
+    int v = s == 0 && k == 0 ? 0 : dt_plan_add_view(plan);
     if (v < 0)
         return -1;
     struct dt_layer_view *lv = plan->views[v];
     long off = 0;
     for (int l = 0; l < m->n_layers; l++) {
-        lv[l] = (struct dt_layer_view){0};
+        bool split = kind && kind[l] != DT_SHARD_NONE;
+        lv[l] = (struct dt_layer_view){.shard_kind = split ? kind[l] : DT_SHARD_NONE,
+                                       .shard_index = split ? k : 0,
+                                       .shard_count = split ? p->T : 1};
         lv[l].runs = stage_of_chunk(p, p->chunk_of[l]) == s;
         lv[l].param_offset = lv[l].runs ? off : 0;
-        off += lv[l].runs ? m->layers[l].params : 0;
+        off += lv[l].runs ? dt_shard_params(m, lv, l) : 0;
+        if (lv[l].runs && tied_apart(p, l)) /* its copy of the table */
+            off += dt_layer_weight_floats(m, &m->layers[l]);
     }
     for (int l = 0; l < m->n_layers; l++) {
         if (!lv[l].runs)
             continue;
         lv[l].holds = true;
-        for (int k = 0; k < m->layers[l].n_in; k++) /* inputs, and the views they go through */
-            for (int j = m->layers[l].in[k]; j >= 0; j = p->owner[j] == j ? -1 : m->layers[j].in[0])
+        for (int x = 0; x < m->layers[l].n_in; x++) /* inputs, and the views they go through */
+            for (int j = m->layers[l].in[x]; j >= 0; j = p->owner[j] == j ? -1 : m->layers[j].in[0])
                 lv[j].holds = true;
         int st[DT_MAX_STAGES];
         lv[l].dact_received = reader_stages(p, l, st) > 0;
@@ -373,26 +415,91 @@ static int stage_view(struct pipe *p, int s, long *n_params)
     return v;
 }
 
-static int replica_groups(struct pipe *p, int *group_of_stage)
+/* The groups: per stage and tensor rank its D replicas (replicas[s T + k]); with --tp, per
+ * stage and replica its T tensor ranks (p->tensor.tp_group of each rank). */
+static int pipeline_groups(struct pipe *p, int *replicas)
 {
-    int *ranks = malloc((size_t)p->D * sizeof *ranks);
+    int n = p->D > p->T ? p->D : p->T, rc = 0;
+    int *ranks = malloc((size_t)n * sizeof *ranks);
     if (!ranks)
         return -1;
     for (int s = 0; s < p->S; s++)
-        group_of_stage[s] = -1;
-    for (int s = 0; s < p->S; s++) {
-        for (int d = 0; d < p->D; d++)
-            ranks[d] = rank_of(p, s, d);
-        if ((group_of_stage[s] = dt_plan_add_group(p->plan, p->D, ranks)) < 0)
-            break;
+        for (int k = 0; k < p->T && !rc; k++) {
+            for (int d = 0; d < p->D; d++)
+                ranks[d] = rank_of(p, s, d, k);
+            rc = (replicas[s * p->T + k] = dt_plan_add_group(p->plan, p->D, ranks)) < 0;
+        }
+    for (int s = 0; s < p->S && p->T > 1; s++)
+        for (int d = 0; d < p->D && !rc; d++) {
+            for (int k = 0; k < p->T; k++)
+                ranks[k] = rank_of(p, s, d, k);
+            int g = dt_plan_add_group(p->plan, p->T, ranks);
+            for (int k = 0; k < p->T; k++)
+                p->tensor.tp_group[rank_of(p, s, d, k)] = g;
+            rc = g < 0;
+        }
+    for (int l = 0; l < p->m->n_layers && !rc; l++) { /* (table's rank, copy's), d T + k */
+        p->tied_group[l] = p->plan->n_groups;
+        for (int d = 0; d < p->D && tied_apart(p, l) && !rc; d++)
+            for (int k = 0; k < p->T && !rc; k++) {
+                int pair[2] = {
+                    rank_of(p, stage_of_chunk(p, p->chunk_of[p->m->layers[l].tied_layer]), d, k),
+                    rank_of(p, stage_of_chunk(p, p->chunk_of[l]), d, k)};
+                rc = dt_plan_add_group(p->plan, 2, pair) < 0;
+            }
     }
     free(ranks);
-    return group_of_stage[p->S - 1] < 0 ? -1 : 0;
+    return rc ? -1 : 0;
 }
 
 /* ---- per rank ---- */
 
-static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_params,
+/* The replicas' gradient allreduce, and the tensor groups' f/g allreduces: --grad-alg
+ * (0, linear: options not from dt_plan_options_init, means ring as plan.h says). */
+static enum dt_coll_alg grad_alg(const struct dt_plan *plan)
+{
+    return plan->opt.grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : plan->opt.grad_alg;
+}
+
+/* The allreduce of each tied table's gradient between the table's rank and its copy's (the
+ * same replica and tensor rank): the table's first floats on the embedding's stage, the copy
+ * after the tied layer's other parameters on the other. */
+static int tied_allreduce(const struct pipe *p, int r, int view)
+{
+    const struct dt_model *m = p->m;
+    const struct dt_layer_view *lv = p->plan->views[view];
+    int rc = DT_OK;
+    for (int l = 0; l < m->n_layers && !rc; l++) {
+        int t = m->layers[l].tied_layer, at = lv[l].runs ? l : t;
+        if (!tied_apart(p, l) || !lv[at].runs)
+            continue;
+        long off = lv[at].param_offset + (at == l ? dt_shard_params(m, lv, l) : 0);
+        rc = dtc_push(p->plan, r, dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_LIBRARY,
+                                           p->tied_group[l] + r / p->T % p->D * p->T + r % p->T, 0,
+                                           DT_BUF_GRADS, off,
+                                           dt_layer_weight_floats(m, &m->layers[l])));
+    }
+    return rc;
+}
+
+/* ZeRO stage 1 over a stage's replicas (Rajbhandari et al. 2020; DeepSpeed composes only
+ * this stage with pipelines): the gradients reduce-scattered, the replica updates its chunk
+ * (optimizer state and master weights of that chunk only), the parameters allgathered. */
+static int zero1_step(const struct pipe *p, int r, int replicas, long n_params)
+{
+    struct dt_plan *plan = p->plan;
+    long off, len;
+    dt_chunk(n_params, p->D, plan->ranks[r].dp_index, &off, &len);
+    plan->ranks[r].n_updated = len;
+    int rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, grad_alg(plan), replicas, 0,
+                                        DT_BUF_GRADS, 0, n_params));
+    if (!rc)
+        rc = dtc_optimizer_step(plan, r, true, off, len, 0);
+    return rc ? rc : dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, grad_alg(plan), replicas, 0,
+                                                DT_BUF_PARAMS, 0, n_params));
+}
+
+static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
                      int replicas, struct work *w, struct emit *e)
 {
     struct dt_plan *plan = p->plan;
@@ -404,12 +511,14 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_p
     e->rank = r;
     e->stage = stage;
     e->d = d;
+    e->k = k;
     e->n_slots = e->n_pending = e->next_handle = 0;
     e->eval = false;
     rp->view = view;
     rp->stage = stage;
     rp->dp_index = d;
     rp->dp_count = p->D;
+    rp->rng_stream = (unsigned)(r / p->T); /* a tensor group draws the same dropout masks */
     rp->replicas = replicas;
     rp->n_params = rp->n_updated = n_params;
     rp->first = plan->views[view][0].runs;
@@ -417,20 +526,22 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int view, long n_p
     rp->updates = true;
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
-    for (int k = 0; k < n && !rc; k++) {
+    for (int u = 0; u < n && !rc; u++) {
         int row0, rows;
-        micro_rows(p, r, w[k].micro, &row0, &rows);
-        rc = w[k].fwd ? forward(p, e, w[k].micro, w[k].chunk, rows, row0)
-                      : backward(p, e, w[k].micro, w[k].chunk, rows);
+        micro_rows(p, r, w[u].micro, &row0, &rows);
+        rc = w[u].fwd ? forward(p, e, w[u].micro, w[u].chunk, rows, row0)
+                      : backward(p, e, w[u].micro, w[u].chunk, rows);
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);
-    /* grad_alg 0 (linear: options not from dt_plan_options_init) means ring (plan.h) */
-    enum dt_coll_alg alg = plan->opt.grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : plan->opt.grad_alg;
-    if (!rc && p->D > 1)
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, alg, replicas, 0, DT_BUF_GRADS, 0,
-                                        n_params));
     if (!rc)
+        rc = tied_allreduce(p, r, view);
+    if (!rc && p->D > 1 && plan->opt.zero == 1)
+        rc = zero1_step(p, r, replicas, n_params);
+    else if (!rc && p->D > 1)
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, grad_alg(plan), replicas, 0,
+                                        DT_BUF_GRADS, 0, n_params));
+    if (!rc && (p->D == 1 || plan->opt.zero != 1))
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
     return rc;
@@ -450,6 +561,7 @@ static int emit_eval(struct pipe *p, int r, int eval_rows, int first_handle, str
     e->rank = r;
     e->stage = rp->stage;
     e->d = rp->dp_index;
+    e->k = r % p->T;
     e->n_slots = e->n_pending = 0;
     e->next_handle = first_handle;
     e->eval = true;
@@ -464,26 +576,28 @@ static int emit_eval(struct pipe *p, int r, int eval_rows, int first_handle, str
 
 /* ---- fits and compile ---- */
 
-static void shape(const struct dt_plan_options *o, int n_ranks, int *S, int *V, int *D, int *M)
+static void shape(const struct dt_plan_options *o, int n_ranks, int *S, int *V, int *D, int *M,
+                  int *T)
 {
     *S = o->pp ? o->pp : 2;
     *V = o->strategy == DT_STRAT_INTERLEAVED ? (o->chunks ? o->chunks : 2) : 1;
-    *D = o->dp ? o->dp : n_ranks / *S;
+    *T = o->tp > 1 ? o->tp : 1;
+    *D = o->dp ? o->dp : n_ranks / (*S * *T);
     *M = o->strategy == DT_STRAT_NAIVE_MP ? 1 : (o->micro_batches ? o->micro_batches : *S);
 }
 
 bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                        char *why, size_t whylen)
 {
-    int S, V, D, M;
-    shape(o, n_ranks, &S, &V, &D, &M);
+    int S, V, D, M, T;
+    shape(o, n_ranks, &S, &V, &D, &M, &T);
     const char *name = dt_strategy_name(o->strategy);
-    if (o->tp > 1) /* 3D (tensor x pipeline x data) is not compiled yet */
-        return snprintf(why, whylen, "--tp composes with the data-parallel strategies, not yet "
-                        "with the pipelines (%s)", name), false;
     if (S < 2)
         return snprintf(why, whylen, "a pipeline needs --pp 2 or more"), false;
-    if (D < 1 || D * S != n_ranks)
+    if (T > 1 && (D < 1 || D * S * T != n_ranks))
+        return snprintf(why, whylen, "%d stages x %d replicas x %d tensor ranks (--pp x --dp x "
+                        "--tp) must equal the %d ranks", S, D, T, n_ranks), false;
+    if (D < 1 || D * S * T != n_ranks)
         return snprintf(why, whylen, "%d stages x %d replicas (--pp x --dp) must equal the %d "
                         "ranks", S, D, n_ranks), false;
     if (o->strategy == DT_STRAT_NAIVE_MP && o->micro_batches > 1)
@@ -506,6 +620,8 @@ bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m
     if (o->n_stage_cuts && o->n_stage_cuts + 1 != S * V)
         return snprintf(why, whylen, "--stages gives %d ranges for %d x %d chunks",
                         o->n_stage_cuts + 1, S, V), false;
+    if (T > 1 && m && !dtc_tensor_fits(o, m, n_ranks, why, whylen))
+        return false;
     long replica = o->scaling == DT_SCALING_WEAK ? o->batch : o->batch / D;
     if (replica < M)
         return snprintf(why, whylen, "a replica's batch of %ld samples cannot make %d "
@@ -517,7 +633,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
 {
     const struct dt_model *m = plan->model;
     struct pipe p = {.plan = plan, .m = m};
-    shape(&plan->opt, plan->n_ranks, &p.S, &p.V, &p.D, &p.M);
+    shape(&plan->opt, plan->n_ranks, &p.S, &p.V, &p.D, &p.M, &p.T);
     p.C = p.S * p.V;
     plan->stages = p.S;
     plan->chunks = p.V;
@@ -529,7 +645,12 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     p.chunk_of = malloc((size_t)m->n_layers * sizeof *p.chunk_of);
     p.owner = malloc((size_t)m->n_layers * sizeof *p.owner);
     plan->chunk_first = malloc((size_t)(p.C + 1) * sizeof *plan->chunk_first);
-    int *group_of_stage = calloc((size_t)p.S, sizeof *group_of_stage);
+    int *replicas = calloc((size_t)(p.S * p.T), sizeof *replicas);
+    p.tied_group = malloc((size_t)m->n_layers * sizeof *p.tied_group);
+    enum dt_shard_kind *kind = p.T > 1 ? malloc((size_t)m->n_layers * sizeof *kind) : NULL;
+    p.tensor = (struct dtc_tensor){.T = p.T, .alg = grad_alg(plan)};
+    p.tensor.tp_group = p.T > 1 ? malloc((size_t)plan->n_ranks * sizeof *p.tensor.tp_group)
+                                : NULL;
     int *handles = calloc((size_t)plan->n_ranks, sizeof *handles);
     struct work *w = malloc((size_t)(2 * p.M * p.V) * sizeof *w);
     struct emit e = {0};
@@ -537,13 +658,15 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     e.slot_busy = malloc((size_t)(p.M + 1) * sizeof *e.slot_busy);
     e.loaded = malloc((size_t)(p.M + 1) * sizeof *e.loaded);
     e.pending = malloc((size_t)(4 * p.M * p.V * m->n_layers + 2) * 2 * sizeof *e.pending);
-    int rc = p.chunk_of && p.owner && plan->chunk_first && group_of_stage && handles && w && e.slot_of &&
-                     e.slot_busy && e.loaded && e.pending
+    int rc = p.chunk_of && p.owner && plan->chunk_first && replicas && p.tied_group && handles && w &&
+                     e.slot_of && e.slot_busy && e.loaded && e.pending &&
+                     (p.T == 1 || (kind && p.tensor.tp_group &&
+                                   dtc_tensor_cut(m, p.T, kind) >= 0))
                  ? DT_OK
                  : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < plan->n_ranks && !rc; r++) {
         long off, len;
-        dt_chunk(plan->global_batch, p.D, r % p.D, &off, &len);
+        dt_chunk(plan->global_batch, p.D, r / p.T % p.D, &off, &len);
         plan->ranks[r].batch = (int)len;
         plan->ranks[r].slot_rows = (int)((len + p.M - 1) / p.M);
     }
@@ -559,28 +682,22 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         if (L->params > 0 && l < p.first_train)
             p.first_train = l;
     }
-    for (int l = 0; l < m->n_layers && !rc; l++)
-        if (m->layers[l].tied && stage_of_chunk(&p, p.chunk_of[l]) !=
-                                     stage_of_chunk(&p, p.chunk_of[m->layers[l].tied_layer]))
-            rc = dt_fail(err, DT_EINPUT, NULL, 0, 0,
-                         "layer '%s' is tied to '%s' on another stage: tied embeddings across "
-                         "pipeline stages are not implemented yet (put both on one stage with "
-                         "--stages)",
-                         m->layers[l].name, m->layers[m->layers[l].tied_layer].name);
     if (!rc && first_readers(&p))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    if (!rc && replica_groups(&p, group_of_stage))
+    if (!rc && pipeline_groups(&p, replicas))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    for (int s = 0; s < p.S && !rc; s++) {
-        long n_params = 0;
-        int view = stage_view(&p, s, &n_params);
-        if (view < 0)
-            rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        for (int d = 0; d < p.D && !rc; d++) {
-            rc = emit_rank(&p, rank_of(&p, s, d), s, d, view, n_params, group_of_stage[s], w, &e);
-            handles[rank_of(&p, s, d)] = e.next_handle;
+    for (int s = 0; s < p.S && !rc; s++)
+        for (int k = 0; k < p.T && !rc; k++) {
+            long n_params = 0;
+            int view = stage_view(&p, s, k, kind, &n_params);
+            if (view < 0)
+                rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+            for (int d = 0; d < p.D && !rc; d++) {
+                int r = rank_of(&p, s, d, k);
+                rc = emit_rank(&p, r, s, d, k, view, n_params, replicas[s * p.T + k], w, &e);
+                handles[r] = e.next_handle;
+            }
         }
-    }
     int eval_rows = 1 << 30;
     for (int r = 0; r < plan->n_ranks && !rc; r++) {
         int cap = plan->ranks[r].slots * plan->ranks[r].slot_rows;
@@ -598,7 +715,10 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     free(p.chunk_of);
     free(p.owner);
     free(p.reader);
-    free(group_of_stage);
+    free(replicas);
+    free(p.tied_group);
+    free(kind);
+    free(p.tensor.tp_group);
     free(handles);
     free(w);
     free(e.slot_of);

@@ -47,9 +47,7 @@ static int all_ranks_group(struct dt_plan *plan)
     return g;
 }
 
-/* Unscale and check the gradients the rank updates, then agree on the flag: one rank's
- * overflow skips every rank's step (the parameters of all replicas and stages stay equal). */
-static int overflow_check(struct dt_plan *plan, int r, long offset, long count)
+int dtc_overflow_check(struct dt_plan *plan, int r, long offset, long count)
 {
     struct dt_op unscale = {.kind = DT_OP_UNSCALE, .layer = -1,
                             .region = {DT_BUF_GRADS, offset, count, -1},
@@ -66,23 +64,30 @@ static int overflow_check(struct dt_plan *plan, int r, long offset, long count)
     return dtc_push(plan, r, max);
 }
 
+int dtc_master_cast(struct dt_plan *plan, int r, long opt_offset, long offset, long count)
+{
+    return dtc_push(plan, r, (struct dt_op){.kind = DT_OP_COPY, .layer = -1,
+                                            .region = {DT_BUF_MASTER, opt_offset, count, -1},
+                                            .dst = {DT_BUF_PARAMS, offset, count, -1}});
+}
+
+int dtc_rescale(struct dt_plan *plan, int r)
+{
+    return dtc_push(plan, r, (struct dt_op){.kind = DT_OP_RESCALE, .layer = -1,
+                                            .region = {DT_BUF_SCALER, 0, DT_SCALER_ELEMS, -1}});
+}
+
 int dtc_optimizer_step(struct dt_plan *plan, int r, bool updates, long offset, long count,
                        long opt_offset)
 {
     if (!dt_plan_mixed(plan->opt.precision))
         return updates ? dtc_push(plan, r, dtc_update(offset, count, opt_offset)) : DT_OK;
-    int rc = overflow_check(plan, r, offset, updates ? count : 0);
+    int rc = dtc_overflow_check(plan, r, offset, updates ? count : 0);
     if (!rc && updates)
         rc = dtc_push(plan, r, dtc_update(offset, count, opt_offset));
     if (!rc && updates)
-        rc = dtc_push(plan, r, (struct dt_op){.kind = DT_OP_COPY, .layer = -1,
-                                              .region = {DT_BUF_MASTER, opt_offset, count, -1},
-                                              .dst = {DT_BUF_PARAMS, offset, count, -1}});
-    if (!rc)
-        rc = dtc_push(plan, r, (struct dt_op){.kind = DT_OP_RESCALE, .layer = -1,
-                                              .region = {DT_BUF_SCALER, 0, DT_SCALER_ELEMS,
-                                                         -1}});
-    return rc;
+        rc = dtc_master_cast(plan, r, opt_offset, offset, count);
+    return rc ? rc : dtc_rescale(plan, r);
 }
 
 int dtc_precision_buffers(struct dt_plan *plan, int r)

@@ -558,7 +558,7 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
     if (o->n_ranks)
         return o->n_ranks;
     if (registry[o->strategy].pipeline && o->dp)
-        return o->dp * (o->pp ? o->pp : 2);
+        return o->dp * (o->pp ? o->pp : 2) * (o->tp > 1 ? o->tp : 1);
     return topo->n_ranks;
 }
 
@@ -567,7 +567,8 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
  * recursive doubling or halving on a group that is not a power of two (the extra ranks). */
 static bool replicas_alike(const struct dt_plan_options *o, int ranks)
 {
-    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp) : o->tp > 1 ? ranks / o->tp : ranks;
+    int t = o->tp > 1 ? o->tp : 1;
+    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp / t) : ranks / t;
     bool pow2 = d > 0 && (d & (d - 1)) == 0;
     enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
     switch (o->strategy) {

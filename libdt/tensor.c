@@ -183,6 +183,11 @@ static int cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
     return pairs;
 }
 
+int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
+{
+    return cut(m, T, kind);
+}
+
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen)
 {
@@ -195,8 +200,11 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
                  "--strategy ring with --tp equal to the ranks)", dt_strategy_name(o->strategy));
         return false;
     }
-    if (o->zero) { /* zero.c compiles the whole model on every rank */
-        snprintf(why, whylen, "--tp with --zero is not implemented yet");
+    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
+        /* zero.c compiles the whole model on every rank; a pipeline's stage 1 shards each
+         * tensor rank's state over its replicas (pipeline.c) */
+        snprintf(why, whylen, "--tp with --zero is not implemented yet for the data-parallel "
+                 "strategies (it is with the pipelines at --zero 1)");
         return false;
     }
     if (n_ranks % T) {

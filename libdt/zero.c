@@ -18,6 +18,12 @@
  *            unit there (the layer view points at the staging); gradients as at stage 2.
  * Memory per rank (fp32, K optimizer bytes per parameter): stage 1 (4 + 4) psi + K psi / N,
  * stage 2 4 psi + (4 + K) psi / N + 4 staging, stage 3 (4 + 4 + K) psi / N + 8 staging.
+ * Mixed precision (bf16, fp16): 2-byte parameters and gradients, the fp32 master weights of
+ * the shard beside its optimizer state (Adam: K = 12), so the paper's 4 psi + 12 psi / N,
+ * 2 psi + 14 psi / N (+ 2 staging), 16 psi / N (+ 4 staging); the step unscales the gradients
+ * the rank updates, agrees on the overflow flag (MAX over all ranks), updates its master
+ * shard and casts it into its parameter chunk before the allgather, as DeepSpeed's
+ * mixed-precision ZeRO optimizer does.
  * Traffic: stages 1-2 a reduce-scatter and an allgather of psi (plain data parallelism's
  * allreduce), stage 3 one more allgather (1.5x). */
 #include <math.h>
@@ -47,19 +53,16 @@ bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
         return false;
     }
     enum dt_strategy s = o->strategy;
+    if (dt_strategy_info(s)->pipeline && o->zero == 1)
+        return true; /* pipeline.c shards each stage's optimizer state over its replicas */
     if (s != DT_STRAT_ALLREDUCE_RING && s != DT_STRAT_ALLREDUCE_LIBRARY &&
         s != DT_STRAT_PS_SHARDED) {
         snprintf(why, whylen, "--zero shards over the data-parallel ranks of ring, "
                  "mpi-allreduce or ps-sharded (reduce-scatter and allgather); %s has %s",
                  dt_strategy_name(s), dt_strategy_info(s)->pipeline
-                 ? "pipeline stages (ZeRO with pipelines is not implemented)"
+                 ? "pipeline stages (ZeRO stages 2 and 3 with pipelines are not implemented: "
+                   "stage 1 is, as in DeepSpeed)"
                  : s == DT_STRAT_SEQUENTIAL ? "one rank" : "no reduce-scatter");
-        return false;
-    }
-    if (dt_plan_mixed(o->precision)) {
-        snprintf(why, whylen, "--zero with mixed precision (--precision %s) is not implemented "
-                 "yet: its sharded step has no unscale, master weights or loss scale",
-                 dt_precision_name(o->precision));
         return false;
     }
     return true;
@@ -207,28 +210,58 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
     return rc;
 }
 
+/* Mixed precision: the gradients the rank updates unscaled and checked before any update.
+ * Stages 2-3 hold them packed (the gradient shard); stage 1 unscales the whole gradient
+ * buffer from its first unit on: a chunk it does not own overflows only if the owner's sum
+ * does, so the flag after the MAX over all ranks is the same. */
+static int unscale(struct zero *z, int r)
+{
+    if (!dt_plan_mixed(z->plan->opt.precision))
+        return DT_OK;
+    if (z->stage >= 2)
+        return dtc_overflow_check(z->plan, r, z->staging, shard_floats(z, r));
+    if (z->n_units == 1) {
+        long o, len, s;
+        chunk(z, 0, r, &o, &len, &s);
+        return dtc_overflow_check(z->plan, r, z->units[0].lo + o, len);
+    }
+    long lo = z->n_units ? z->units[0].lo : 0;
+    return dtc_overflow_check(z->plan, r, lo, z->plan->model->total_params - lo);
+}
+
+/* UPDATE of params [offset, + len) from optimizer state (and master weights) at s; mixed
+ * precision casts the master weights into the parameters. */
+static int update_chunk(struct zero *z, int r, long offset, long len, long s, long grads_at)
+{
+    struct dt_op op = dtc_update(offset, len, s);
+    if (grads_at >= 0)
+        op.grads = (struct dt_region){DT_BUF_GRADS, grads_at, len, -1};
+    int rc = len ? dtc_push(z->plan, r, op) : DT_OK;
+    if (!rc && len && dt_plan_mixed(z->plan->opt.precision))
+        rc = dtc_master_cast(z->plan, r, s, offset, len);
+    return rc;
+}
+
 /* The step's end: every rank updates its shard; stages 1-2 allgather the parameters. */
 static int update(struct zero *z, int r, int n_handles)
 {
     int rc = DT_OK;
     for (int h = 0; h < n_handles && !rc; h++)
         rc = dtc_push(z->plan, r, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
-    if (z->stage == 3) {
-        long n = shard_floats(z, r);
-        return rc || !n ? rc : dtc_push(z->plan, r, dtc_update(z->staging, n, 0));
-    }
-    for (int u = 0; u < z->n_units && !rc; u++) {
+    if (!rc)
+        rc = unscale(z, r);
+    if (!rc && z->stage == 3)
+        rc = update_chunk(z, r, z->staging, shard_floats(z, r), 0, -1);
+    for (int u = 0; u < z->n_units && z->stage < 3 && !rc; u++) {
         long o, len, s;
         chunk(z, u, r, &o, &len, &s);
-        struct dt_op op = dtc_update(z->units[u].lo + o, len, s);
-        if (z->stage == 2)
-            op.grads = (struct dt_region){DT_BUF_GRADS, z->staging + s, len, -1};
-        if (len)
-            rc = dtc_push(z->plan, r, op);
+        rc = update_chunk(z, r, z->units[u].lo + o, len, s, z->stage == 2 ? z->staging + s : -1);
         if (!rc)
             rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0,
                                                DT_BUF_PARAMS, z->units[u].lo, z->units[u].size));
     }
+    if (!rc && dt_plan_mixed(z->plan->opt.precision))
+        rc = dtc_rescale(z->plan, r);
     return rc;
 }
 

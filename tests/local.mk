@@ -84,8 +84,8 @@ tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
 
 # Tensor parallelism: dtexec's shards reach the one-rank weights (tp 2, tp 4, dp 2 x tp 2),
 # controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
-TESTS += tests/test_exec_tensor.sh
-EXTRA_DIST += tests/test_exec_tensor.sh
+TESTS += tests/test_exec_tensor.sh tests/test_exec_3d.sh
+EXTRA_DIST += tests/test_exec_tensor.sh tests/test_exec_3d.sh
 TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
 

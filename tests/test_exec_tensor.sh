@@ -131,8 +131,6 @@ else bad "closed form mlp-wide dp 2 x tp 2: got [$got]"; fi
 # Bad configurations: exit 2 and why.
 expect_error "tp does not divide the ranks" "--tp 3 does not divide the 4 ranks" \
   "$dtsim" -m mlp-wide -s ring --tp 3 -t "$top_srcdir/topologies/1n4p.yaml"
-expect_error "tp with a pipeline" "not yet with the pipelines" \
-  "$dtsim" -m mlp-wide -s 1f1b --tp 2 -t "$top_srcdir/topologies/1n4p.yaml"
 expect_error "tp without a pair that divides" "no dense pair" \
   "$dtsim" -m resnet18-cifar10 -s ring --tp 2 -t "$top_srcdir/topologies/1n2p.yaml"
 expect_error "tp with hierarchical" "--tp composes" \

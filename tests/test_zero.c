@@ -90,8 +90,8 @@ static double formula(int stage, double psi, int n, double P, double G, double K
     }
 }
 
-/* One row per precision and optimizer: bytes per parameter of weights, gradients and state.
- * (Mixed precision, once --precision bf16 plans exist: {"bf16", "adam", 2, 2, 12}.) */
+/* One row per precision and optimizer: bytes per parameter of weights, gradients and state
+ * (mixed precision: 2-byte weights and gradients, fp32 master weights and moments). */
 static const struct {
     const char *precision, *optimizer;
     double P, G, K;
@@ -99,6 +99,9 @@ static const struct {
     {"fp32", "adam", 4, 4, 8},
     {"fp32", "momentum", 4, 4, 4},
     {"fp32", "sgd", 4, 4, 0},
+    {"bf16", "adam", 2, 2, 12},
+    {"fp16", "adam", 2, 2, 12},
+    {"bf16", "sgd", 2, 2, 4},
 };
 
 static void memory_follows_the_paper(void **state)
@@ -128,6 +131,38 @@ static void memory_follows_the_paper(void **state)
             }
             dt_topology_destroy(t);
         }
+    dt_model_destroy(m);
+}
+
+/* Mixed-precision Adam (K = 12) on a zoo model, as the paper writes it: 16 psi, 4 psi +
+ * 12 psi / N, 2 psi + 14 psi / N, 16 psi / N, plus at stages 2-3 the staging of the largest
+ * unit (2 or 4 bytes per element of it: one layer without --bucket). The shards of a layer
+ * may differ by one element between ranks, so the ranks' sum is compared, exactly. */
+static void mixed_precision_zoo_model(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("mlp-wide");
+    const double psi = (double)m->total_params, staging = largest_layer(m);
+    const int n = 4;
+    struct dt_topology *t = nodes(1, n);
+    const double want[4] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n + 2 * staging,
+                            16 * psi / n + 4 * staging};
+    for (int stage = 0; stage <= 3; stage++) {
+        char flags[64];
+        snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
+        struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+        double got = 0;
+        for (int r = 0; r < n; r++) {
+            struct dt_memory mem;
+            dt_plan_rank_memory(plan, r, &mem);
+            got += mem.weights + mem.grads + mem.optimizer;
+        }
+        if (got != n * want[stage])
+            fail_msg("mlp-wide, %s on %d ranks: %.0f bytes per rank, the paper's form %.0f",
+                     flags, n, got / n, want[stage]);
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
     dt_model_destroy(m);
 }
 
@@ -175,6 +210,72 @@ static void traffic_follows_the_paper(void **state)
     dt_model_destroy(m);
 }
 
+/* bf16, as dtsim plays it: stages 1-2 send what plain bf16 data parallelism sends (its
+ * 2-byte allreduce and the overflow flag's MAX), stage 3 half as much again of the gradient
+ * traffic: the closed forms at 2 bytes per element. */
+static void mixed_precision_traffic(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    const double psi = (double)m->total_params;
+    for (int n = 2; n <= 8; n *= 2) {
+        struct dt_topology *t = nodes(1, n);
+        const double allreduce = 2.0 * (n - 1) / n * 2 * psi;
+        struct dt_plan *plain = build(m, t, DT_STRAT_ALLREDUCE_RING, "precision=bf16");
+        double flag = sent(plain, 0) - allreduce;
+        assert_true(flag > 0 && flag <= 4.0 * n);
+        dt_plan_destroy(plain);
+        for (int stage = 1; stage <= 3; stage++) {
+            char flags[64];
+            snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
+            struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+            double want = (stage == 3 ? 1.5 * allreduce : allreduce) + flag;
+            for (int r = 0; r < n; r++)
+                if (fabs(sent(plan, r) - want) > 1e-9 * want)
+                    fail_msg("%s, %d ranks, rank %d: %.0f bytes sent, the closed form %.0f",
+                             flags, n, r, sent(plan, r), want);
+            dt_plan_destroy(plan);
+        }
+        dt_topology_destroy(t);
+    }
+    dt_model_destroy(m);
+}
+
+/* Stage 1 with a pipeline (and with tensor groups inside its stages): a stage's D replicas
+ * each hold the stage's psi_s parameters and gradients and 1/D of its optimizer state, so
+ * the replicas of one stage hold D (P + G) psi_s + K psi_s bytes of them, exactly. */
+static void stage1_with_pipelines(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    struct dt_topology *t = nodes(1, 8);
+    const char *flags[] = {"pp=2 dp=4 zero=1", "pp=2 dp=2 tp=2 zero=1",
+                           "pp=2 dp=4 zero=1 precision=bf16"};
+    const double PG[] = {8, 8, 4}, K[] = {8, 8, 12};
+    for (int f = 0; f < 3; f++) {
+        struct dt_plan *plan = build(m, t, DT_STRAT_GPIPE, flags[f]);
+        for (int r0 = 0; r0 < plan->n_ranks; r0++) { /* r0: the first rank of its group */
+            const struct dt_rank_plan *rp = &plan->ranks[r0];
+            if (rp->dp_index)
+                continue;
+            double got = 0, psi = (double)rp->n_params;
+            for (int r = 0; r < plan->n_ranks; r++)
+                if (plan->ranks[r].replicas == rp->replicas) {
+                    struct dt_memory mem;
+                    dt_plan_rank_memory(plan, r, &mem);
+                    got += mem.weights + mem.grads + mem.optimizer;
+                }
+            double want = plan->dp * PG[f] * psi + K[f] * psi;
+            if (got != want)
+                fail_msg("gpipe %s, replicas of rank %d: %.0f bytes, the form %.0f", flags[f],
+                         r0, got, want);
+        }
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* --zero goes with ring, mpi-allreduce and ps-sharded only; the others say why not. */
 static void other_strategies_refused(void **state)
 {
@@ -203,7 +304,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(memory_follows_the_paper),
+        cmocka_unit_test(mixed_precision_zoo_model),
         cmocka_unit_test(traffic_follows_the_paper),
+        cmocka_unit_test(mixed_precision_traffic),
+        cmocka_unit_test(stage1_with_pipelines),
         cmocka_unit_test(other_strategies_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

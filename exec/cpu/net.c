@@ -336,14 +336,23 @@ static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
     }
 }
 
-/* A tied layer reads (and adds its gradient to) the table of the embedding it is tied to,
- * which must be on this rank. */
+/* Whether layer i is tied to a table that runs on another rank: the view then gives it a copy
+ * of the table at its own offset (a pipeline's last stage; the plan keeps the two equal). */
+static bool tied_copy(const struct dtk_net *net, int i)
+{
+    const struct dt_layer *L = &net->model->layers[i];
+    return L->tied && net->view && net->lay[i].runs && L->tied_layer >= 0 &&
+           !net->lay[L->tied_layer].runs;
+}
+
+/* A tied layer reads (and adds its gradient to) the table of the embedding it is tied to, on
+ * this rank, or its copy of it. */
 static int tie_weights(struct dtk_net *net, struct dt_error *err)
 {
     const struct dt_model *m = net->model;
     for (int i = 0; i < m->n_layers; i++) {
         const struct dt_layer *L = &m->layers[i];
-        if (!L->tied || !net->lay[i].runs)
+        if (!L->tied || !net->lay[i].runs || tied_copy(net, i))
             continue;
         if (L->tied_layer < 0 || L->tied_layer >= i || !net->lay[L->tied_layer].runs)
             return layer_fail(err, m, L, "its tied table is not on this rank");
@@ -377,9 +386,15 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
     if (!all)
         return -1;
     dtk_init_model(all, m, init, seed);
-    for (int i = 0; i < m->n_layers; i++)
+    for (int i = 0; i < m->n_layers; i++) {
         if (net->lay[i].runs)
             dt_shard_copy(m, net->view, i, net->params, all, false);
+        if (tied_copy(net, i)) { /* the table's token rows come first */
+            const float *table = all + m->layers[m->layers[i].tied_layer].param_offset;
+            memcpy(net->params + net->lay[i].poff, table,
+                   (size_t)dt_layer_weight_floats(m, &m->layers[i]) * sizeof *all);
+        }
+    }
     free(all);
     return 0;
 }

@@ -375,7 +375,7 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
                               size_t whylen);
 
 /* The ranks a plan of these options uses on topo: n_ranks when set, 1 for sequential,
- * dp x pp for a pipeline given --dp, else all of the topology's. */
+ * dp x pp (x tp) for a pipeline given --dp, else all of the topology's. */
 int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *topo);
 
 /* Compiles a plan. The model and topology must outlive it. */
