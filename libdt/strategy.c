@@ -182,10 +182,9 @@ int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
     stamp_shards(plan, rank, &op);
-    op.precision = plan->opt.precision;
     if (dt_plan_dropped(plan, rank))
         return DT_OK;
-    return dt_program_push(&plan->ranks[rank].eval, &op);
+    return dt_plan_push_eval(plan, rank, &op);
 }
 
 struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
@@ -322,6 +321,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
                                    : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32);
     if (comm32)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
+    rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
     return rc ? DT_ENOMEM : DT_OK;
 }
 
@@ -609,6 +609,8 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
     plan->opt.accumulate = K;
     plan->probe = probe && replicas_alike(opt, p);
     int rc = registry[s].compile(plan, err);
+    if (!rc && dt_plan_share(plan))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && !probe)
         rc = dt_plan_check(plan, err);
     if (rc) {
