@@ -54,6 +54,9 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
     {"interleaved",
      "interleaved 1F1B: --chunks V model chunks per stage, bubble divided by V",
      "Narayanan et al. 2021 (Megatron-LM)", PIPELINE},
+    {"tree",
+     "double binary tree allreduce: two trees each reduce and broadcast half, pipelined in "
+     "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)", DATA_PARALLEL},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -80,7 +83,8 @@ int dt_strategy_parse(const char *name)
 static bool is_allreduce(enum dt_strategy s)
 {
     return s == DT_STRAT_ALLREDUCE_RING || s == DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING ||
-           s == DT_STRAT_ALLREDUCE_RABENSEIFNER || s == DT_STRAT_ALLREDUCE_LIBRARY;
+           s == DT_STRAT_ALLREDUCE_RABENSEIFNER || s == DT_STRAT_ALLREDUCE_LIBRARY ||
+           s == DT_STRAT_ALLREDUCE_TREE;
 }
 
 static enum dt_coll_alg allreduce_alg(enum dt_strategy s)
@@ -89,6 +93,7 @@ static enum dt_coll_alg allreduce_alg(enum dt_strategy s)
     case DT_STRAT_ALLREDUCE_RING: return DT_ALG_RING;
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING: return DT_ALG_RECURSIVE_DOUBLING;
     case DT_STRAT_ALLREDUCE_RABENSEIFNER: return DT_ALG_RABENSEIFNER;
+    case DT_STRAT_ALLREDUCE_TREE: return DT_ALG_TREE;
     default: return DT_ALG_LIBRARY;
     }
 }
@@ -441,6 +446,7 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
     case DT_STRAT_ALLREDUCE_RABENSEIFNER:
     case DT_STRAT_ALLREDUCE_LIBRARY:
+    case DT_STRAT_ALLREDUCE_TREE:
         if (n_handles == 0)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(s), world, 0,
                                             DT_BUF_GRADS, 0, P));

@@ -123,6 +123,7 @@ enum dt_coll_alg {
     DT_ALG_RABENSEIFNER, /* recursive-halving reduce-scatter + recursive-doubling allgather */
     DT_ALG_DIRECT,       /* reduce-scatter/allgather by direct exchange (sharded PS) */
     DT_ALG_LIBRARY,      /* the MPI library's own collective (dtsim models MPICH's choice) */
+    DT_ALG_TREE,         /* NCCL's double binary tree allreduce (dt/collective.h) */
     DT_ALG_COUNT
 };
 
@@ -234,6 +235,7 @@ enum dt_strategy {
     DT_STRAT_NAIVE_MP,
     DT_STRAT_1F1B,
     DT_STRAT_INTERLEAVED,
+    DT_STRAT_ALLREDUCE_TREE,
     DT_STRAT_COUNT
 };
 
