@@ -578,13 +578,15 @@ static bool replicas_alike(const struct dt_plan_options *o, int ranks)
     enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
     switch (o->strategy) {
     case DT_STRAT_REDUCE_BCAST_BINOMIAL:
-    case DT_STRAT_ALLREDUCE_HIERARCHICAL: return false;
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL:
+    case DT_STRAT_ALLREDUCE_TREE: return false; /* inner tree nodes receive more */
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
     case DT_STRAT_ALLREDUCE_RABENSEIFNER:
     case DT_STRAT_ALLREDUCE_LIBRARY: return pow2;
     default: break;
     }
-    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT || pow2;
+    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT ||
+           (pow2 && alg != DT_ALG_TREE);
 }
 
 static int build(const struct dt_model *model, const struct dt_topology *topo,
