@@ -267,6 +267,149 @@ static int rabenseifner_allreduce(int p, int me, long n, struct dt_schedule *s)
     return fold_out(p, me, n, s);
 }
 
+/* ---- NCCL's double binary tree allreduce (Sanders, Speck and Traeff 2009; NCCL 2.4) ----
+ * Two binary trees over the group, each reducing then broadcasting half of the vector,
+ * pipelined in chunks of at most DT_TREE_CHUNK floats. The second tree is the first
+ * mirrored (even p) or shifted by one (odd p), so that the leaves of one are inner nodes of
+ * the other. Both are in-order trees on positions 0..p-1: position 0 is the root with one
+ * child, the largest power of two below p; position q > 0 with lowest set bit b has the
+ * children q - b/2 and the largest q + c < p (c = b/2, b/4, ..., 1), its height is log2(b).
+ * Rounds are timed by height going up and by depth going down so that every message is
+ * received in the round it is sent or later: a member never waits for a round that waits
+ * for it, whatever the other tree does (each round holds both trees' transfers). */
+static int tree_parent(int p, int q)
+{
+    if (q == 0)
+        return -1;
+    int b = q & -q, up = (q ^ b) | (b << 1);
+    return up < p ? up : q ^ b;
+}
+
+static int tree_children(int p, int q, int child[2])
+{
+    int n = 0;
+    if (q == 0) {
+        if (p > 1)
+            child[n++] = pof2_below(p - 1);
+        return n;
+    }
+    int b = q & -q;
+    if (b >= 2)
+        child[n++] = q - b / 2;
+    for (int c = b / 2; c >= 1; c /= 2)
+        if (q + c < p) {
+            child[n++] = q + c;
+            break;
+        }
+    return n;
+}
+
+static int log2_int(int v)
+{
+    int l = 0;
+    while (v > 1) {
+        v >>= 1;
+        l++;
+    }
+    return l;
+}
+
+static int tree_height(int p, int q)
+{
+    return q > 0 ? log2_int(q & -q) : p > 1 ? 1 + log2_int(pof2_below(p - 1)) : 0;
+}
+
+static int tree_depth(int p, int q)
+{
+    int d = 0;
+    for (; q > 0; q = tree_parent(p, q))
+        d++;
+    return d;
+}
+
+/* Member me's position in tree t, and the member at position q of tree t. Three members
+ * are the one size whose shifted tree shares a parent-child edge with the first: there both
+ * halves use the first tree (a shared edge in two trees would reorder the pair's messages). */
+static int tree_pos(int p, int t, int me)
+{
+    if (t == 0 || p == 3)
+        return me;
+    return p % 2 == 0 ? p - 1 - me : (me + 1) % p;
+}
+
+static int tree_member(int p, int t, int q)
+{
+    if (t == 0 || p == 3)
+        return q;
+    return p % 2 == 0 ? p - 1 - q : (q + p - 1) % p;
+}
+
+long dt_tree_chunks(long count)
+{
+    long half = (count + 1) / 2;
+    return half > DT_TREE_CHUNK ? (half + DT_TREE_CHUNK - 1) / DT_TREE_CHUNK : 1;
+}
+
+/* Tree t's transfers of member me in round r (reduce rounds first, then broadcast rounds). */
+static int tree_round(int p, int me, long n, int t, int r, int reduce_rounds,
+                      struct dt_schedule *s)
+{
+    long k = dt_tree_chunks(n), ho, hl;
+    dt_chunk(n, 2, t, &ho, &hl);
+    int q = tree_pos(p, t, me), child[2], nc = tree_children(p, q, child), up = tree_parent(p, q);
+    long j_send, j_recv;
+    bool reduce = r < reduce_rounds;
+    if (reduce) { /* chunk j goes up in round j + height, arrives in the parent's round before */
+        j_send = up >= 0 ? r - tree_height(p, q) : -1;
+        j_recv = nc ? r - tree_height(p, q) + 1 : -1;
+    } else {      /* chunk j goes down in round j + depth after the reduce rounds */
+        int d = tree_depth(p, q);
+        j_send = nc ? r - reduce_rounds - d : -1;
+        j_recv = up >= 0 ? r - reduce_rounds - d + 1 : -1;
+    }
+    long o, l;
+    int rc = DT_OK;
+    if (j_send >= 0 && j_send < k) {
+        dt_chunk(hl, (int)k, (int)j_send, &o, &l);
+        if (reduce)
+            rc = add(s, true, tree_member(p, t, up), ho + o, l, false);
+        for (int c = 0; c < nc && !reduce && !rc; c++)
+            rc = add(s, true, tree_member(p, t, child[c]), ho + o, l, false);
+    }
+    if (!rc && j_recv >= 0 && j_recv < k) {
+        dt_chunk(hl, (int)k, (int)j_recv, &o, &l);
+        if (!reduce)
+            rc = add(s, false, tree_member(p, t, up), ho + o, l, false);
+        for (int c = 0; c < nc && reduce && !rc; c++)
+            rc = add(s, false, tree_member(p, t, child[c]), ho + o, l, true);
+    }
+    return rc;
+}
+
+int dt_tree_rounds(int p, long count)
+{
+    if (p < 2)
+        return 0;
+    /* both trees have the same shape on their positions: one root height, which is also
+     * their deepest leaf's depth */
+    return 2 * (int)(dt_tree_chunks(count) + tree_height(p, 0) - 1);
+}
+
+static int tree_allreduce(int p, int me, long n, struct dt_schedule *s)
+{
+    int total = dt_tree_rounds(p, n), half = total / 2, lo, hi;
+    window_steps(s, total, &lo, &hi);
+    for (int r = lo; r < hi; r++) {
+        int rc = round_open(s);
+        for (int t = 0; t < 2 && !rc; t++)
+            rc = tree_round(p, me, n, t, r, half, s);
+        if (rc)
+            return rc;
+    }
+    skip_after(s, total, hi);
+    return DT_OK;
+}
+
 static int binomial_reduce(int p, int me, int root, long n, struct dt_schedule *s)
 {
     int rel = mod(me - root, p);
@@ -395,6 +538,8 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
             rc = direct(true, p, me, count, s);
             if (!rc)
                 rc = direct(false, p, me, count, s);
+        } else if (alg == DT_ALG_TREE) {
+            rc = tree_allreduce(p, me, count, s);
         }
         break;
     case DT_COLL_REDUCE:

@@ -14,6 +14,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/model_summary.c \
 	libdt/model_impl.h \
 	libdt/plan.c \
+	libdt/plan_share.c \
 	libdt/strategy.c \
 	libdt/pipeline.c \
 	libdt/zero.c \

@@ -60,6 +60,27 @@ void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *kee
         *keep_floats += out;
 }
 
+/* The widest chunk of n cut in p (dt_chunk) other than chunk x: the first n % p chunks are
+ * one longer. */
+static long widest_chunk_but(long n, int p, int x)
+{
+    long base = n / p, extra = n % p;
+    return extra > 1 || (extra == 1 && x != 0) ? base + 1 : base;
+}
+
+/* A ring member receives one chunk per round: in the reduce-scatter every chunk but
+ * me - 1's, in the allgather every chunk but its own. Closed form: expanding the schedule
+ * for every member made compiling a 16k-rank ring quadratic. */
+static long ring_widest(enum dt_coll_kind kind, long n, int p, int me)
+{
+    long rs = widest_chunk_but(n, p, (me + p - 1) % p), ag = widest_chunk_but(n, p, me);
+    switch (kind) {
+    case DT_COLL_REDUCE_SCATTER: return rs;
+    case DT_COLL_ALLGATHER: return ag;
+    default: return rs > ag ? rs : ag;
+    }
+}
+
 long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
 {
     if (op->kind == DT_OP_SEND)
@@ -73,6 +94,10 @@ long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
         dt_chunk(op->region.count, group_size, me, &off, &len);
         return op->coll == DT_COLL_REDUCE_SCATTER ? len : 0;
     }
+    if (op->alg == DT_ALG_RING && group_size > 1 &&
+        (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
+         op->coll == DT_COLL_ALLGATHER))
+        return ring_widest(op->coll, op->region.count, group_size, me);
     struct dt_schedule s;
     dt_schedule_init(&s);
     long widest = 0;

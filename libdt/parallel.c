@@ -63,7 +63,7 @@ void dt_parallel_usage(FILE *out)
         "      --stages CUTS        pipelines: layers of each stage, e.g. '0-4,5-11' (default:\n"
         "                           balanced by predicted cost)\n"
         "      --grad-alg ALG       pipelines: the replicas' allreduce: ring, recursive-doubling,\n"
-        "                           rabenseifner or mpi-allreduce (default ring)\n"
+        "                           rabenseifner, tree or mpi-allreduce (default ring)\n"
         "      --optimizer NAME     adam, adam-torch, sgd or momentum (default adam): its state\n"
         "                           is part of the memory\n"
         "      --precision P        fp32, tf32, bf16, fp16 or fp8: compute precision; bf16 and\n"
@@ -206,14 +206,14 @@ static int parse_grad_alg(struct dt_plan_options *o, const char *s, struct dt_er
     static const struct { const char *name; enum dt_coll_alg alg; } algs[] = {
         {"ring", DT_ALG_RING}, {"recursive-doubling", DT_ALG_RECURSIVE_DOUBLING},
         {"rabenseifner", DT_ALG_RABENSEIFNER}, {"mpi-allreduce", DT_ALG_LIBRARY},
-        {"library", DT_ALG_LIBRARY}};
+        {"library", DT_ALG_LIBRARY}, {"tree", DT_ALG_TREE}};
     for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++)
         if (strcmp(s, algs[i].name) == 0) {
             o->grad_alg = algs[i].alg;
             o->grad_alg_given = true;
             return DT_OK;
         }
-    return bad(err, "grad-alg", "expected ring, recursive-doubling, rabenseifner or "
+    return bad(err, "grad-alg", "expected ring, recursive-doubling, rabenseifner, tree or "
                "mpi-allreduce, got '%s'", s);
 }
 

@@ -45,7 +45,8 @@ const char *dt_coll_kind_name(enum dt_coll_kind k)
 const char *dt_coll_alg_name(enum dt_coll_alg a)
 {
     static const char *const n[] = {"linear", "binomial", "ring", "recursive-doubling",
-                                    "rabenseifner", "direct", "library"};
+                                    "rabenseifner", "direct", "library", "tree"};
+    _Static_assert(sizeof n / sizeof n[0] == DT_ALG_COUNT, "a name for every algorithm");
     return a < DT_ALG_COUNT ? n[a] : "?";
 }
 
@@ -79,6 +80,8 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
     if (dt_plan_dropped(plan, rank))
         return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
+    if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
+        return DT_ENOMEM;
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
     struct dt_op stamped = *op;
     stamped.precision = plan->opt.precision;
@@ -87,6 +90,16 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
     r->cap_ops = p.cap_ops;
     r->ops = p.ops;
     return rc;
+}
+
+int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op)
+{
+    struct dt_rank_plan *r = &plan->ranks[rank];
+    if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
+        return DT_ENOMEM;
+    struct dt_op stamped = *op;
+    stamped.precision = plan->opt.precision;
+    return dt_program_push(&r->eval, &stamped);
 }
 
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)
@@ -109,6 +122,8 @@ int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt
     if (dt_plan_dropped(plan, rank))
         return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
+    if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
+        return DT_ENOMEM;
     if (r->n_bufs == r->cap_bufs) {
         int cap = r->cap_bufs ? 2 * r->cap_bufs : 16;
         struct dt_buffer *b = realloc(r->bufs, (size_t)cap * sizeof *b);
@@ -175,11 +190,16 @@ void dt_plan_destroy(struct dt_plan *plan)
     if (!plan)
         return;
     for (int r = 0; plan->ranks && r < plan->n_ranks; r++) {
-        free(plan->ranks[r].ops);
-        free(plan->ranks[r].eval.ops);
-        free(plan->ranks[r].bufs);
-        free(plan->ranks[r].owned);
+        struct dt_rank_plan *rp = &plan->ranks[r];
+        if (!rp->shared_ops)
+            free(rp->ops);
+        if (!rp->shared_eval)
+            free(rp->eval.ops);
+        if (!rp->shared_bufs)
+            free(rp->bufs);
+        free(rp->owned);
     }
+    dt_plan_pool_free(plan);
     free(plan->ranks);
     for (int g = 0; g < plan->n_groups; g++)
         free(plan->groups[g].ranks);

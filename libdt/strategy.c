@@ -54,6 +54,9 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
     {"interleaved",
      "interleaved 1F1B: --chunks V model chunks per stage, bubble divided by V",
      "Narayanan et al. 2021 (Megatron-LM)", PIPELINE},
+    {"tree",
+     "double binary tree allreduce: two trees each reduce and broadcast half, pipelined in "
+     "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)", DATA_PARALLEL},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -80,7 +83,8 @@ int dt_strategy_parse(const char *name)
 static bool is_allreduce(enum dt_strategy s)
 {
     return s == DT_STRAT_ALLREDUCE_RING || s == DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING ||
-           s == DT_STRAT_ALLREDUCE_RABENSEIFNER || s == DT_STRAT_ALLREDUCE_LIBRARY;
+           s == DT_STRAT_ALLREDUCE_RABENSEIFNER || s == DT_STRAT_ALLREDUCE_LIBRARY ||
+           s == DT_STRAT_ALLREDUCE_TREE;
 }
 
 static enum dt_coll_alg allreduce_alg(enum dt_strategy s)
@@ -89,6 +93,7 @@ static enum dt_coll_alg allreduce_alg(enum dt_strategy s)
     case DT_STRAT_ALLREDUCE_RING: return DT_ALG_RING;
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING: return DT_ALG_RECURSIVE_DOUBLING;
     case DT_STRAT_ALLREDUCE_RABENSEIFNER: return DT_ALG_RABENSEIFNER;
+    case DT_STRAT_ALLREDUCE_TREE: return DT_ALG_TREE;
     default: return DT_ALG_LIBRARY;
     }
 }
@@ -182,10 +187,9 @@ int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
     stamp_shards(plan, rank, &op);
-    op.precision = plan->opt.precision;
     if (dt_plan_dropped(plan, rank))
         return DT_OK;
-    return dt_program_push(&plan->ranks[rank].eval, &op);
+    return dt_plan_push_eval(plan, rank, &op);
 }
 
 struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
@@ -322,6 +326,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
                                    : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32);
     if (comm32)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
+    rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
     return rc ? DT_ENOMEM : DT_OK;
 }
 
@@ -441,6 +446,7 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
     case DT_STRAT_ALLREDUCE_RABENSEIFNER:
     case DT_STRAT_ALLREDUCE_LIBRARY:
+    case DT_STRAT_ALLREDUCE_TREE:
         if (n_handles == 0)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(s), world, 0,
                                             DT_BUF_GRADS, 0, P));
@@ -573,13 +579,15 @@ static bool replicas_alike(const struct dt_plan_options *o, int ranks)
     enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
     switch (o->strategy) {
     case DT_STRAT_REDUCE_BCAST_BINOMIAL:
-    case DT_STRAT_ALLREDUCE_HIERARCHICAL: return false;
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL:
+    case DT_STRAT_ALLREDUCE_TREE: return false; /* inner tree nodes receive more */
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
     case DT_STRAT_ALLREDUCE_RABENSEIFNER:
     case DT_STRAT_ALLREDUCE_LIBRARY: return pow2;
     default: break;
     }
-    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT || pow2;
+    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT ||
+           (pow2 && alg != DT_ALG_TREE);
 }
 
 static int build(const struct dt_model *model, const struct dt_topology *topo,
@@ -610,6 +618,8 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
     plan->opt.accumulate = K;
     plan->probe = probe && replicas_alike(opt, p);
     int rc = registry[s].compile(plan, err);
+    if (!rc && dt_plan_share(plan))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && !probe)
         rc = dt_plan_check(plan, err);
     if (rc) {

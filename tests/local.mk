@@ -44,6 +44,12 @@ tests_test_tensor_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_tensor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tensor_LDADD = $(PLAYER_TEST_LIBS)
 
+check_PROGRAMS += tests/test_plan_share
+TESTS += tests/test_plan_share
+tests_test_plan_share_SOURCES = tests/test_plan_share.c tests/testdata.c tests/testdata.h
+tests_test_plan_share_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_plan_share_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
 check_PROGRAMS += tests/test_precision
 TESTS += tests/test_precision
 tests_test_precision_SOURCES = tests/test_precision.c $(PLAYER_TEST_SOURCES)

@@ -163,11 +163,40 @@ static void test_allreduce_all_algorithms(void **state)
 {
     (void)state;
     enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_RECURSIVE_DOUBLING, DT_ALG_RABENSEIFNER,
-                               DT_ALG_DIRECT, DT_ALG_LIBRARY};
+                               DT_ALG_DIRECT, DT_ALG_LIBRARY, DT_ALG_TREE};
     for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++)
         for (int p = 1; p <= 9; p++)
             for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
                 run(DT_COLL_ALLREDUCE, algs[a], p, 0, counts[c]);
+}
+
+/* Ensure the double binary tree leaves the exact sum when pipelined in several chunks per
+ * tree, on group sizes whose trees are mirrored (even), shifted (odd) and the one that
+ * shares its first tree (3), and on larger groups; and that its round count is
+ * 2 (chunks + log2 p - 1) for powers of two (reduce up log2 p levels, broadcast down). */
+static void test_tree_pipelined(void **state)
+{
+    (void)state;
+    const long n = 2 * 3 * DT_TREE_CHUNK + 5; /* 4 chunks per half */
+    assert_int_equal(dt_tree_chunks(n), 4);
+    assert_int_equal(dt_tree_chunks(2 * DT_TREE_CHUNK), 1);
+    const int sizes[] = {2, 3, 4, 5, 6, 7};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        run(DT_COLL_ALLREDUCE, DT_ALG_TREE, sizes[i], 0, n);
+    const int big[] = {16, 17, 31, 33, 64, 100};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        run(DT_COLL_ALLREDUCE, DT_ALG_TREE, big[i], 0, 1001);
+    for (int lg = 1; lg <= 14; lg++) {
+        struct dt_schedule s;
+        struct dt_error err;
+        int total;
+        dt_schedule_init(&s);
+        assert_int_equal(dt_coll_schedule_rounds(DT_COLL_ALLREDUCE, DT_ALG_TREE, 1 << lg, 1, 0,
+                                                 1000, 0, 1, &s, &total, &err), DT_OK);
+        assert_int_equal(total, 2 * lg);
+        assert_int_equal(dt_tree_rounds(1 << lg, n), 2 * (4 + lg - 1));
+        dt_schedule_free(&s);
+    }
 }
 
 /* Ensure that reduce and bcast (linear and binomial) are right for every root. */
@@ -291,9 +320,10 @@ static void test_lazy_rounds(void **state)
     const int ps[] = {1, 2, 3, 5, 8, 12};
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
         int p = ps[i];
-        for (enum dt_coll_alg a = DT_ALG_RING; a <= DT_ALG_LIBRARY; a++)
+        for (enum dt_coll_alg a = DT_ALG_RING; a < DT_ALG_COUNT; a++)
             if (a != DT_ALG_LINEAR && a != DT_ALG_BINOMIAL)
                 check_windows(DT_COLL_ALLREDUCE, a, p, 0, 37);
+        check_windows(DT_COLL_ALLREDUCE, DT_ALG_TREE, p, 0, 2 * DT_TREE_CHUNK + 3);
         for (int root = 0; root < p; root += 2) {
             check_windows(DT_COLL_REDUCE, DT_ALG_BINOMIAL, p, root, 11);
             check_windows(DT_COLL_BCAST, DT_ALG_BINOMIAL, p, root, 11);
@@ -309,6 +339,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_all_algorithms),
+        cmocka_unit_test(test_tree_pipelined),
         cmocka_unit_test(test_reduce_bcast_every_root),
         cmocka_unit_test(test_reduce_scatter_allgather),
         cmocka_unit_test(test_ring_round_structure),

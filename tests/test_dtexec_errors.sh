@@ -58,7 +58,7 @@ expect "buckets with a parameter server" "buckets" 2 --model "$model" --syntheti
 expect "zero stages" "--pp" 2 --model "$model" --synthetic 64 --strategy gpipe --pp 0
 expect "bad micro-batches" "--micro-batches" 2 --strategy gpipe --micro-batches x
 expect "stages with a gap" "--stages" 2 --strategy gpipe --stages 0-1,3-5
-expect "bad grad-alg" "--grad-alg" 2 --strategy gpipe --grad-alg tree
+expect "bad grad-alg" "--grad-alg" 2 --strategy gpipe --grad-alg butterfly
 expect "bad drop-op" "--drop-op" 2 --drop-op everything
 expect "pp x dp not the ranks" "must equal" 2 --model "$model" --synthetic 64 --strategy gpipe \
   --pp 2 --dp 2

@@ -20,9 +20,10 @@ if [ $rc -eq 0 ]; then ok "loop with --tp and --zero runs"
 else bad "loop: exit $rc: $(tail -5 "$tmp/a.err")"; fi
 runs() { grep -c "\"$1\"" "$tmp/a/records.jsonl" 2>/dev/null; }
 par() { grep -c "\"parallel\": *\"$1\"" "$tmp/a/records.jsonl"; }
-# mlp-wide: sequential + 8 data-parallel + tp; tiny-gpt: the same + zero 1 (2 and 3 refused)
+# mlp-wide: sequential + 9 data-parallel (tree among them) + tp; tiny-gpt: the same + zero 1
+# (2 and 3 refused)
 n=$(wc -l <"$tmp/a/records.jsonl")
-[ "$n" -eq 21 ] && ok "21 runs" || bad "runs: $n, want 21"
+[ "$n" -eq 23 ] && ok "23 runs" || bad "runs: $n, want 23"
 [ "$(par 'tp=2')" -eq 2 ] && ok "2 tensor-parallel runs" || bad "tp runs: $(par 'tp=2')"
 [ "$(par 'zero=1')" -eq 1 ] && ok "1 ZeRO run" || bad "zero runs: $(par 'zero=1')"
 grep -q "skipped ring --zero 2 -b 64 on 2 ranks of tiny-gpt: .*tied" "$tmp/a.err" &&
@@ -35,7 +36,7 @@ grep -q "ring(tp=2)" "$tmp/a/report.txt" && grep -q "ring(zero=1)" "$tmp/a/repor
 "$dtv" loop -d "$tmp/b" --models mlp-wide --tensor-models none --zero-models none $short \
   >"$tmp/b.out" 2>"$tmp/b.err"
 n=$(wc -l <"$tmp/b/records.jsonl")
-[ "$n" -eq 9 ] && ! grep -q "tp=\|zero=" "$tmp/b/records.jsonl" && ok "none: 9 data-parallel runs" ||
+[ "$n" -eq 10 ] && ! grep -q "tp=\|zero=" "$tmp/b/records.jsonl" && ok "none: 10 data-parallel runs" ||
   bad "none: $n runs"
 expect_error "--tensor-models on compare" "--tensor-models does not apply to compare" \
   "$dtv" compare --tensor-models mlp-wide "$tmp/b/records.jsonl"

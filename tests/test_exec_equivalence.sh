@@ -20,7 +20,7 @@ if ! exec_run seq 1 --batch 32; then
 fi
 
 for s in reduce-bcast-linear reduce-bcast ring recursive-doubling rabenseifner mpi-allreduce \
-         ps-central ps-sharded; do
+         ps-central ps-sharded tree; do
   if exec_run "$s" 2 --batch 16 --strategy "$s"; then weights_same seq "$s"
   else bad "$s: exit $? $(cat "$tmp/$s.out")"; fi
 done
@@ -39,6 +39,11 @@ done
 # Strong scaling: a global batch of 32 split in two is the same step.
 if exec_run strong 2 --batch 32 --scaling strong --strategy ring; then weights_same seq strong
 else bad "strong: $(cat "$tmp/strong.out")"; fi
+
+# NCCL's double binary tree on 4 ranks (oversubscribed): inner nodes in both trees, the
+# global batch of 32 split in four.
+if exec_run tree4 4 --batch 32 --scaling strong --strategy tree; then weights_same seq tree4
+else bad "tree4: $(cat "$tmp/tree4.out")"; fi
 
 # Control: another seed gives other weights, and the comparison says so.
 exec_ok control 1 --batch 32 --seed 8 && weights_differ seq control

@@ -96,6 +96,8 @@ static struct broken *valid(enum dt_strategy s)
     if (dt_plan_build(b->m, b->t, &o, &b->plan, &b->err) != DT_OK)
         fail_msg("%s", b->err.msg);
     assert_int_equal(dt_plan_check(b->plan, &b->err), DT_OK);
+    for (int r = 0; r < b->plan->n_ranks; r++) /* private copies: the tests edit ranks */
+        assert_int_equal(dt_plan_unshare_rank(b->plan, r), DT_OK);
     return b;
 }
 

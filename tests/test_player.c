@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dt/collective.h"
 #include "dt/model.h"
 #include "dt/plan.h"
 #include "dt/topology.h"
@@ -159,6 +160,32 @@ static void test_rabenseifner_closed_form(void **state)
     double n = 4.0 * floats;
     assert_close(simulate_collective(8, DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER, floats),
                  2 * 3 * ALPHA + 2.0 * 7 / 8 * n / BETA_BPS);
+}
+
+/* Ensure NCCL's double binary tree allreduce costs what its model says. On 2 nodes each
+ * tree is one edge, the other way round: every round moves one chunk of n/(2k) bytes each
+ * way, k chunks up then k down: 2k alpha + n beta exactly (k = 1 unpipelined, k = 4 in
+ * chunks of DT_TREE_CHUNK floats). On 8 and 64 nodes a small message is latency: the data
+ * climbs log2(p) levels and comes back down, 2 log2(p) alpha, plus at most 4 flows (two
+ * children in each tree) sharing a NIC for each hop's bytes. */
+static void test_tree_closed_form(void **state)
+{
+    (void)state;
+    long floats = 1 << 16;
+    double n = 4.0 * floats;
+    assert_close(simulate_collective(2, DT_COLL_ALLREDUCE, DT_ALG_TREE, floats),
+                 2 * ALPHA + n / BETA_BPS);
+    floats = 8 * DT_TREE_CHUNK;
+    n = 4.0 * floats;
+    assert_int_equal(dt_tree_chunks(floats), 4);
+    assert_close(simulate_collective(2, DT_COLL_ALLREDUCE, DT_ALG_TREE, floats),
+                 8 * ALPHA + n / BETA_BPS);
+    for (int lg = 3; lg <= 6; lg += 3) {
+        double t = simulate_collective(1 << lg, DT_COLL_ALLREDUCE, DT_ALG_TREE, 2);
+        if (!(t >= 2 * lg * ALPHA * (1 - REL_TOL) && t <= 2 * lg * (ALPHA + 4 * 4.0 / BETA_BPS)))
+            fail_msg("p = %d: %.12g s, want 2 log2(p) alpha = %.12g s", 1 << lg, t,
+                     2 * lg * ALPHA);
+    }
 }
 
 /* Ensure that binomial reduce and bcast take ceil(log2 p)(alpha + n beta). */
@@ -612,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_breakdown_sums_to_iteration),
         cmocka_unit_test(test_recursive_doubling_closed_form),
         cmocka_unit_test(test_rabenseifner_closed_form),
+        cmocka_unit_test(test_tree_closed_form),
         cmocka_unit_test(test_binomial_closed_form),
         cmocka_unit_test(test_linear_reduce_contends_at_root),
         cmocka_unit_test(test_hierarchical_beats_ring_on_slow_network),

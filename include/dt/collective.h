@@ -55,6 +55,14 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
  * to/from peer (a global rank here: the "group" is the whole plan). */
 int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedule *s);
 
+/* NCCL's double binary tree allreduce (DT_ALG_TREE): each tree carries half of the vector
+ * in dt_tree_chunks(count) pipelined chunks of at most DT_TREE_CHUNK floats (512 KiB in
+ * fp32), and every member has dt_tree_rounds(p, count) = 2 (chunks + h - 1) rounds, h the
+ * trees' height (log2 p for a power of two): reduce rounds, then broadcast rounds. */
+#define DT_TREE_CHUNK 131072L
+long dt_tree_chunks(long count);
+int dt_tree_rounds(int p, long count);
+
 /* The algorithm MPICH 4.0 uses by default for this collective and message size. */
 enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long count);
 

@@ -123,6 +123,7 @@ enum dt_coll_alg {
     DT_ALG_RABENSEIFNER, /* recursive-halving reduce-scatter + recursive-doubling allgather */
     DT_ALG_DIRECT,       /* reduce-scatter/allgather by direct exchange (sharded PS) */
     DT_ALG_LIBRARY,      /* the MPI library's own collective (dtsim models MPICH's choice) */
+    DT_ALG_TREE,         /* NCCL's double binary tree allreduce (dt/collective.h) */
     DT_ALG_COUNT
 };
 
@@ -213,6 +214,9 @@ struct dt_rank_plan {
     bool updates;               /* runs an UPDATE op */
     int n_bufs, cap_bufs;
     struct dt_buffer *bufs;     /* the buffer table */
+    /* ops, eval.ops, bufs point into the plan's pool, shared with the ranks whose arrays are
+     * equal (dt_plan_share_rank); the builders copy them before a change */
+    bool shared_ops, shared_eval, shared_bufs;
 };
 
 /* The strategies (registry in strategy.c: names, descriptions, citations, fits, compile). */
@@ -231,6 +235,7 @@ enum dt_strategy {
     DT_STRAT_NAIVE_MP,
     DT_STRAT_1F1B,
     DT_STRAT_INTERLEAVED,
+    DT_STRAT_ALLREDUCE_TREE,
     DT_STRAT_COUNT
 };
 
@@ -304,6 +309,7 @@ struct dt_plan {
     bool probe;
     int n_recompute;                    /* --recompute: each view's layout (NULL until a rank */
     struct dt_recompute_layout **recompute;    /* of the view asks: dt_plan_recompute) */
+    struct dt_plan_pool *pool;          /* the arrays ranks share (plan_share.c) */
 };
 
 /* ---- the registry ---- */
@@ -393,6 +399,8 @@ void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). */
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
+/* Appends an op to rank's eval program (stamped with the plan's precision). */
+int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op);
 int dt_program_push(struct dt_program *p, const struct dt_op *op);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
 int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
@@ -435,6 +443,19 @@ void dt_recompute_free(struct dt_recompute_layout *rc);
 const struct dt_recompute_layout *dt_plan_recompute(struct dt_plan *plan, int view);
 /* The layout of a rank of a built plan (NULL when nothing is recomputed there). */
 const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *plan, int rank);
+/* Sharing (plan_share.c): a finished rank's step program, eval program and buffer table are
+ * stored once per distinct content in the plan's pool and the rank points at them; at 16,384
+ * ranks of data parallelism this takes the plan from about 1.8 GB to a few MB. dt_plan_build
+ * shares every rank; compile functions share each rank as they finish it (dtc_finish_rank)
+ * to keep the peak low. Readers see rp->ops, rp->eval.ops and rp->bufs as before. */
+int dt_plan_share_rank(struct dt_plan *plan, int rank);
+int dt_plan_share(struct dt_plan *plan);
+/* Distinct programs (step and eval) in the pool. */
+int dt_plan_distinct_programs(const struct dt_plan *plan);
+/* Gives rank private copies of its shared arrays: the builders' copy on write, and code
+ * that edits a built plan in place (the checker's tests). */
+int dt_plan_unshare_rank(struct dt_plan *plan, int rank);
+void dt_plan_pool_free(struct dt_plan *plan);
 
 /* Elements of one buffer kind (all layers for ACT/DACT/KEEP: use dt_plan_buffer_layer). */
 double dt_plan_buffer_elems(const struct dt_plan *plan, int rank, enum dt_buf kind);
