@@ -799,9 +799,11 @@ struct run {
 
 /* --drop-op: removes every op of one kind (DROP_RECOMPUTE: the recomputed forwards) from the
  * step programs (the tests' control). */
-static void drop_ops(struct dt_plan *plan, int kind)
+static int drop_ops(struct dt_plan *plan, int kind)
 {
     for (int r = 0; r < plan->n_ranks; r++) {
+        if (dt_plan_unshare_rank(plan, r)) /* ranks with equal programs share one copy */
+            return DT_ENOMEM;
         struct dt_rank_plan *rp = &plan->ranks[r];
         int kept = 0;
         for (int i = 0; i < rp->n_ops; i++)
@@ -809,6 +811,7 @@ static void drop_ops(struct dt_plan *plan, int kind)
                 rp->ops[kept++] = rp->ops[i];
         rp->n_ops = kept;
     }
+    return DT_OK;
 }
 
 /* A language model's data: the --data file read as bytes (dtx_text_load). */
@@ -888,8 +891,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
                      "strategies", dt_precision_name(o->par.precision), dt_strategy_name(s));
     if ((rc = agree(w, rc, err)))
         return rc;
-    if (o->drop_op >= 0)
-        drop_ops(R->plan, o->drop_op);
+    if (o->drop_op >= 0 && drop_ops(R->plan, o->drop_op))
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (o->dump_plan)
         return DT_OK;
 
