@@ -36,7 +36,7 @@ static const char *const device_kinds[] = {"cpu", "gpu", NULL};
 static const char *const intra_kinds[] = {"shm", "pcie", "nvlink", "nvswitch", NULL};
 static const char *const nic_kinds[] = {"ethernet", "infiniband", "roce", "efa", "omnipath", NULL};
 static const char *const sharing_names[] = {"shared", "crossbar", NULL};
-static const char *const network_kinds[] = {"switch", "fat-tree", "rail", NULL};
+static const char *const network_kinds[] = {"switch", "fat-tree", "rail", "torus", NULL};
 /* Same order as enum dt_precision. */
 static const char *const precision_keys[] = {"fp32", "fp64", "tf32", "fp16", "bf16", "fp8", NULL};
 
@@ -233,11 +233,61 @@ static int parse_group(const struct dt_ydoc *doc, const struct dt_ynode *node,
     return rc;
 }
 
+/* Keys that apply to some network kinds only: refused on the others. */
+static int refuse_keys_of_kind(const struct dt_ydoc *doc, const struct dt_ynode *node,
+                               enum dt_network_kind kind, struct dt_error *err)
+{
+    static const struct {
+        const char *key;
+        enum dt_network_kind kind;
+        const char *why;
+    } only[] = {{"oversubscription", DT_NET_FATTREE, "applies only to kind: fat-tree"},
+                {"uplink_bandwidth", DT_NET_FATTREE, "applies only to kind: fat-tree"},
+                {"routing", DT_NET_FATTREE, "applies only to kind: fat-tree"},
+                {"rail_optimized", DT_NET_FATTREE, "applies only to kind: fat-tree"},
+                {"dims", DT_NET_TORUS, "applies only to kind: torus"},
+                {"link_bandwidth", DT_NET_TORUS, "applies only to kind: torus"}};
+    int rc = DT_OK;
+    for (size_t i = 0; i < sizeof only / sizeof only[0] && !rc; i++)
+        if (only[i].kind != kind)
+            rc = refuse_key(doc, node, only[i].key, only[i].why, err);
+    return rc;
+}
+
+/* dims: [x, y] or [x, y, z], each in [2, DT_TOPO_MAX_TORUS_DIM]. */
+static int parse_dims(const struct dt_ydoc *doc, const struct dt_ynode *node,
+                      struct dt_network *net, struct dt_error *err)
+{
+    const struct dt_ynode *dims = dt_ymap_get(node, "dims");
+    if (!dims)
+        return dt_yfail(doc, node, err, "missing required key 'dims' (kind: torus)");
+    int rc = dt_ycheck_seq(doc, dims, "'dims'", err);
+    if (rc)
+        return rc;
+    if (dims->n < 2 || dims->n > 3)
+        return dt_yfail(doc, dims, err, "'dims' must list 2 or 3 sizes, not %zu", dims->n);
+    net->n_dims = (int)dims->n;
+    int hops = 0;
+    for (int d = 0; d < net->n_dims && !rc; d++) {
+        long v = 0;
+        rc = dt_ynode_long(doc, dims->items[d], 2, DT_TOPO_MAX_TORUS_DIM, &v, err);
+        net->dims[d] = (int)v;
+        hops += net->dims[d] / 2;
+    }
+    if (!rc && hops > DT_TOPO_MAX_TORUS_HOPS)
+        return dt_yfail(doc, dims, err,
+                        "a torus of these dims has routes of %d hops; at most %d are simulated",
+                        hops, DT_TOPO_MAX_TORUS_HOPS);
+    return rc;
+}
+
 static int parse_network(const struct dt_ydoc *doc, const struct dt_ynode *node,
                          struct dt_network *net, struct dt_error *err)
 {
     static const char *const keys[] = {"kind", "latency", "radix", "oversubscription",
-                                       "uplink_bandwidth", NULL};
+                                       "uplink_bandwidth", "routing", "rail_optimized", "dims",
+                                       "link_bandwidth", NULL};
+    static const char *const routings[] = {"static", "ecmp", NULL};
     int rc = dt_ycheck_map(doc, node, "network", keys, err);
     int kind = 0;
     if (!rc)
@@ -251,19 +301,33 @@ static int parse_network(const struct dt_ydoc *doc, const struct dt_ynode *node,
     if (!rc)
         rc = dt_yget_int(doc, node, "radix", net->kind == DT_NET_FATTREE, MIN_RADIX, MAX_RADIX,
                          &net->radix, err);
+    if (!rc)
+        rc = refuse_keys_of_kind(doc, node, net->kind, err);
     if (rc)
         return rc;
-    if (net->kind != DT_NET_FATTREE) {
-        rc = refuse_key(doc, node, "oversubscription", "applies only to kind: fat-tree", err);
+    if (net->kind == DT_NET_TORUS) {
+        rc = refuse_key(doc, node, "radix", "does not apply to kind: torus (a router per node)",
+                        err);
         if (!rc)
-            rc = refuse_key(doc, node, "uplink_bandwidth", "applies only to kind: fat-tree", err);
+            rc = parse_dims(doc, node, net, err);
+        if (!rc)
+            rc = dt_yget_quantity(doc, node, "link_bandwidth", false, DT_UNIT_BANDWIDTH, BW_MIN,
+                                  BW_MAX, &net->uplink_bw_Bps, err);
         return rc;
     }
+    if (net->kind != DT_NET_FATTREE)
+        return DT_OK;
+    int routing = DT_ROUTE_STATIC;
     rc = dt_yget_double(doc, node, "oversubscription", false, 1.0, MAX_OVERSUB,
                         &net->oversubscription, err);
     if (!rc)
         rc = dt_yget_quantity(doc, node, "uplink_bandwidth", false, DT_UNIT_BANDWIDTH, BW_MIN,
                               BW_MAX, &net->uplink_bw_Bps, err);
+    if (!rc)
+        rc = dt_yget_enum(doc, node, "routing", false, routings, &routing, err);
+    if (!rc)
+        rc = dt_yget_bool(doc, node, "rail_optimized", false, &net->rail_optimized, err);
+    net->routing = (enum dt_routing)routing;
     return rc;
 }
 
@@ -295,8 +359,13 @@ static int layout_fattree(struct dt_network *net, int nodes, int max_nics, const
     net->hosts_per_leaf = down;
     net->uplinks_per_leaf = up;
     net->leaf_up_bw_Bps = up * net->uplink_bw_Bps;
-    net->nodes_per_leaf = down / max_nics > 0 ? down / max_nics : 1;
-    net->n_leaves = (nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
+    if (net->rail_optimized) { /* leaf (group, k) joins NIC k of a group of `down` nodes */
+        net->nodes_per_leaf = down;
+        net->n_leaves = (nodes + down - 1) / down * max_nics;
+    } else {
+        net->nodes_per_leaf = down / max_nics > 0 ? down / max_nics : 1;
+        net->n_leaves = (nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
+    }
     long max_leaves = (long)(net->radix / 2) * net->radix;
     if (net->n_leaves == 1)
         net->levels = 1;
@@ -310,6 +379,26 @@ static int layout_fattree(struct dt_network *net, int nodes, int max_nics, const
                        "(at most %ld leaves of %d nodes with oversubscription %g)",
                        nodes, net->endpoints, net->radix, max_leaves, net->nodes_per_leaf,
                        net->oversubscription);
+    return DT_OK;
+}
+
+/* A torus has one router per node: the dims must multiply to the node count. */
+static int layout_torus(struct dt_network *net, int nodes, int max_nics, const struct where *w,
+                        const struct places *pl, struct dt_error *err)
+{
+    long product = 1;
+    for (int d = 0; d < net->n_dims; d++)
+        product *= net->dims[d];
+    if (product != nodes)
+        return fail_at(w, pl->network, err,
+                       "a torus of dims %d x %d%s%.0d has %ld routers but the topology has %d "
+                       "nodes (one router per node)",
+                       net->dims[0], net->dims[1], net->n_dims == 3 ? " x " : "",
+                       net->n_dims == 3 ? net->dims[2] : 0, product, nodes);
+    net->hosts_per_leaf = max_nics;
+    net->nodes_per_leaf = 1;
+    net->n_leaves = nodes;
+    net->levels = 1;
     return DT_OK;
 }
 
@@ -387,6 +476,10 @@ static int derive(struct dt_topology *t, const struct where *w, const struct pla
         net->n_leaves = t->groups[0].nics;
         net->levels = net->n_leaves > 1 ? 2 : 1;
         return DT_OK;
+    case DT_NET_TORUS:
+        if (net->uplink_bw_Bps == 0)
+            net->uplink_bw_Bps = fastest_nic;
+        return layout_torus(net, (int)nodes, max_nics, w, pl, err);
     }
     return DT_OK;
 }

@@ -77,11 +77,21 @@ static void print_network(const struct dt_network *n, FILE *out)
                 n->nodes_per_leaf == 1 ? "" : "s", n->hosts_per_leaf, n->uplinks_per_leaf,
                 fmt_q(n->uplink_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b), n->levels,
                 n->levels == 1 ? "" : "s");
+        fprintf(out, "    %s routing%s\n",
+                n->routing == DT_ROUTE_ECMP ? "ECMP (flow hash)" : "static (destination-based)",
+                n->rail_optimized ? ", rail-optimised leaves (one per NIC index)" : "");
         break;
     case DT_NET_RAIL:
         fprintf(out, "  network: rail-optimised, %d rail%s of %d node%s, %s per switch\n",
                 n->n_leaves, n->n_leaves == 1 ? "" : "s", n->hosts_per_leaf,
                 n->hosts_per_leaf == 1 ? "" : "s", a);
+        break;
+    case DT_NET_TORUS:
+        fprintf(out, "  network: %dD torus %d x %d", n->n_dims, n->dims[0], n->dims[1]);
+        if (n->n_dims == 3)
+            fprintf(out, " x %d", n->dims[2]);
+        fprintf(out, ", links of %s, %s per router, dimension-order routing\n",
+                fmt_q(n->uplink_bw_Bps, DT_UNIT_BANDWIDTH, b, sizeof b), a);
         break;
     }
 }

@@ -2,7 +2,7 @@
 bin_PROGRAMS += dtsim
 dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c \
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
-	sim/matchindex.h sim/network.c sim/network.h
+	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -11,10 +11,18 @@ dist_man_MANS += man/dtsim.1
 check_PROGRAMS += tests/test_player
 TESTS += tests/test_player
 tests_test_player_SOURCES = tests/test_player.c sim/player.c sim/matchindex.c sim/network.c \
-	tests/testdata.c tests/testdata.h
+	sim/fabric.c tests/testdata.c tests/testdata.h
 tests_test_player_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_player_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_player_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# Routes of fat-trees, rails and tori (sim/network.c, sim/fabric.c).
+check_PROGRAMS += tests/test_fabric
+TESTS += tests/test_fabric
+tests_test_fabric_SOURCES = tests/test_fabric.c sim/network.c sim/fabric.c
+tests_test_fabric_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_fabric_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_fabric_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
 EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
@@ -38,7 +46,7 @@ bench-dtsim-1k: dtsim$(EXEEXT)
 EXTRA_DIST += sim/peer_simgrid.c sim/bench_allreduce.yaml sim/bench_peer_simgrid.sh
 if HAVE_SIMGRID
 noinst_PROGRAMS += sim/peer_simgrid
-sim_peer_simgrid_SOURCES = sim/peer_simgrid.c sim/network.c sim/network.h
+sim_peer_simgrid_SOURCES = sim/peer_simgrid.c sim/network.c sim/network.h sim/fabric.c sim/fabric.h
 sim_peer_simgrid_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 sim_peer_simgrid_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) -lsimgrid
 endif

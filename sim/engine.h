@@ -32,7 +32,8 @@
 
 #include "dt/error.h"
 
-#define DT_SIM_MAX_HOPS 8 /* longest route a flow may take (a 3-tier fat tree needs 6) */
+#define DT_SIM_MAX_HOPS 25 /* longest route a flow may take: a torus of DT_TOPO_MAX_TORUS_HOPS
+                           * router hops plus NIC-up, first router and NIC-down */
 
 struct dt_sim; /* opaque; dt_sim_create/dt_sim_destroy */
 

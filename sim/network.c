@@ -1,24 +1,33 @@
 /* Links and routes of a topology. */
 #include "network.h"
 
+#include "fabric.h"
+
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static double pick(double override, double value) { return override > 0 ? override : value; }
 
-/* Adds a link and remembers its name for traces. */
-static int add_link(struct dt_simnet *net, struct dt_sim *sim, double bw, double lat, int *id,
-                    struct dt_error *err, const char *fmt, int a)
+int dt_simnet_add_link(struct dt_simnet *net, struct dt_sim *sim, double bw, double lat, int *id,
+                       struct dt_error *err, const char *fmt, ...)
 {
     int rc = dt_sim_add_link(sim, bw, lat, id, err);
     if (rc)
         return rc;
-    char (*names)[40] = realloc(net->link_name, (size_t)(*id + 1) * sizeof *names);
-    if (!names)
-        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    net->link_name = names;
-    snprintf(names[*id], sizeof names[*id], fmt, a);
+    if (*id >= net->cap_names) { /* doubling: large fabrics have 10^5 links */
+        int cap = net->cap_names ? 2 * net->cap_names : 256;
+        char(*names)[40] = realloc(net->link_name, (size_t)cap * sizeof *names);
+        if (!names)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        net->link_name = names;
+        net->cap_names = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(net->link_name[*id], sizeof net->link_name[*id], fmt, ap);
+    va_end(ap);
     return DT_OK;
 }
 
@@ -36,16 +45,19 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
     net->local_of = calloc((size_t)n_ranks, sizeof(int));
     net->dev_out = calloc((size_t)n_ranks, sizeof(int));
     net->dev_in = calloc((size_t)n_ranks, sizeof(int));
+    net->nic_of = calloc((size_t)n_ranks, sizeof(int));
     net->bus = calloc((size_t)n_nodes, sizeof(int));
     net->nic_up = calloc((size_t)n_nodes * net->max_nics, sizeof(int));
     net->nic_down = calloc((size_t)n_nodes * net->max_nics, sizeof(int));
-    if (!net->node_of || !net->local_of || !net->dev_out || !net->dev_in || !net->bus ||
+    if (!net->node_of || !net->local_of || !net->dev_out || !net->dev_in || !net->nic_of || !net->bus ||
         !net->nic_up || !net->nic_down)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < n_ranks; r++) {
         net->node_of[r] = dt_topology_node_of(topo, r);
         net->local_of[r] = r - dt_topology_node_first_rank(topo, net->node_of[r]);
         net->dev_out[r] = net->dev_in[r] = -1;
+        const struct dt_node_group *g = dt_topology_group_of_node(topo, net->node_of[r]);
+        net->nic_of[r] = g->nics > 1 ? (int)((long)net->local_of[r] * g->nics / g->devices) : 0;
     }
     for (int node = 0; node < n_nodes && !rc; node++) {
         const struct dt_node_group *g = dt_topology_group_of_node(topo, node);
@@ -53,13 +65,13 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
         double ilat = pick(cp->intra_lat_s, g->intra.lat_s);
         net->bus[node] = -1;
         if (g->intra.sharing == DT_LINK_SHARED)
-            rc = add_link(net, sim, g->intra.bus_bw_Bps > 0 ? g->intra.bus_bw_Bps : ibw, 0,
+            rc = dt_simnet_add_link(net, sim, g->intra.bus_bw_Bps > 0 ? g->intra.bus_bw_Bps : ibw, 0,
                           &net->bus[node], err, "node %d bus", node);
         int first = dt_topology_node_first_rank(topo, node);
         for (int r = first; r < first + g->devices && r < n_ranks && !rc; r++) {
-            rc = add_link(net, sim, ibw, ilat, &net->dev_out[r], err, "rank %d out", r);
+            rc = dt_simnet_add_link(net, sim, ibw, ilat, &net->dev_out[r], err, "rank %d out", r);
             if (!rc)
-                rc = add_link(net, sim, ibw, 0, &net->dev_in[r], err, "rank %d in", r);
+                rc = dt_simnet_add_link(net, sim, ibw, 0, &net->dev_in[r], err, "rank %d in", r);
         }
         double nbw = pick(cp->nic_bw_Bps, g->nic.bw_Bps);
         double nlat = pick(cp->nic_lat_s, g->nic.lat_s);
@@ -79,34 +91,22 @@ int dt_simnet_build(struct dt_simnet *net, struct dt_sim *sim, const struct dt_t
                     net->nic_down[node * net->max_nics + kk];
                 continue;
             }
-            rc = add_link(net, sim, nbw, nlat, &net->nic_up[node * net->max_nics + k], err,
-                          "node %d nic-up", node);
+            rc = dt_simnet_add_link(net, sim, nbw, nlat, &net->nic_up[node * net->max_nics + k], err,
+                          "node %d nic-up %d", node, k);
             if (!rc)
-                rc = add_link(net, sim, nbw, 0, &net->nic_down[node * net->max_nics + k], err,
-                              "node %d nic-down", node);
+                rc = dt_simnet_add_link(net, sim, nbw, 0, &net->nic_down[node * net->max_nics + k], err,
+                              "node %d nic-down %d", node, k);
         }
     }
     if (rc)
         return rc;
     double swlat = pick(cp->net_lat_s, topo->net.switch_lat_s);
-    rc = add_link(net, sim, INFINITY, swlat, &net->sw, err, "switch%.0d", 0);
-    if (!rc && topo->net.kind == DT_NET_FATTREE) {
-        /* The loader derives the leaves: nodes per leaf and each leaf's total uplink. */
-        net->nodes_per_leaf = topo->net.nodes_per_leaf > 0 ? topo->net.nodes_per_leaf : 1;
-        int leaves = (n_nodes + net->nodes_per_leaf - 1) / net->nodes_per_leaf;
-        double up = topo->net.leaf_up_bw_Bps;
-        if (!(up > 0))
-            return dt_fail(err, DT_EINPUT, topo->path, 0, 0, "fat-tree without leaf uplinks");
-        net->leaf_up = calloc((size_t)leaves, sizeof(int));
-        net->leaf_down = calloc((size_t)leaves, sizeof(int));
-        if (!net->leaf_up || !net->leaf_down)
-            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        for (int l = 0; l < leaves && !rc; l++) {
-            rc = add_link(net, sim, up, swlat, &net->leaf_up[l], err, "leaf %d up", l);
-            if (!rc)
-                rc = add_link(net, sim, up, swlat, &net->leaf_down[l], err, "leaf %d down", l);
-        }
-    }
+    rc = dt_simnet_add_link(net, sim, INFINITY, swlat, &net->sw, err, "switch");
+    net->nodes_per_leaf = topo->net.nodes_per_leaf > 0 ? topo->net.nodes_per_leaf : 1;
+    if (!rc && topo->has_network && topo->net.kind == DT_NET_FATTREE)
+        rc = dt_fattree_build(net, sim, swlat, err);
+    if (!rc && topo->has_network && topo->net.kind == DT_NET_TORUS)
+        rc = dt_torus_build(net, sim, swlat, err);
     net->n_links = dt_sim_n_links(sim);
     return rc;
 }
@@ -120,8 +120,7 @@ void dt_simnet_free(struct dt_simnet *net)
     free(net->bus);
     free(net->nic_up);
     free(net->nic_down);
-    free(net->leaf_up);
-    free(net->leaf_down);
+    free(net->nic_of);
     free(net->link_name);
 }
 
@@ -138,22 +137,15 @@ int dt_simnet_route(const struct dt_simnet *net, int src, int dst, int *route)
         return n;
     }
     const struct dt_topology *t = net->topo;
-    int ka = 0, kb = 0;
-    if (t->net.kind == DT_NET_RAIL) {
-        ka = net->local_of[src] % net->max_nics;
-        kb = net->local_of[dst] % net->max_nics;
-    }
+    int ka = net->nic_of[src], kb = net->nic_of[dst];
     route[n++] = net->nic_up[a * net->max_nics + ka];
     route[n++] = net->sw;
-    if (t->net.kind == DT_NET_FATTREE) {
-        int la = a / net->nodes_per_leaf, lb = b / net->nodes_per_leaf;
-        if (la != lb) {
-            route[n++] = net->leaf_up[la];
-            route[n++] = net->leaf_down[lb];
-        }
-    } else if (t->net.kind == DT_NET_RAIL && ka != kb) {
+    if (t->net.kind == DT_NET_FATTREE)
+        n = dt_fattree_route(net, src, dst, a, ka, b, kb, route, n);
+    else if (t->net.kind == DT_NET_TORUS)
+        n = dt_torus_route(net, a, b, route, n);
+    else if (t->net.kind == DT_NET_RAIL && ka != kb)
         route[n++] = net->sw; /* across rails: through the spine as well */
-    }
     route[n++] = net->nic_down[b * net->max_nics + kb];
     return n;
 }

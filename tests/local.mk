@@ -10,7 +10,8 @@ tests_test_costmodel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_costmodel_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 # Tests that play plans with dtsim's player (sim/player.c) besides the shared core.
-PLAYER_TEST_SOURCES = sim/player.c sim/matchindex.c sim/network.c tests/testdata.c tests/testdata.h
+PLAYER_TEST_SOURCES = sim/player.c sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c \
+	tests/testdata.h
 PLAYER_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 PLAYER_TEST_LIBS = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 

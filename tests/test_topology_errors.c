@@ -220,7 +220,8 @@ static const struct bad_case cases[] = {
     /* Ensure that an unknown enum value is refused at the value, listing the known ones. */
     {"unknown_device_kind", NULL, 7, 1, "      kind: tpu", 7, 13, "unknown kind 'tpu'"},
     /* Ensure that an unknown network kind is refused. */
-    {"unknown_network_kind", NULL, 23, 1, "  kind: torus", 23, 9, "unknown kind 'torus'"},
+    {"unknown_network_kind", NULL, 23, 1, "  kind: dragonfly", 23, 9,
+     "unknown kind 'dragonfly'"},
     /* Ensure that a name longer than the field is refused, not truncated. */
     {"name_too_long", NULL, 1, 1,
      "name: a-topology-name-that-is-much-longer-than-sixty-three-characters-allowed", 1, 7,
@@ -253,6 +254,39 @@ static const struct bad_case cases[] = {
     /* Ensure that a rail network without one NIC per device is refused at the group. */
     {"rail_needs_nic_per_device", NULL, 23, 1, "  kind: rail", 3, 5,
      "one NIC per device"},
+    /* Ensure that a torus without dims is refused at the network mapping. */
+    {"torus_without_dims", NULL, 23, 1, "  kind: torus", 23, 3, "missing required key 'dims'"},
+    /* Ensure that a torus of one dimension is refused at the sequence. */
+    {"torus_one_dim", NULL, 23, 1, "  kind: torus\n  dims: [2]", 24, 9, "2 or 3 sizes"},
+    /* Ensure that a dimension of size 1 is refused at the item. */
+    {"torus_dim_one", NULL, 23, 1, "  kind: torus\n  dims: [2, 1]", 24, 13,
+     "1 is out of range [2, 256]"},
+    /* Ensure that a dimension that is not a number is refused at the item. */
+    {"torus_dim_text", NULL, 23, 1, "  kind: torus\n  dims: [2, x]", 24, 13, "'x'"},
+    /* Ensure that dims whose product is not the node count (2) are refused at the network. */
+    {"torus_dims_mismatch", NULL, 23, 1, "  kind: torus\n  dims: [2, 2]", 23, 3,
+     "has 4 routers but the topology has 2 nodes"},
+    /* Ensure that a torus whose routes would exceed the simulator's hop limit is refused. */
+    {"torus_too_many_hops", NULL, 23, 1, "  kind: torus\n  dims: [256, 256]", 24, 9,
+     "routes of 256 hops"},
+    /* Ensure that a radix on a torus is refused, not ignored. */
+    {"torus_radix", NULL, 23, 1, "  kind: torus\n  radix: 8\n  dims: [2, 1]", 24, 10,
+     "does not apply to kind: torus"},
+    /* Ensure that dims and link_bandwidth on a fat-tree are refused, not ignored. */
+    {"dims_on_fattree", NULL, 23, 1, "  kind: fat-tree\n  radix: 8\n  dims: [2, 1]", 25, 9,
+     "only to kind: torus"},
+    {"link_bandwidth_on_fattree", NULL, 23, 1,
+     "  kind: fat-tree\n  radix: 8\n  link_bandwidth: 1 GB/s", 25, 19, "only to kind: torus"},
+    /* Ensure that an unknown routing is refused at the value. */
+    {"routing_unknown", NULL, 23, 1, "  kind: fat-tree\n  radix: 8\n  routing: adaptive", 25,
+     12, "adaptive"},
+    /* Ensure that routing and rail_optimized on a single switch are refused, not ignored. */
+    {"routing_on_switch", NULL, 25, 0, "  routing: ecmp", 25, 12, "only to kind: fat-tree"},
+    {"rail_optimized_on_switch", NULL, 25, 0, "  rail_optimized: true", 25, 19,
+     "only to kind: fat-tree"},
+    /* Ensure that rail_optimized must be a boolean. */
+    {"rail_optimized_not_bool", NULL, 23, 1,
+     "  kind: fat-tree\n  radix: 8\n  rail_optimized: maybe", 25, 19, "true or false"},
     /* Ensure that several nodes without a network are refused at the top mapping. */
     {"nodes_without_network", NULL, 22, 3, NULL, 1, 1, "missing required key 'network'"},
     /* Ensure that nodes on a network without a NIC are refused at their group. */

@@ -1,6 +1,6 @@
 # validate: dtvalidate calibrates the simulator's cost model on measured runs (dtexec records,
 # reference tables), predicts held-out runs and draws the scaling plots. See validate/README.md.
-# The simulator's player is compiled in (sim/player.c, sim/network.c): the fit's model
+# The simulator's player is compiled in (sim/player.c, sim/network.c, sim/fabric.c): the fit's model
 # function is the simulator itself.
 DTV_GIT_REVISION = $(shell git -C $(top_srcdir) rev-parse --short HEAD 2>/dev/null || echo unknown)
 DTVALIDATE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/validate \
@@ -21,7 +21,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/loop.c validate/loop.h \
 	validate/ops.c validate/ops.h \
 	validate/published.c validate/published.h validate/gpureport.c validate/gpureport.h \
-	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c
+	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c sim/fabric.c
 DTVALIDATE_LIBS = validate/libdtvalidate.a sim/libdtsimengine.a $(DTCORE_LIBS)
 
 bin_PROGRAMS += dtvalidate

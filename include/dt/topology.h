@@ -15,6 +15,9 @@
 #define DT_TOPO_MAX_DEVICES 1024   /* devices (ranks) per node */
 #define DT_TOPO_MAX_RANKS 131072
 #define DT_TOPO_MAX_NICS 64        /* NICs per node */
+#define DT_TOPO_MAX_TORUS_DIM 256  /* nodes along one dimension of a torus */
+#define DT_TOPO_MAX_TORUS_HOPS 22  /* longest dimension-order route (sum of dims / 2, rounded
+                                      down per dimension): the simulator's routes are bounded */
 
 enum dt_device_kind { DT_DEV_CPU, DT_DEV_GPU };
 enum dt_precision { DT_FP32, DT_FP64, DT_TF32, DT_FP16, DT_BF16, DT_FP8, DT_PREC_COUNT }; /* fp32 first: the zero of options */
@@ -61,7 +64,10 @@ struct dt_node_group {
     double price_per_h;        /* USD per node-hour; 0 if not given */
 };
 
-enum dt_network_kind { DT_NET_SWITCH, DT_NET_FATTREE, DT_NET_RAIL };
+enum dt_network_kind { DT_NET_SWITCH, DT_NET_FATTREE, DT_NET_RAIL, DT_NET_TORUS };
+/* Fat-tree path choice among equal-cost uplinks: static is destination-based (D-mod-K, what
+ * InfiniBand's subnet manager programs), ecmp hashes (source, destination) per flow. */
+enum dt_routing { DT_ROUTE_STATIC, DT_ROUTE_ECMP };
 
 struct dt_network {
     enum dt_network_kind kind;
@@ -69,18 +75,25 @@ struct dt_network {
     int radix;                 /* fat-tree: ports per switch */
     double oversubscription;   /* fat-tree: down/up bandwidth ratio at the leaves (>= 1) */
     double uplink_bw_Bps;      /* fat-tree: each leaf-to-spine link; if not given, the fastest
-                                  NIC's bandwidth (a leaf has uplinks_per_leaf of them) */
+                                  NIC's bandwidth (a leaf has uplinks_per_leaf of them);
+                                  torus: each link between neighbours (same default) */
+    enum dt_routing routing;   /* fat-tree: static (default) or ecmp */
+    bool rail_optimized;       /* fat-tree: a leaf joins NIC k of its nodes (one rail per NIC
+                                  index), as in a DGX SuperPOD, instead of all NICs of a node */
+    int n_dims, dims[3];       /* torus: nodes along each dimension (product = nodes) */
     /* derived by the loader (and by dt_topology_reshape) */
     int endpoints;             /* NIC ports on the network: sum over groups of count * nics */
     int hosts_per_leaf;        /* NIC ports under one leaf switch (single switch: endpoints) */
     int nodes_per_leaf;        /* fat-tree: all NICs of a node sit on one leaf, so
-                                  max(1, hosts_per_leaf / most NICs per node); switch: all
-                                  nodes; rail: all nodes (one rail switch per NIC index) */
+                                  max(1, hosts_per_leaf / most NICs per node), or with
+                                  rail_optimized hosts_per_leaf (one NIC each); switch: all nodes;
+                                  torus: 1; rail: all nodes (one rail switch per NIC index) */
     int uplinks_per_leaf;      /* fat-tree: links from each leaf up; 0 otherwise */
     double leaf_up_bw_Bps;     /* fat-tree: a leaf's total upward capacity, per direction:
                                   uplinks_per_leaf * uplink_bw_Bps; 0 otherwise */
-    int n_leaves;              /* fat-tree: ceil(nodes / nodes_per_leaf); switch: 1; rail: one
-                                  switch per rail (NIC index) */
+    int n_leaves;              /* fat-tree: ceil(nodes / nodes_per_leaf), times the NICs per
+                                  node when rail_optimized; switch: 1; rail: one switch per rail
+                                  (NIC index); torus: nodes (one router each) */
     int levels;                /* switch tiers: 1 one switch, 2 leaf+spine, 3 leaf+agg+core */
 };
 
