@@ -17,6 +17,8 @@
 #include "dt/topology.h"
 #include "dt/units.h"
 #include "epoch.h"
+#include "estimate.h"
+#include "links.h"
 #include "player.h"
 #include "recommend.h"
 #include "split.h"
@@ -44,6 +46,7 @@ struct row {
     double bubble;
     double *stage_compute_s, *stage_act_B;
     int *stage_first;   /* first layer of each stage's first chunk */
+    struct dt_link_report *links; /* --links: the busiest links of its iteration, or NULL */
 };
 
 struct options {
@@ -64,6 +67,8 @@ struct options {
     long global_batch;            /* --recommend: samples per step (0: -b x devices) */
     double memory_limit;          /* --memory-limit bytes (0: the smallest device's) */
     int top;                      /* --top N */
+    int links;                    /* --links N: the N busiest links of each strategy (0: no) */
+    bool estimate;                /* --estimate: forecast each simulation's run time, run none */
 };
 
 static const char *prog = "dtsim";
@@ -82,6 +87,30 @@ struct sim_run {
     struct dt_sim_result res;
     bool have_res;
 };
+
+/* Warns on stderr before a simulation forecast to take minutes; with --estimate, prints the
+ * forecast and returns true: the caller simulates nothing. */
+static bool forecast(const struct options *o, const struct dt_plan *plan, enum dt_strategy s,
+                     const struct dt_topology *topo)
+{
+    double rate, flows = dt_estimate_flows(plan), secs = dt_estimate_seconds(flows, &rate);
+    if (o->estimate)
+        fprintf(o->out, "%s on %s (%d ranks): about %.3g flows, about %.3g s to simulate\n",
+                dt_strategy_name(s), topo->name, plan->n_ranks, flows, secs);
+    if (secs > DT_ESTIMATE_WARN_S)
+        fprintf(stderr, "%s: warning: simulating %s on %d ranks may take about %.0f s (%.0f "
+                        "min): about %.3g flows (from the plan's sends and collective rounds) "
+                        "at %.2g flows/s (measured on a 2-core machine)\n",
+                prog, dt_strategy_name(s), plan->n_ranks, secs, secs / 60, flows, rate);
+    return o->estimate;
+}
+
+/* dt_sim_options.on_links for --links: ctx is the row's report. */
+static int fill_links(void *ctx, const struct dt_sim *sim, const struct dt_simnet *net,
+                      double iter_s, struct dt_error *err)
+{
+    return dt_link_report_fill(ctx, sim, net, iter_s, err);
+}
 
 static int simulated_iter(void *ctx, const struct dt_cost_params *cp, double *iter_s,
                           struct dt_error *err)
@@ -121,6 +150,11 @@ static void usage(FILE *out)
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
         "      --sweep SPEC         shapes from the topology's node: 'nodes=1,2,4 ppn=1,2,4,8'\n"
+        "      --estimate           forecast each simulation's run time (flows x a measured\n"
+        "                           rate) and simulate nothing; dtsim warns by itself\n"
+        "                           before a simulation forecast over 60 s\n"
+        "      --links [N]          the N busiest network links of each strategy's\n"
+        "                           iteration (default 10): busy time, bytes\n"
         "      --trace-ranks LIST   the trace shows these ranks only (and the links their\n"
         "                           flows cross): '0-7,1024'\n"
         "      --expansion lazy|eager  collectives' rounds expanded as each rank reaches\n"
@@ -225,7 +259,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"memory-limit", required_argument, NULL, 'L'},
         {"top", required_argument, NULL, 'N'},
         {"expansion", required_argument, NULL, 'X'},
-        {"trace-ranks", required_argument, NULL, 'K'}};
+        {"trace-ranks", required_argument, NULL, 'K'},
+        {"links", optional_argument, NULL, 'Q'},
+        {"estimate", no_argument, NULL, 'E'}};
     /* dtsim's own flags, then the parallel config's (dt_parallel_set parses those) */
     struct option longopts[64];
     const struct option *par = dt_parallel_longopts();
@@ -317,6 +353,16 @@ static int parse_args(int argc, char **argv, struct options *o)
             if (dt_ranklist_parse(prog, "--trace-ranks", optarg, &o->trace_ranks))
                 return 2;
             break;
+        case 'E': o->estimate = true; break;
+        case 'Q': /* --links, --links=N or --links N */
+            o->links = 10;
+            if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+                optarg = argv[optind++];
+            if (optarg && parse_count("--links", optarg, 100000, &v))
+                return 2;
+            if (optarg)
+                o->links = (int)v;
+            break;
         case 'X':
             if (strcmp(optarg, "lazy") != 0 && strcmp(optarg, "eager") != 0)
                 return bad_flag("--expansion", "expected lazy or eager, got '%s'", optarg);
@@ -361,6 +407,16 @@ static int parse_args(int argc, char **argv, struct options *o)
         return bad_flag("--recommend", "%s", "searches every strategy on the topology as given: "
                         "drop --sweep, --strategy, --dump-plan, --trace, --summary and "
                         "--topology-info");
+    if (o->links && (o->recommend || o->n_sweep_nodes || o->n_sweep_ppn || o->dump_plan ||
+                     o->summary || o->topology_info))
+        return bad_flag("--links", "%s", "reports the links of each strategy on the topology as "
+                        "given: drop --recommend, --sweep, --dump-plan, --summary and "
+                        "--topology-info");
+    if (o->estimate && (o->recommend || o->dump_plan || o->summary || o->topology_info ||
+                        o->trace || o->links))
+        return bad_flag("--estimate", "%s", "forecasts the simulations and runs none: drop "
+                        "--recommend, --dump-plan, --summary, --topology-info, --trace and "
+                        "--links");
     if (o->trace_ranks.n && !o->trace)
         return bad_flag("--trace-ranks", "%s", "bounds the trace: give --trace FILE too");
     if (o->topology_info && (o->summary || o->dump_plan))
@@ -436,6 +492,9 @@ static void row_free(struct row *r)
     free(r->stage_compute_s);
     free(r->stage_act_B);
     free(r->stage_first);
+    dt_link_report_free(r->links);
+    free(r->links);
+    r->links = NULL;
 }
 
 /* Each node group's cost parameters: its device kind's defaults, with --calibration's fitted
@@ -473,6 +532,10 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_plan_destroy(plan);
         return DT_OK;
     }
+    if (forecast(o, plan, s, topo)) {
+        dt_plan_destroy(plan);
+        return DT_OK;
+    }
     if (o->trace_ranks.n && dt_ranklist_max(&o->trace_ranks) >= topo->n_ranks) {
         dt_plan_destroy(plan);
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--trace-ranks: rank %d is not among the "
@@ -492,6 +555,17 @@ static int simulate(const struct options *o, const struct dt_model *model,
     struct dt_sim_options so = {.trace = trace, .trace_pid = (*trace_pid)++, .trace_name = name,
                                 .group_cp = gcp, .eager = o->eager,
                                 .trace_ranks = o->trace_ranks.n ? &o->trace_ranks : NULL};
+    struct dt_link_report *links = NULL;
+    if (o->links && !(links = calloc(1, sizeof *links))) {
+        free(gcp);
+        dt_plan_destroy(plan);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    if (links) {
+        links->want = o->links;
+        so.on_links = fill_links;
+        so.links_ctx = links;
+    }
     struct sim_run run = {.plan = plan, .opt = &so};
     double iter_c = 0, iter_lo = 0, iter_hi = 0;
     /* with a calibration, the interval's first run is the row's: each plan runs once */
@@ -503,6 +577,8 @@ static int simulate(const struct options *o, const struct dt_model *model,
     if (rc) {
         if (run.have_res)
             dt_sim_result_free(&run.res);
+        dt_link_report_free(links);
+        free(links);
         free(gcp);
         dt_plan_destroy(plan);
         return rc;
@@ -511,6 +587,7 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_calibration_apply(&calibration, &cp);
     struct dt_sim_result res = run.res;
     memset(row, 0, sizeof *row);
+    row->links = links;
     row->strategy = s;
     row->ranks = plan->n_ranks;
     row->nodes = dt_topology_node_of(topo, plan->n_ranks - 1) + 1;
@@ -754,6 +831,13 @@ static int print_table(FILE *out, const struct options *o, const struct dt_model
                  "optimizer + activations + receive buffers); speedup against sequential on "
                  "one device.\n",
             o->epochs > 1 ? "; run = all the epochs" : "");
+    for (int i = 0; i < n; i++)
+        if (rows[i].links) {
+            char title[96];
+            snprintf(title, sizeof title, "%s on %d ranks", dt_strategy_name(rows[i].strategy),
+                     rows[i].ranks);
+            dt_link_report_table(rows[i].links, title, out);
+        }
     return 0;
 }
 
@@ -794,6 +878,17 @@ static void print_csv(FILE *out, const struct options *o, const struct dt_model 
             fputs(",,", out);
         fputc('\n', out);
     }
+    if (!o->links)
+        return;
+    fputc('\n', out); /* the links: a second table after an empty line */
+    dt_link_report_csv_header(out);
+    for (int i = 0; i < n; i++) {
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "%s,%d,%d,%d,", dt_strategy_name(rows[i].strategy),
+                 rows[i].nodes, rows[i].ppn, rows[i].ranks);
+        if (rows[i].links)
+            dt_link_report_csv(rows[i].links, prefix, out);
+    }
 }
 
 static void print_json(FILE *out, const struct options *o, const struct dt_model *m,
@@ -833,12 +928,17 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
                      "\"gradients\": %.0f, \"optimizer\": %.0f, \"activations\": %.0f, "
                      "\"comm\": %.0f, \"total\": %.0f}, \"speedup\": %.6g, \"efficiency\": %.6g, "
                      "\"events\": %ld, \"flows\": %ld, \"read_s\": %.9g, \"util\": %.6g, "
-                     "\"mem_total_MiB\": %.1f, \"price_per_h\": %s%s%s}%s\n",
+                     "\"mem_total_MiB\": %.1f, \"price_per_h\": %s%s%s",
                 dt_strategy_name(r->strategy), r->nodes, r->ppn, r->ranks, r->global_batch,
                 r->iters, r->epoch_s, r->epoch_s * o->epochs, r->iter_s, r->compute_s, r->comm_s, r->idle_s,
                 r->samples_per_s, r->mem_weights, r->mem_grads, r->mem_opt, r->mem_act,
                 r->mem_comm, r->mem_total, r->speedup, r->efficiency, r->events, r->flows,
-                r->read_s, r->util, r->mem_total / MIB, usd, iv, pj, i + 1 < n ? "," : "");
+                r->read_s, r->util, r->mem_total / MIB, usd, iv, pj);
+        if (r->links) {
+            fputs(", \"links\": ", out);
+            dt_link_report_json(r->links, out);
+        }
+        fprintf(out, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(out, "  ]\n}\n");
 }
@@ -858,7 +958,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
     q->zero = 0; /* one device holds the whole model: nothing to shard */
-    int rc = o->dump_plan ? DT_OK
+    int rc = o->dump_plan || o->estimate ? DT_OK
                           : simulate(&seq, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid,
                                      &base, &err);
     if (rc) {
@@ -894,7 +994,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
             dt_error_print(prog, &err);
             return rc == DT_EINPUT ? 2 : 1;
         }
-        if (o->dump_plan)
+        if (o->dump_plan || o->estimate)
             continue;
         double mem_cap = topo->groups[0].device.mem_bytes;
         if (mem_cap > 0 && r->mem_total > mem_cap) {
@@ -1191,7 +1291,7 @@ int main(int argc, char **argv)
         rc = run_shape(&o, model, topo, trace, &trace_pid, &rows, &n_rows, &cap);
     if (part > 0)
         goto done;
-    if (rc || o.dump_plan)
+    if (rc || o.dump_plan || o.estimate)
         goto done;
     if (n_rows == 0) {
         fprintf(stderr, "%s: no strategy fits %s (see the messages above)\n", prog, topo->name);

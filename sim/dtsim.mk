@@ -2,7 +2,8 @@
 bin_PROGRAMS += dtsim
 dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c \
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
-	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h
+	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h \
+	sim/links.c sim/links.h sim/estimate.c sim/estimate.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -24,6 +25,8 @@ tests_test_fabric_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_fabric_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fabric_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+TESTS += tests/test_dtsim_links.sh
+EXTRA_DIST += tests/test_dtsim_links.sh
 TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
 EXTRA_DIST += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh
 

@@ -749,6 +749,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     /* Ranks that finish early wait for the slowest: idle until the iteration ends. */
     for (int r = 0; r < n && !rc; r++)
         res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
+    if (!rc && opt && opt->on_links)
+        rc = opt->on_links(opt->links_ctx, p.sim, &p.net, res->iter_s, err);
     if (!rc && opt && opt->trace) {
         for (int l = 0; l < p.net.n_links; l++) {
             struct dt_sim_link_stats ls;

@@ -11,6 +11,9 @@
 #include "dt/plan.h"
 #include "ranklist.h"
 
+struct dt_sim;
+struct dt_simnet;
+
 struct dt_rank_stats {
     double end_s;        /* when the rank finished its iteration */
     double compute_s;    /* busy in compute ops (and summing received floats) */
@@ -38,6 +41,11 @@ struct dt_sim_options {
                                             * flows cross), or NULL: all */
     bool eager;          /* expand every round of a collective when it starts (as before the
                           * lazy expansion; kept to check that both give the same result) */
+    /* Called once when the iteration is over, before the network is freed (dtsim --links);
+     * an error it returns is the run's. NULL: not called. */
+    int (*on_links)(void *ctx, const struct dt_sim *sim, const struct dt_simnet *net,
+                    double iter_s, struct dt_error *err);
+    void *links_ctx;
 };
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
