@@ -958,6 +958,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
     q->zero = 0; /* one device holds the whole model: nothing to shard */
+    seq.links = 0;  /* the baseline is no row: no link report */
     int rc = o->dump_plan || o->estimate ? DT_OK
                           : simulate(&seq, model, topo, DT_STRAT_SEQUENTIAL, NULL, trace_pid,
                                      &base, &err);

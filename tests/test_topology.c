@@ -330,6 +330,24 @@ static void test_fattree_layout(void **state)
     dt_topology_destroy(t);
 }
 
+/* Ensure that the 2,048-node SuperPOD-style fabric derives its layout: 64-port leaves at 1:1
+ * have 32 ports down and 32 up; rail-optimised, a leaf joins NIC k of 32 nodes (a scalable
+ * unit), so 64 units x 8 rails = 512 leaves, more than 64: three tiers. */
+static void test_superpod_layout(void **state)
+{
+    (void)state;
+    struct dt_topology *t = load_zoo("h100-superpod-2048n");
+    assert_int_equal(t->n_ranks, 16384);
+    assert_int_equal(t->net.kind, DT_NET_FATTREE);
+    assert_true(t->net.rail_optimized);
+    assert_int_equal(t->net.routing, DT_ROUTE_STATIC);
+    assert_int_equal(t->net.nodes_per_leaf, 32);
+    assert_int_equal(t->net.uplinks_per_leaf, 32);
+    assert_int_equal(t->net.n_leaves, 512);
+    assert_int_equal(t->net.levels, 3);
+    dt_topology_destroy(t);
+}
+
 /* Ensure that oversubscription splits the leaf's ports: radix 64 at 3:1 gives
  * floor(64 x 3/4) = 48 down and 16 up; the uplink defaults to the NIC's bandwidth. */
 static void test_fattree_oversubscribed(void **state)
@@ -642,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_dgx_a100_32n),
         cmocka_unit_test(test_fattree_layout),
         cmocka_unit_test(test_fattree_oversubscribed),
+        cmocka_unit_test(test_superpod_layout),
         cmocka_unit_test(test_fattree_tiers),
         cmocka_unit_test(test_two_groups),
         cmocka_unit_test(test_defaults),
