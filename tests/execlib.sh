@@ -1,9 +1,14 @@
 # Sourced after testlib.sh by the tests that hold dtexec runs to a reference run: the runner,
 # the weight comparisons (tests/params_diff within TOL) and the check that every rank
-# allocated its plan's buffer table. The caller sets $common (dtexec flags of every run).
+# allocated its plan's buffer table. The caller sets $common (dtexec flags of every run),
+# usually "$sgd_flags --max-iters N".
 dtexec="$top_builddir/dtexec"
 diff="$top_builddir/tests/params_diff"
 : "${TOL:=1e-5}"
+# The equivalence runs' flags: synthetic data every rank reads whole, plain SGD at a fixed
+# learning rate (no scaling with the ranks), one seed, replicas checked bit-identical.
+sgd_flags="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
+           --quiet --check-sync"
 
 # exec_run NAME NPROCS ARGS...: dtexec under mpiexec with $common; parameters dumped to
 # $tmp/NAME.bin, the record to $tmp/NAME.jsonl (a new one: dtexec appends), output to
@@ -51,4 +56,18 @@ alloc_is_plan() {
 mem() {
   exec_run "$@" || { bad "memory $1: run failed: $(cat "$tmp/$1.out")"; return; }
   alloc_is_plan "$@"
+}
+
+# same REF NAME NPROCS ARGS...: NAME's weights equal REF's within TOL and every rank allocated
+# its plan's buffer table; differs REF NAME NPROCS ARGS...: the control NAME must not reach
+# REF's weights.
+same() {
+  ref=$1; shift
+  exec_ok "$@" || return
+  weights_same "$ref" "$1"
+  alloc_is_plan "$@"
+}
+differs() {
+  ref=$1; shift
+  exec_ok "$@" && weights_differ "$ref" "$1"
 }

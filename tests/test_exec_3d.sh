@@ -17,23 +17,10 @@
 . "$top_srcdir/tests/execlib.sh"
 dtsim="$top_builddir/dtsim"
 
-# Two pairs: (h1, h2) and (h3, out). Layers: flat 0, h1 1, h1_relu 2, h2 3, h2_relu 4, h3 5,
+# tests/data/tp-mlp.yaml: two pairs, (h1, h2) and (h3, out). Layers: flat 0, h1 1, h1_relu 2, h2 3, h2_relu 4, h3 5,
 # h3_relu 6, out 7, out_softmax 8.
-cat >"$tmp/mlp.yaml" <<'YAML'
-name: tp-mlp
-source: dtexec's 3D test (two dense pairs, no dropout)
-input: {shape: [1, 8, 8]}
-classes: 10
-layers:
-  - {kind: flatten, name: flat}
-  - {kind: dense, name: h1, units: 16, activation: relu}
-  - {kind: dense, name: h2, units: 32, activation: relu}
-  - {kind: dense, name: h3, units: 16, activation: relu}
-  - {kind: dense, name: out, units: 10, activation: softmax}
-YAML
-common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
-        --max-iters 8 --quiet --check-sync"
-mlp="--model $tmp/mlp.yaml" tiny="--model $top_srcdir/tests/data/tiny-cnn.yaml"
+common="$sgd_flags --max-iters 8"
+mlp="--model $top_srcdir/tests/data/tp-mlp.yaml" tiny="--model $top_srcdir/tests/data/tiny-cnn.yaml"
 
 # references: one rank, the pipelines' micro-batches accumulated
 exec_ok seq2 1 $mlp --batch 16 --accumulate 2 || exit 1
@@ -95,14 +82,14 @@ elif grep -q "ranks hold different parameters" "$tmp/ctl-z1.out"; then
   ok "control ctl-z1 fails: $(cat "$tmp/ctl-z1.out")"
 else bad "control ctl-z1: $(cat "$tmp/ctl-z1.out")"; fi
 expect_error "zero 2 with a pipeline" "ZeRO stages 2 and 3 with pipelines are not implemented" \
-  "$dtsim" -m "$tmp/mlp.yaml" -s gpipe --pp 2 --zero 2 -t "$top_srcdir/topologies/1n4p.yaml"
+  "$dtsim" -m "$top_srcdir/tests/data/tp-mlp.yaml" -s gpipe --pp 2 --zero 2 -t "$top_srcdir/topologies/1n4p.yaml"
 expect_error "dtexec zero 3 with a pipeline" "ZeRO stages 2 and 3 with pipelines" \
   timeout 60 $MPIEXEC -n 4 "$dtexec" $mlp --synthetic 64 --strategy 1f1b --pp 2 --zero 3
 
 # Layout of dp 2 x pp 2 x tp 2 on 8 ranks (dtsim's plan): rank r is tensor rank r % 2 of
 # replica r / 2 % 2 of stage r / 4; the tensor group of rank 0 is {0, 1}, its replicas {0, 2},
 # and its activations go to rank 4 (stage 1, replica 0, tensor rank 0).
-plan=$("$dtsim" -m "$tmp/mlp.yaml" -s gpipe --pp 2 --dp 2 --tp 2 -t "$top_srcdir/topologies/2n4p.yaml" \
+plan=$("$dtsim" -m "$top_srcdir/tests/data/tp-mlp.yaml" -s gpipe --pp 2 --dp 2 --tp 2 -t "$top_srcdir/topologies/2n4p.yaml" \
        -b 16 --dump-plan)
 heads=$(echo "$plan" | sed -n 's/^rank \([0-9]*\): stage \([0-9]*\), replica \([0-9]*\) of 2.*/\1:\2.\3/p' |
         tr '\n' ' ')
@@ -115,7 +102,7 @@ else bad "3D: rank 0 sends to [$peers]"; fi
 # Bad configurations: exit 2 and why.
 expect_error "pp x dp x tp does not match the ranks" \
   "2 stages x 0 replicas x 3 tensor ranks (--pp x --dp x --tp) must equal the 4 ranks" \
-  "$dtsim" -m "$tmp/mlp.yaml" -s gpipe --pp 2 --tp 3 -t "$top_srcdir/topologies/1n4p.yaml"
+  "$dtsim" -m "$top_srcdir/tests/data/tp-mlp.yaml" -s gpipe --pp 2 --tp 3 -t "$top_srcdir/topologies/1n4p.yaml"
 expect_error "3D without a pair that divides" "no dense pair" \
   "$dtsim" -m resnet18-cifar10 -s gpipe --pp 2 --tp 2 -t "$top_srcdir/topologies/1n4p.yaml"
 finish

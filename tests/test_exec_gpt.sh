@@ -6,10 +6,9 @@
 # text file read as bytes at 1 and 2 ranks; bad text files exit 2 with file:line:column.
 # DT_LONG_TESTS=1 also trains gpt2-124m on synthetic tokens at 1 and 2 ranks (minutes).
 . "${top_srcdir:=..}/tests/testlib.sh"
-dtexec="$top_builddir/dtexec"
-diff="$top_builddir/tests/params_diff"
-text="$top_srcdir/tests/data/tiny-text.txt"
 TOL=1e-5  # as tests/test_exec_equivalence.sh: float32 summation order over 8 SGD steps
+. "$top_srcdir/tests/execlib.sh"
+text="$top_srcdir/tests/data/tiny-text.txt"
 
 # losses FILE: the first and the last epoch's training loss, "first last"
 losses() {
@@ -46,29 +45,15 @@ falls "tiny-gpt-bytes, 2 ranks (ring), tests/data/tiny-text.txt" "$tmp/bytes2.ou
 # ---- 2 ranks reach the 1-rank weights ----
 common="-m $top_srcdir/models/tiny-gpt.yaml --synthetic 256 --read-whole --optimizer sgd
         --lr 0.1 --no-lr-scale --seed 7 --max-iters 8 --quiet --check-sync"
-# shellcheck disable=SC2086
-run() { # NAME NPROCS ARGS...
-  name=$1 np=$2; shift 2
-  timeout 60 $MPIEXEC -n "$np" "$dtexec" $common --dump-params "$tmp/$name.bin" "$@" \
-    >"$tmp/$name.out" 2>&1
-}
-same() { # NAME: its weights equal the sequential ones within TOL
-  if "$diff" "$tmp/seq.bin" "$tmp/$1.bin" "$TOL" >"$tmp/$1.diff"; then ok "$1: $(cat "$tmp/$1.diff")"
-  else bad "$1: $(cat "$tmp/$1.diff")"; fi
-}
-if run seq 1 --batch 16; then
-  if run ring 2 --batch 8 --strategy ring; then same ring
-  else bad "ring: $(cat "$tmp/ring.out")"; fi
-  if run bucket 2 --batch 8 --strategy ring --bucket 16KiB; then same bucket
-  else bad "bucket: $(cat "$tmp/bucket.out")"; fi
+if exec_ok seq 1 --batch 16; then
+  exec_ok ring 2 --batch 8 --strategy ring && weights_same seq ring
+  exec_ok bucket 2 --batch 8 --strategy ring --bucket 16KiB && weights_same seq bucket
   # control: another seed gives other weights of the same size, and the comparison says so
-  run control 1 --batch 16 --seed 8
+  exec_run control 1 --batch 16 --seed 8
   "$diff" "$tmp/seq.bin" "$tmp/control.bin" "$TOL" >"$tmp/control.diff"
   if [ $? -eq 1 ] && grep -q "^28032 floats" "$tmp/control.diff"
   then ok "control: a different run fails the comparison ($(cat "$tmp/control.diff"))"
   else bad "control run did not differ from the reference: $(cat "$tmp/control.diff")"; fi
-else
-  bad "sequential reference run: $(cat "$tmp/seq.out")"
 fi
 
 # ---- bad text ----

@@ -9,19 +9,7 @@
 . "${top_srcdir:=..}/tests/testlib.sh"
 TOL=0
 . "$top_srcdir/tests/execlib.sh"
-common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
-        --max-iters 4 --quiet --check-sync"
-
-same() {
-  ref=$1; shift
-  exec_ok "$@" || return
-  weights_same "$ref" "$1"
-  alloc_is_plan "$@"
-}
-differs() {
-  ref=$1; shift
-  exec_ok "$@" && weights_differ "$ref" "$1"
-}
+common="$sgd_flags --max-iters 4"
 
 gpt="--model tiny-gpt --batch 8" cnn="--model $top_srcdir/tests/data/tiny-cnn.yaml --batch 16"
 drop="--model cnn21k --batch 16" # dropout: the recomputed masks must be the first ones

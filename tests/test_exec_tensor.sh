@@ -14,23 +14,11 @@
 . "$top_srcdir/tests/execlib.sh"
 dtsim="$top_builddir/dtsim"
 
-# Two pairs: (h1, h2) and (h3, out); the second's input gradient is needed (f allreduce).
-cat >"$tmp/mlp.yaml" <<'YAML'
-name: tp-mlp
-source: dtexec's tensor-parallel test (two dense pairs, no dropout)
-input: {shape: [1, 8, 8]}
-classes: 10
-layers:
-  - {kind: flatten, name: flat}
-  - {kind: dense, name: h1, units: 16, activation: relu}
-  - {kind: dense, name: h2, units: 32, activation: relu}
-  - {kind: dense, name: h3, units: 16, activation: relu}
-  - {kind: dense, name: out, units: 10, activation: softmax}
-YAML
-common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
-        --max-iters 8 --quiet --check-sync"
+# tests/data/tp-mlp.yaml: two pairs, (h1, h2) and (h3, out); the second's input gradient is
+# needed (f allreduce).
+common="$sgd_flags --max-iters 8"
 
-mlp="--model $tmp/mlp.yaml"
+mlp="--model $top_srcdir/tests/data/tp-mlp.yaml"
 exec_ok seq 1 $mlp --batch 32 || exit 1
 exec_ok tp2 2 $mlp --batch 32 --strategy ring --tp 2 && weights_same seq tp2
 exec_ok tp4 4 $mlp --batch 32 --strategy ring --tp 4 && weights_same seq tp4
@@ -116,7 +104,7 @@ colls() {
 want="allreduce/ring 2 act(3)[0+1024]
 allreduce/ring 2 act(7)[0+320]
 allreduce/ring 2 dact(4)[0+1024]"
-got=$(colls "$tmp/mlp.yaml" 2 "$top_srcdir/topologies/1n2p.yaml")
+got=$(colls "$top_srcdir/tests/data/tp-mlp.yaml" 2 "$top_srcdir/topologies/1n2p.yaml")
 if [ "$got" = "$want" ]; then ok "closed form tp-mlp: 2 pairs, 2 forward + 1 backward allreduce"
 else bad "closed form tp-mlp: got [$got]"; fi
 # mlp-wide on 4 ranks, tp 2: one pair (dense, dense_1), 32 x 2048 forward, no f (its input is

@@ -13,22 +13,7 @@
 # mlp-wide and a small CNN (cnn690k has dropout).
 . "${top_srcdir:=..}/tests/testlib.sh"
 . "$top_srcdir/tests/execlib.sh"
-common="--synthetic 512 --read-whole --optimizer sgd --lr 0.1 --no-lr-scale --seed 7
-        --max-iters 8 --quiet --check-sync"
-
-# same REF NAME NPROCS ARGS...: NAME's weights equal REF's within TOL, and every rank
-# allocated its plan's buffer table; differs REF NAME NPROCS ARGS...: the control NAME must
-# fail the comparison
-same() {
-  ref=$1; shift
-  exec_ok "$@" || return
-  weights_same "$ref" "$1"
-  alloc_is_plan "$@"
-}
-differs() {
-  ref=$1; shift
-  exec_ok "$@" && weights_differ "$ref" "$1"
-}
+common="$sgd_flags --max-iters 8"
 
 wide="--model mlp-wide" tiny="--model $top_srcdir/tests/data/tiny-cnn.yaml"
 exec_ok wide 1 $wide --batch 32 --momentum 0.9 || exit 1
