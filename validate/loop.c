@@ -98,6 +98,45 @@ static bool listed(const char *list, const char *name)
     return false;
 }
 
+/* Adds the job of po (on r ranks, run with `flags`), or skips it, saying why in the log, when
+ * the strategy does not take these options or the plan does not compile (a small --batch,
+ * say: the other runs are still worth it). Returns the new job count. */
+static int add_job(const struct dt_model *model, const struct dt_topology *topo,
+                   const char *mpath, int r, long iters, const struct dt_plan_options *po,
+                   const char *flags, struct job *jobs, int n_jobs, int max_jobs, FILE *log)
+{
+    char why[256];
+    bool fits = dt_strategy_fits_options(po, model, topo, r, why, sizeof why);
+    if (fits) { /* some refusals come from the compile itself (a tied layer's shard) */
+        struct dt_plan *plan = NULL;
+        struct dt_error perr = {0};
+        fits = dt_plan_build(model, topo, po, &plan, &perr) == DT_OK;
+        if (!fits)
+            dt_error_format(&perr, why, sizeof why);
+        dt_plan_destroy(plan);
+    }
+    if (!fits) {
+        if (log)
+            fprintf(log, "dtvalidate: skipped %s %s -b %d on %d ranks of %s: %s\n",
+                    dt_strategy_name(po->strategy), flags, po->batch, r, model->name, why);
+        return n_jobs;
+    }
+    if (n_jobs == max_jobs)
+        return n_jobs;
+    struct job *j = &jobs[n_jobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->model, sizeof j->model, "%s", mpath);
+    j->ranks = r;
+    j->s = po->strategy;
+    j->iters = iters;
+    j->batch = po->batch;
+    snprintf(j->flags, sizeof j->flags, "%s", flags);
+    char par[128];
+    dt_parallel_format(po, par, sizeof par);
+    snprintf(j->setup, sizeof j->setup, "%s %s", dt_strategy_name(po->strategy), par);
+    return n_jobs;
+}
+
 /* The pipeline runs of one model on r ranks: each pipeline strategy of o->pipelines with
  * --pp 2 (r / 2 replicas) and each micro-batch count of o->micro_batches (naive-mp: one),
  * on twice the data-parallel batch per replica, so that a step trains on as many samples as
@@ -133,69 +172,13 @@ static int pipeline_jobs(const struct dtv_loop_options *o, const struct dt_model
             po.pp = 2;
             po.micro_batches = (int)m;
             po.n_ranks = r;
-            char why[256];
-            if (!dt_strategy_fits_options(&po, model, topo, r, why, sizeof why)) {
-                if (log) /* a small --batch, say: the other runs are still worth it */
-                    fprintf(log, "dtvalidate: skipped %s --pp 2 --micro-batches %ld -b %d on %d "
-                                 "ranks of %s: %s\n", dt_strategy_name(s), m, po.batch, r,
-                            model->name, why);
-                continue;
-            }
-            if (n_jobs == max_jobs)
-                return n_jobs;
-            struct job *j = &jobs[n_jobs++];
-            snprintf(j->model, sizeof j->model, "%s", mpath);
-            j->ranks = r;
-            j->s = (enum dt_strategy)s;
-            j->iters = iters;
-            j->batch = po.batch;
-            char par[128];
-            dt_parallel_format(&po, par, sizeof par);
-            snprintf(j->setup, sizeof j->setup, "%s %s", dt_strategy_name(s), par);
+            char flags[64] = "--pp 2";
             if (m)
-                snprintf(j->flags, sizeof j->flags, "--pp 2 --micro-batches %ld", m);
-            else
-                snprintf(j->flags, sizeof j->flags, "--pp 2");
+                snprintf(flags, sizeof flags, "--pp 2 --micro-batches %ld", m);
+            n_jobs = add_job(model, topo, mpath, r, iters, &po, flags, jobs, n_jobs, max_jobs,
+                             log);
         }
     }
-    return n_jobs;
-}
-
-/* Adds one job with the parallel flags given; skipped (said in the log) when the strategy
- * does not take them. Returns the new job count. */
-static int sharded_job(const struct dt_model *model, const struct dt_topology *topo,
-                       const char *mpath, int r, long iters, const struct dt_plan_options *po,
-                       const char *flags, struct job *jobs, int n_jobs, int max_jobs, FILE *log)
-{
-    char why[256];
-    bool fits = dt_strategy_fits_options(po, model, topo, r, why, sizeof why);
-    if (fits) { /* some refusals come from the compile itself (a tied layer's shard) */
-        struct dt_plan *plan = NULL;
-        struct dt_error perr = {0};
-        fits = dt_plan_build(model, topo, po, &plan, &perr) == DT_OK;
-        if (!fits)
-            dt_error_format(&perr, why, sizeof why);
-        dt_plan_destroy(plan);
-    }
-    if (!fits) {
-        if (log)
-            fprintf(log, "dtvalidate: skipped %s %s -b %d on %d ranks of %s: %s\n",
-                    dt_strategy_name(po->strategy), flags, po->batch, r, model->name, why);
-        return n_jobs;
-    }
-    if (n_jobs == max_jobs)
-        return n_jobs;
-    struct job *j = &jobs[n_jobs++];
-    memset(j, 0, sizeof *j);
-    snprintf(j->model, sizeof j->model, "%s", mpath);
-    j->ranks = r;
-    j->s = po->strategy;
-    j->iters = iters;
-    j->batch = po->batch;
-    snprintf(j->flags, sizeof j->flags, "%s", flags);
-    char par[128];
-    dt_parallel_format(po, par, sizeof par);
-    snprintf(j->setup, sizeof j->setup, "%s %s", dt_strategy_name(po->strategy), par);
     return n_jobs;
 }
 
@@ -219,8 +202,8 @@ static int sharded_jobs(const struct dtv_loop_options *o, const struct dt_model 
     if (listed(tmodels, m) || listed(tmodels, model->name)) {
         po.tp = 2;
         po.batch = 2 * batch;
-        n_jobs = sharded_job(model, topo, mpath, r, iters, &po, "--tp 2", jobs, n_jobs,
-                             max_jobs, log);
+        n_jobs = add_job(model, topo, mpath, r, iters, &po, "--tp 2", jobs, n_jobs, max_jobs,
+                         log);
         po.tp = 0;
     }
     if (listed(zmodels, m) || listed(zmodels, model->name))
@@ -229,8 +212,8 @@ static int sharded_jobs(const struct dtv_loop_options *o, const struct dt_model 
             snprintf(flags, sizeof flags, "--zero %d", z);
             po.zero = z;
             po.batch = batch;
-            n_jobs = sharded_job(model, topo, mpath, r, iters, &po, flags, jobs, n_jobs,
-                                 max_jobs, log);
+            n_jobs = add_job(model, topo, mpath, r, iters, &po, flags, jobs, n_jobs, max_jobs,
+                             log);
         }
     return n_jobs;
 }
