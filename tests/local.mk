@@ -70,7 +70,7 @@ EXTRA_DIST += tests/test_examples.sh
 TESTS += tests/test_man_flags.sh
 EXTRA_DIST += tests/test_man_flags.sh
 
-# The shape of validate/data/gpu-published.csv (no reader loads it yet).
+# The shape of validate/data/gpu-published.csv (validate/published.c reads it: test_gpu_calibration.sh).
 TESTS += tests/test_gpu_published.sh
 EXTRA_DIST += tests/test_gpu_published.sh
 TESTS += tests/test_dtsim_gpu.sh

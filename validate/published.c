@@ -211,11 +211,12 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
         pub->n_skipped++;
         return DT_OK;
     }
-    /* the measured step: its samples at the published rate; an "epoch" of ImageNet for
-     * ResNet-50, one step for BERT (pre-training is counted in steps) */
+    /* the measured step: its samples at the published rate; an epoch of the model's dataset
+     * (ImageNet for ResNet-50), one step for BERT (pre-training is counted in steps) */
     run->iter_s = run->global_batch / row->throughput;
-    run->iters_per_epoch = strcmp(row->unit, "img/s") == 0
-                               ? (1281167 + run->global_batch - 1) / run->global_batch : 1;
+    long samples = run->model->dataset_samples;
+    run->iters_per_epoch = strcmp(row->unit, "img/s") == 0 && samples > 0
+                               ? (samples + run->global_batch - 1) / run->global_batch : 1;
     run->epoch_s = run->iter_s * run->iters_per_epoch;
     /* "mxnet DGX-2 V100-32GB x16 fp32 b128", BERT: "... b256x32 bert-128" */
     char accum[32] = "", bert[32] = "";
