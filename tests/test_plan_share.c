@@ -24,10 +24,7 @@ static struct fixture build(const char *model, const char *topo, enum dt_strateg
                             const char *flags)
 {
     struct fixture f = {test_zoo_model(model), test_zoo_topology(topo), NULL};
-    struct dt_plan_options o = test_options(s, 32, flags);
-    struct dt_error err;
-    if (dt_plan_build(f.m, f.t, &o, &f.plan, &err) != DT_OK)
-        fail_msg("%s: %s", dt_strategy_name(s), err.msg);
+    f.plan = test_plan(f.m, f.t, s, 32, flags);
     return f;
 }
 

@@ -17,17 +17,6 @@
 #include "dt/topology.h"
 #include "testdata.h"
 
-static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,
-                             enum dt_strategy s, const char *flags)
-{
-    struct dt_plan_options o = test_options(s, 8, flags);
-    struct dt_plan *p = NULL;
-    struct dt_error err;
-    if (dt_plan_build(m, t, &o, &p, &err) != DT_OK)
-        fail_msg("%s: %s", flags, err.msg);
-    return p;
-}
-
 static int layer(const struct dt_model *m, const char *name)
 {
     for (int l = 0; l < m->n_layers; l++)
@@ -101,8 +90,8 @@ static void full_keeps_block_inputs(void **state)
     (void)state;
     struct dt_model *m = test_zoo_model("tiny-gpt");
     struct dt_topology *t = test_zoo_topology("1n1p");
-    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
-    struct dt_plan *full = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=full");
+    struct dt_plan *none = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "");
+    struct dt_plan *full = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "recompute=full");
     const struct dt_recompute_layout *rc = dt_plan_rank_recompute(full, 0);
     assert_non_null(rc);
     int end0 = layer(m, "transformer.h.0.mlp.add"), end1 = layer(m, "transformer.h.1.mlp.add");
@@ -146,8 +135,8 @@ static void selective_moves_attention_scores(void **state)
     (void)state;
     struct dt_model *m = test_zoo_model("tiny-gpt");
     struct dt_topology *t = test_zoo_topology("1n1p");
-    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
-    struct dt_plan *sel = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=selective");
+    struct dt_plan *none = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "");
+    struct dt_plan *sel = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "recompute=selective");
     double scores = 8.0 * 4 * 16 * 16 * 4; /* rows x heads x T x T x 4 bytes */
     int cores = 0;
     for (int l = 0; l < m->n_layers; l++) {
@@ -172,9 +161,9 @@ static void cnn_segments_of_sqrt_layers(void **state)
     (void)state;
     struct dt_model *m = test_zoo_model("cnn21k");
     struct dt_topology *t = test_zoo_topology("1n1p");
-    struct dt_plan *none = build(m, t, DT_STRAT_SEQUENTIAL, "");
-    struct dt_plan *full = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=full");
-    struct dt_plan *sel = build(m, t, DT_STRAT_SEQUENTIAL, "recompute=selective");
+    struct dt_plan *none = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "");
+    struct dt_plan *full = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "recompute=full");
+    struct dt_plan *sel = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "recompute=selective");
     const struct dt_recompute_layout *rc = dt_plan_rank_recompute(full, 0);
     /* 13 layers: segments of 4 ending at cuts: conv1..conv2, conv2_drop..flatten, fc1..fc2,
      * fc2_softmax; a kept flatten view keeps relu2, whose output it is */
@@ -241,8 +230,8 @@ static void every_family(void **state)
             char flags[128];
             snprintf(flags, sizeof flags, "%s recompute=%s", cases[c].flags,
                      dt_recompute_name((enum dt_recompute)mode));
-            struct dt_plan *a = build(m, t, cases[c].s, cases[c].flags);
-            struct dt_plan *b = build(m, t, cases[c].s, flags);
+            struct dt_plan *a = test_plan(m, t, cases[c].s, 8, cases[c].flags);
+            struct dt_plan *b = test_plan(m, t, cases[c].s, 8, flags);
             for (int r = 0; r < b->n_ranks; r++)
                 check_rank(a, b, r);
             dt_plan_destroy(a);

@@ -20,17 +20,6 @@
 #include "dt/topology.h"
 #include "testdata.h"
 
-static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t, int batch,
-                             const char *flags)
-{
-    struct dt_plan_options o = test_options(DT_STRAT_ALLREDUCE_RING, batch, flags);
-    struct dt_error err;
-    struct dt_plan *plan;
-    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
-        fail_msg("%s %s: %s", m->name, flags, err.msg);
-    return plan;
-}
-
 static int count_kind(const struct dt_model *m, enum dt_layer_kind k)
 {
     int n = 0;
@@ -77,7 +66,7 @@ static void two_allreduces_per_layer_each_way(void **state)
         struct dt_topology *t = test_zoo_topology(runs[i].topology);
         char flags[128];
         snprintf(flags, sizeof flags, "tp=%d precision=%s", runs[i].tp, runs[i].precision);
-        struct dt_plan *plan = build(m, t, runs[i].batch, flags);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
         const int L = count_kind(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
         const long tokens = m->input.d[0], h = m->layers[0].units;
         enum dt_precision prec = plan->opt.precision;
@@ -105,7 +94,7 @@ static void attention_split_by_heads(void **state)
     (void)state;
     struct dt_model *m = test_zoo_model("tiny-gpt");
     struct dt_topology *t = test_zoo_topology("1n2p");
-    struct dt_plan *plan = build(m, t, 4, "tp=2");
+    struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 4, "tp=2");
     int qkv = dt_model_find_layer(m, "transformer.h.0.attn.c_attn");
     int core = dt_model_find_layer(m, "transformer.h.0.attn.core");
     int proj = dt_model_find_layer(m, "transformer.h.0.attn.c_proj");
@@ -147,7 +136,7 @@ static void heads_not_divisible_keeps_attention_whole(void **state)
     (void)state;
     struct dt_model *m = test_zoo_model("tiny-gpt");
     struct dt_topology *t = test_zoo_topology("1n8p");
-    struct dt_plan *plan = build(m, t, 2, "tp=8");
+    struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=8");
     const struct dt_layer_view *v = plan->views[plan->ranks[0].view];
     assert_int_equal(v[dt_model_find_layer(m, "transformer.h.1.attn.c_attn")].shard_kind,
                      DT_SHARD_NONE);

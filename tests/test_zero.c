@@ -60,17 +60,6 @@ static struct dt_topology *nodes(int count, int n)
     return t;
 }
 
-static struct dt_plan *build(const struct dt_model *m, const struct dt_topology *t,
-                             enum dt_strategy s, const char *flags)
-{
-    struct dt_plan_options o = test_options(s, 8, flags);
-    struct dt_error err;
-    struct dt_plan *plan;
-    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
-        fail_msg("%s %s: %s", dt_strategy_name(s), flags, err.msg);
-    return plan;
-}
-
 static double largest_layer(const struct dt_model *m)
 {
     long most = 0;
@@ -116,7 +105,7 @@ static void memory_follows_the_paper(void **state)
                 char flags[128];
                 snprintf(flags, sizeof flags, "zero=%d precision=%s optimizer=%s", stage,
                          bytes_per_param[i].precision, bytes_per_param[i].optimizer);
-                struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+                struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
                 double want = formula(stage, psi, n, bytes_per_param[i].P, bytes_per_param[i].G,
                                       bytes_per_param[i].K, staging);
                 for (int r = 0; r < n; r++) {
@@ -150,7 +139,7 @@ static void mixed_precision_zoo_model(void **state)
     for (int stage = 0; stage <= 3; stage++) {
         char flags[64];
         snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
-        struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
         double got = 0;
         for (int r = 0; r < n; r++) {
             struct dt_memory mem;
@@ -195,7 +184,7 @@ static void traffic_follows_the_paper(void **state)
                 for (int b = 0; b < 2; b++) {
                     char flags[64];
                     snprintf(flags, sizeof flags, "zero=%d%s", stage, buckets[b]);
-                    struct dt_plan *plan = build(m, t, strategies[s], flags);
+                    struct dt_plan *plan = test_plan(m, t, strategies[s], 8, flags);
                     double want = stage == 3 ? 1.5 * allreduce : allreduce;
                     for (int r = 0; r < n; r++)
                         if (fabs(sent(plan, r) - want) > 1e-9 * want)
@@ -221,14 +210,14 @@ static void mixed_precision_traffic(void **state)
     for (int n = 2; n <= 8; n *= 2) {
         struct dt_topology *t = nodes(1, n);
         const double allreduce = 2.0 * (n - 1) / n * 2 * psi;
-        struct dt_plan *plain = build(m, t, DT_STRAT_ALLREDUCE_RING, "precision=bf16");
+        struct dt_plan *plain = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "precision=bf16");
         double flag = sent(plain, 0) - allreduce;
         assert_true(flag > 0 && flag <= 4.0 * n);
         dt_plan_destroy(plain);
         for (int stage = 1; stage <= 3; stage++) {
             char flags[64];
             snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
-            struct dt_plan *plan = build(m, t, DT_STRAT_ALLREDUCE_RING, flags);
+            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
             double want = (stage == 3 ? 1.5 * allreduce : allreduce) + flag;
             for (int r = 0; r < n; r++)
                 if (fabs(sent(plan, r) - want) > 1e-9 * want)
@@ -253,7 +242,7 @@ static void stage1_with_pipelines(void **state)
                            "pp=2 dp=4 zero=1 precision=bf16"};
     const double PG[] = {8, 8, 4}, K[] = {8, 8, 12};
     for (int f = 0; f < 3; f++) {
-        struct dt_plan *plan = build(m, t, DT_STRAT_GPIPE, flags[f]);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_GPIPE, 8, flags[f]);
         for (int r0 = 0; r0 < plan->n_ranks; r0++) { /* r0: the first rank of its group */
             const struct dt_rank_plan *rp = &plan->ranks[r0];
             if (rp->dp_index)

@@ -50,3 +50,14 @@ struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *f
         fail_msg("'%s' at %d: %s", flags, at, err.msg);
     return o;
 }
+
+struct dt_plan *test_plan(const struct dt_model *m, const struct dt_topology *t,
+                          enum dt_strategy s, int batch, const char *flags)
+{
+    struct dt_plan_options o = test_options(s, batch, flags);
+    struct dt_plan *plan = NULL;
+    struct dt_error err;
+    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
+        fail_msg("%s %s -b %d '%s': %s", m->name, dt_strategy_name(s), batch, flags, err.msg);
+    return plan;
+}

@@ -12,5 +12,8 @@ struct dt_model *test_zoo_model(const char *name);           /* models/NAME.yaml
 struct dt_topology *test_zoo_topology(const char *name);     /* topologies/NAME.yaml */
 /* Defaults, then strategy s, the batch and the pairs of flags (dt_parallel_set_pairs). */
 struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *flags);
+/* The plan of those options (dt_plan_build, which also checks it); a refusal fails the test. */
+struct dt_plan *test_plan(const struct dt_model *m, const struct dt_topology *t,
+                          enum dt_strategy s, int batch, const char *flags);
 
 #endif
