@@ -40,6 +40,8 @@ struct dtk_lay {
                                attention core: its width D (a head shard: D / count) */
     int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
+    struct dtk_rng *drop_rng; /* a recomputed dropout: the stream's state at its forward of
+                                 the rows from b0, at [b0] (max_batch entries); else NULL */
 };
 
 struct dtk_net {
@@ -76,8 +78,7 @@ struct dtk_net {
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
     const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
-    struct drop_state { int layer, b0; struct dtk_rng rng; } *drops; /* the dropout stream's */
-    int n_drops, cap_drops; /* state at each dropout forward, for its recomputation */
+    struct dtk_rng *drop_rngs; /* the recomputed dropouts' drop_rng, one allocation */
 };
 
 static bool mixed(const struct dtk_net *net)
@@ -253,6 +254,14 @@ static void *alloc_halves(size_t n, double *bytes)
 {
     *bytes += (double)n * sizeof(uint16_t);
     return calloc(n ? n : 1, sizeof(uint16_t));
+}
+
+/* Whether layer i is a dropout this rank runs again (--recompute: its mask is not kept), so
+ * that it saves the stream's state at each forward to draw the same mask again. */
+static bool replays_dropout(const struct dtk_net *net, int i)
+{
+    return net->model->layers[i].kind == DT_L_DROPOUT && net->lay[i].runs && net->rcmp &&
+           net->rcmp->keep_ws[i];
 }
 
 /* Rows of the stage one op of layer i needs: the outputs and gradients of it and its inputs
@@ -549,9 +558,14 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->stage = alloc_floats((size_t)stage, &net->work_bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
+    long n_drop_rngs = 0;
+    for (int i = 0; i < n; i++)
+        n_drop_rngs += replays_dropout(net, i) ? max_batch : 0;
+    net->drop_rngs = calloc((size_t)(n_drop_rngs ? n_drop_rngs : 1), sizeof *net->drop_rngs);
     bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
                            : net->params && net->grads && net->arena;
-    if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena) {
+    if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena ||
+        !net->drop_rngs) {
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
@@ -561,6 +575,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     float *sp = net->state;
     long fp = ws;
     int *ip = net->iarena + iws;
+    struct dtk_rng *dp = net->drop_rngs;
     const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
         const struct dt_layer *L = &model->layers[i];
@@ -585,6 +600,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = ip;
             ip += ly->iaux_row * max_batch;
+        }
+        if (replays_dropout(net, i)) {
+            ly->drop_rng = dp;
+            dp += max_batch;
         }
         if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
@@ -632,7 +651,7 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->arena16);
     free(net->iarena);
     free(net->lay);
-    free(net->drops);
+    free(net->drop_rngs);
     free(net);
 }
 
@@ -826,25 +845,6 @@ static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
     dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
 }
 
-/* The dropout stream's state saved for layer i's rows from b0 (NULL: out of memory, and
- * then a recomputation would draw a new mask: the saved table is a few entries per layer). */
-static struct dtk_rng *drop_state(struct dtk_net *net, int i, int b0)
-{
-    for (int k = 0; k < net->n_drops; k++)
-        if (net->drops[k].layer == i && net->drops[k].b0 == b0)
-            return &net->drops[k].rng;
-    if (net->n_drops == net->cap_drops) {
-        int cap = net->cap_drops ? 2 * net->cap_drops : 16;
-        struct drop_state *d = realloc(net->drops, (size_t)cap * sizeof *d);
-        if (!d)
-            return NULL;
-        net->drops = d;
-        net->cap_drops = cap;
-    }
-    net->drops[net->n_drops] = (struct drop_state){.layer = i, .b0 = b0, .rng = net->rng};
-    return &net->drops[net->n_drops++].rng;
-}
-
 void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
 {
     net->recomputing = true;
@@ -894,8 +894,7 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
     case DT_L_DROPOUT: {
-        bool again = net->train && net->rcmp && net->rcmp->keep_ws[i]; /* to be recomputed */
-        struct dtk_rng after, *saved = again ? drop_state(net, i, b0) : NULL;
+        struct dtk_rng after, *saved = net->train && ly->drop_rng ? &ly->drop_rng[b0] : NULL;
         if (net->recomputing && saved) { /* the first forward's mask, the stream untouched */
             after = net->rng;
             net->rng = *saved;
