@@ -690,27 +690,42 @@ float *dtk_net_dact(struct dtk_net *net, int i)
 
 /* ---- mixed precision: one op's float32 stage ---- */
 
+/* What an op writes, so what its stage rounds back into 2-byte storage (the rest it only
+ * reads: converting it back would give the same bits, at the cost of a pass over it). */
+enum stage_op {
+    STAGE_FORWARD, /* its output and what it keeps (its inputs are read) */
+    STAGE_BACKWARD, /* the output gradients and the parameters' gradients */
+    STAGE_LOSS     /* everything staged (the loss writes probabilities, an output gradient,
+                      and a softmax output) */
+};
+
 /* Converts rows [b0, b0 + nb) of 2-byte storage h (row elements each) into the stage at
- * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it. */
+ * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it; rows
+ * the op writes are rounded back by unstage. */
 static float *stage_rows(struct dtk_net *net, float **cur, uint16_t *h, long row, int b0,
-                         int nb)
+                         int nb, bool written)
 {
     float *f = *cur;
     *cur += row * net->max_batch;
     long first = (long)b0 * row, n = (long)nb * row;
     dtk_half_to_f32(net->dtype, h + first, f + first, n);
-    net->staged[net->n_staged++] = (struct staged){h + first, f + first, n};
+    if (written)
+        net->staged[net->n_staged++] = (struct staged){h + first, f + first, n};
     return f;
 }
 
-/* Stages the output (and gradient) of owner o for every layer that views it. */
-static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb, bool grads)
+/* Stages the output (and gradient) of owner o for every layer that views it; act_written:
+ * the op writes that output. */
+static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb,
+                         enum stage_op op, bool act_written)
 {
     struct dtk_lay *lo = &net->lay[o];
     if (lo->act || !lo->act16)
         return; /* staged already, or not held here */
-    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb);
-    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb) : NULL;
+    bool grads = op != STAGE_FORWARD;
+    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb, act_written);
+    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb, true)
+                                   : NULL;
     for (int k = o; k < net->model->n_layers; k++)
         if (net->lay[k].owner == o) {
             net->lay[k].act = a;
@@ -719,24 +734,27 @@ static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb
 }
 
 /* Under mixed precision, converts what an op of layer i touches (rows [b0, b0 + nb)) into
- * float32: the outputs of it and its inputs (with their gradients when grads), what it keeps,
- * its parameters (and gradients). The kernels then run in float32 as they do without it. */
-static void stage_layer(struct dtk_net *net, int i, int b0, int nb, bool grads)
+ * float32: the outputs of it and its inputs (with their gradients but in a forward), what it
+ * keeps, its parameters (and gradients). The kernels then run in float32 as they do without
+ * it. Its own output comes first, so that an input viewing the same owner (a flatten) counts
+ * as written too. */
+static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_op op)
 {
     if (!mixed(net))
         return;
     const struct dt_layer *L = &net->model->layers[i];
     struct dtk_lay *ly = &net->lay[i];
     float *cur = net->stage;
+    bool grads = op != STAGE_FORWARD, keeps = op != STAGE_BACKWARD;
     net->n_staged = 0;
-    stage_output(net, &cur, ly->owner, b0, nb, grads);
+    stage_output(net, &cur, ly->owner, b0, nb, op, keeps);
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= 0)
-            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, grads);
+            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, op == STAGE_LOSS);
     if (ly->aux_row)
-        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb);
+        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb, keeps);
     if (i == net->model->n_layers - 1 && net->probs16)
-        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb);
+        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, op == STAGE_LOSS);
     net->wstage = cur;
     dtk_half_to_f32(net->dtype, net->params16 + ly->poff, cur, ly->nparams);
     cur += ly->nparams;
@@ -1083,7 +1101,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
-    stage_layer(net, last, b0, nb, true);
+    stage_layer(net, last, b0, nb, STAGE_LOSS);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */
     for (int i = 0; i < m->n_layers; i++) {
@@ -1124,14 +1142,14 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
 
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
-    stage_layer(net, i, b0, nb, false);
+    stage_layer(net, i, b0, nb, STAGE_FORWARD);
     forward_kernels(net, i, b0, nb);
     unstage(net, i);
 }
 
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
-    stage_layer(net, i, b0, nb, true);
+    stage_layer(net, i, b0, nb, STAGE_BACKWARD);
     backward_kernels(net, i, b0, nb);
     unstage(net, i);
 }
