@@ -63,6 +63,8 @@ struct dtk_net {
     long labels_per_sample;
     struct dtk_lay *lay;
     const struct dt_layer_view *view; /* the plan's view of the rank (NULL: whole model) */
+    const struct dt_param_range *owned; /* ZeRO-3: the ranges it owns (dtk_net_view) */
+    int n_owned;
     long in_sz;
     const float *x;         /* the batch's input, row 0 (rows b0.. are at x + b0 * in_sz) */
     bool train;
@@ -315,6 +317,8 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
     net->n_params = v->layers ? v->n_params : m->total_params;
     net->n_grads = v->layers && v->n_grads ? v->n_grads : net->n_params;
     net->view = v->layers;
+    net->owned = v->layers ? v->owned : NULL;
+    net->n_owned = v->layers ? v->n_owned : 0;
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *ly = &net->lay[i];
         ly->runs = !v->layers || v->layers[i].runs;
@@ -381,7 +385,7 @@ static bool received(const struct dtk_net_view *v, int j)
 static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
 {
     const struct dt_model *m = net->model;
-    if (net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
+    if (!net->n_owned && net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
         bool whole = true;
         for (int i = 0; i < m->n_layers; i++)
             whole &= net->lay[i].runs;
@@ -395,7 +399,10 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
     if (!all)
         return -1;
     dtk_init_model(all, m, init, seed);
-    for (int i = 0; i < m->n_layers; i++) {
+    for (int i = 0; i < net->n_owned; i++)
+        memcpy(net->params + net->owned[i].offset, all + net->owned[i].model_offset,
+               (size_t)net->owned[i].count * sizeof *all);
+    for (int i = 0; i < m->n_layers && !net->n_owned; i++) {
         if (net->lay[i].runs)
             dt_shard_copy(m, net->view, i, net->params, all, false);
         if (tied_copy(net, i)) { /* the table's token rows come first */
