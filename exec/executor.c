@@ -260,25 +260,6 @@ static int setup_program(struct dtx_exec *ex, struct program *pg, const struct d
     return rc;
 }
 
-/* The parameters the rank owns (ZeRO-3's shards) from the whole model's initialisation, so
- * that they start as the one-rank run's. */
-static int init_owned(struct dtx_exec *ex, enum dtk_init init, uint64_t seed,
-                      struct dt_error *err)
-{
-    const struct dt_model *m = ex->plan->model;
-    float *all = malloc((size_t)(m->total_params + 1) * sizeof *all);
-    if (!all)
-        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    dtk_init_model(all, m, init, seed);
-    float *p = dtk_net_params(ex->net);
-    for (int i = 0; i < ex->rp->n_owned; i++) {
-        const struct dt_param_range *o = &ex->rp->owned[i];
-        memcpy(p + o->offset, all + o->model_offset, (size_t)o->count * sizeof *p);
-    }
-    free(all);
-    return DT_OK;
-}
-
 /* Mixed precision: the master weights (from the 2-byte parameters, as Megatron-LM's
  * mixed-precision optimizer makes them), the loss scaler, the MPI sum of 2-byte floats. */
 static int allocate_mixed(struct dtx_exec *ex, struct dt_error *err)
@@ -304,12 +285,11 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
     const struct dt_model *m = plan->model;
     int rows = rp->slots * rp->slot_rows;
     struct dtk_net_view v = {.rows = rows, .layers = plan->views[rp->view],
-                             .n_params = rp->n_params, .n_grads = rp->n_grads, .opt_moments = 0,
+                             .n_params = rp->n_params, .n_grads = rp->n_grads,
+                             .owned = rp->owned, .n_owned = rp->n_owned, .opt_moments = 0,
                              .dtype = ex->dtype,
                              .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks))};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
-    if (!rc && rp->n_owned)
-        rc = init_owned(ex, init, seed, err);
     if (rc)
         return rc;
     ex->in_floats = dt_shape_size(&m->input);

@@ -40,6 +40,8 @@ struct dtk_lay {
                                attention core: its width D (a head shard: D / count) */
     int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
+    struct dtk_rng *drop_rng; /* a recomputed dropout: the stream's state at its forward of
+                                 the rows from b0, at [b0] (max_batch entries); else NULL */
 };
 
 struct dtk_net {
@@ -61,6 +63,8 @@ struct dtk_net {
     long labels_per_sample;
     struct dtk_lay *lay;
     const struct dt_layer_view *view; /* the plan's view of the rank (NULL: whole model) */
+    const struct dt_param_range *owned; /* ZeRO-3: the ranges it owns (dtk_net_view) */
+    int n_owned;
     long in_sz;
     const float *x;         /* the batch's input, row 0 (rows b0.. are at x + b0 * in_sz) */
     bool train;
@@ -76,8 +80,7 @@ struct dtk_net {
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
     const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
-    struct drop_state { int layer, b0; struct dtk_rng rng; } *drops; /* the dropout stream's */
-    int n_drops, cap_drops; /* state at each dropout forward, for its recomputation */
+    struct dtk_rng *drop_rngs; /* the recomputed dropouts' drop_rng, one allocation */
 };
 
 static bool mixed(const struct dtk_net *net)
@@ -255,6 +258,14 @@ static void *alloc_halves(size_t n, double *bytes)
     return calloc(n ? n : 1, sizeof(uint16_t));
 }
 
+/* Whether layer i is a dropout this rank runs again (--recompute: its mask is not kept), so
+ * that it saves the stream's state at each forward to draw the same mask again. */
+static bool replays_dropout(const struct dtk_net *net, int i)
+{
+    return net->model->layers[i].kind == DT_L_DROPOUT && net->lay[i].runs && net->rcmp &&
+           net->rcmp->keep_ws[i];
+}
+
 /* Rows of the stage one op of layer i needs: the outputs and gradients of it and its inputs
  * (their owners'), what it keeps, and its parameters and their gradients. */
 static long stage_need(const struct dtk_net *net, int i)
@@ -306,6 +317,8 @@ static void apply_view(struct dtk_net *net, const struct dtk_net_view *v)
     net->n_params = v->layers ? v->n_params : m->total_params;
     net->n_grads = v->layers && v->n_grads ? v->n_grads : net->n_params;
     net->view = v->layers;
+    net->owned = v->layers ? v->owned : NULL;
+    net->n_owned = v->layers ? v->n_owned : 0;
     for (int i = 0; i < m->n_layers; i++) {
         struct dtk_lay *ly = &net->lay[i];
         ly->runs = !v->layers || v->layers[i].runs;
@@ -372,7 +385,7 @@ static bool received(const struct dtk_net_view *v, int j)
 static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
 {
     const struct dt_model *m = net->model;
-    if (net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
+    if (!net->n_owned && net->n_params == m->total_params && net->lay[0].poff == m->layers[0].param_offset) {
         bool whole = true;
         for (int i = 0; i < m->n_layers; i++)
             whole &= net->lay[i].runs;
@@ -386,7 +399,10 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
     if (!all)
         return -1;
     dtk_init_model(all, m, init, seed);
-    for (int i = 0; i < m->n_layers; i++) {
+    for (int i = 0; i < net->n_owned; i++)
+        memcpy(net->params + net->owned[i].offset, all + net->owned[i].model_offset,
+               (size_t)net->owned[i].count * sizeof *all);
+    for (int i = 0; i < m->n_layers && !net->n_owned; i++) {
         if (net->lay[i].runs)
             dt_shard_copy(m, net->view, i, net->params, all, false);
         if (tied_copy(net, i)) { /* the table's token rows come first */
@@ -549,9 +565,14 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->stage = alloc_floats((size_t)stage, &net->work_bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
+    long n_drop_rngs = 0;
+    for (int i = 0; i < n; i++)
+        n_drop_rngs += replays_dropout(net, i) ? max_batch : 0;
+    net->drop_rngs = calloc((size_t)(n_drop_rngs ? n_drop_rngs : 1), sizeof *net->drop_rngs);
     bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
                            : net->params && net->grads && net->arena;
-    if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena) {
+    if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena ||
+        !net->drop_rngs) {
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
@@ -561,6 +582,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     float *sp = net->state;
     long fp = ws;
     int *ip = net->iarena + iws;
+    struct dtk_rng *dp = net->drop_rngs;
     const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
         const struct dt_layer *L = &model->layers[i];
@@ -585,6 +607,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = ip;
             ip += ly->iaux_row * max_batch;
+        }
+        if (replays_dropout(net, i)) {
+            ly->drop_rng = dp;
+            dp += max_batch;
         }
         if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
@@ -632,7 +658,7 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->arena16);
     free(net->iarena);
     free(net->lay);
-    free(net->drops);
+    free(net->drop_rngs);
     free(net);
 }
 
@@ -671,27 +697,42 @@ float *dtk_net_dact(struct dtk_net *net, int i)
 
 /* ---- mixed precision: one op's float32 stage ---- */
 
+/* What an op writes, so what its stage rounds back into 2-byte storage (the rest it only
+ * reads: converting it back would give the same bits, at the cost of a pass over it). */
+enum stage_op {
+    STAGE_FORWARD, /* its output and what it keeps (its inputs are read) */
+    STAGE_BACKWARD, /* the output gradients and the parameters' gradients */
+    STAGE_LOSS     /* everything staged (the loss writes probabilities, an output gradient,
+                      and a softmax output) */
+};
+
 /* Converts rows [b0, b0 + nb) of 2-byte storage h (row elements each) into the stage at
- * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it. */
+ * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it; rows
+ * the op writes are rounded back by unstage. */
 static float *stage_rows(struct dtk_net *net, float **cur, uint16_t *h, long row, int b0,
-                         int nb)
+                         int nb, bool written)
 {
     float *f = *cur;
     *cur += row * net->max_batch;
     long first = (long)b0 * row, n = (long)nb * row;
     dtk_half_to_f32(net->dtype, h + first, f + first, n);
-    net->staged[net->n_staged++] = (struct staged){h + first, f + first, n};
+    if (written)
+        net->staged[net->n_staged++] = (struct staged){h + first, f + first, n};
     return f;
 }
 
-/* Stages the output (and gradient) of owner o for every layer that views it. */
-static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb, bool grads)
+/* Stages the output (and gradient) of owner o for every layer that views it; act_written:
+ * the op writes that output. */
+static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb,
+                         enum stage_op op, bool act_written)
 {
     struct dtk_lay *lo = &net->lay[o];
     if (lo->act || !lo->act16)
         return; /* staged already, or not held here */
-    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb);
-    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb) : NULL;
+    bool grads = op != STAGE_FORWARD;
+    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb, act_written);
+    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb, true)
+                                   : NULL;
     for (int k = o; k < net->model->n_layers; k++)
         if (net->lay[k].owner == o) {
             net->lay[k].act = a;
@@ -700,24 +741,27 @@ static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb
 }
 
 /* Under mixed precision, converts what an op of layer i touches (rows [b0, b0 + nb)) into
- * float32: the outputs of it and its inputs (with their gradients when grads), what it keeps,
- * its parameters (and gradients). The kernels then run in float32 as they do without it. */
-static void stage_layer(struct dtk_net *net, int i, int b0, int nb, bool grads)
+ * float32: the outputs of it and its inputs (with their gradients but in a forward), what it
+ * keeps, its parameters (and gradients). The kernels then run in float32 as they do without
+ * it. Its own output comes first, so that an input viewing the same owner (a flatten) counts
+ * as written too. */
+static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_op op)
 {
     if (!mixed(net))
         return;
     const struct dt_layer *L = &net->model->layers[i];
     struct dtk_lay *ly = &net->lay[i];
     float *cur = net->stage;
+    bool grads = op != STAGE_FORWARD, keeps = op != STAGE_BACKWARD;
     net->n_staged = 0;
-    stage_output(net, &cur, ly->owner, b0, nb, grads);
+    stage_output(net, &cur, ly->owner, b0, nb, op, keeps);
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= 0)
-            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, grads);
+            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, op == STAGE_LOSS);
     if (ly->aux_row)
-        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb);
+        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb, keeps);
     if (i == net->model->n_layers - 1 && net->probs16)
-        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb);
+        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, op == STAGE_LOSS);
     net->wstage = cur;
     dtk_half_to_f32(net->dtype, net->params16 + ly->poff, cur, ly->nparams);
     cur += ly->nparams;
@@ -826,25 +870,6 @@ static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
     dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
 }
 
-/* The dropout stream's state saved for layer i's rows from b0 (NULL: out of memory, and
- * then a recomputation would draw a new mask: the saved table is a few entries per layer). */
-static struct dtk_rng *drop_state(struct dtk_net *net, int i, int b0)
-{
-    for (int k = 0; k < net->n_drops; k++)
-        if (net->drops[k].layer == i && net->drops[k].b0 == b0)
-            return &net->drops[k].rng;
-    if (net->n_drops == net->cap_drops) {
-        int cap = net->cap_drops ? 2 * net->cap_drops : 16;
-        struct drop_state *d = realloc(net->drops, (size_t)cap * sizeof *d);
-        if (!d)
-            return NULL;
-        net->drops = d;
-        net->cap_drops = cap;
-    }
-    net->drops[net->n_drops] = (struct drop_state){.layer = i, .b0 = b0, .rng = net->rng};
-    return &net->drops[net->n_drops++].rng;
-}
-
 void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
 {
     net->recomputing = true;
@@ -894,8 +919,7 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
     case DT_L_DROPOUT: {
-        bool again = net->train && net->rcmp && net->rcmp->keep_ws[i]; /* to be recomputed */
-        struct dtk_rng after, *saved = again ? drop_state(net, i, b0) : NULL;
+        struct dtk_rng after, *saved = net->train && ly->drop_rng ? &ly->drop_rng[b0] : NULL;
         if (net->recomputing && saved) { /* the first forward's mask, the stream untouched */
             after = net->rng;
             net->rng = *saved;
@@ -1084,7 +1108,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
-    stage_layer(net, last, b0, nb, true);
+    stage_layer(net, last, b0, nb, STAGE_LOSS);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */
     for (int i = 0; i < m->n_layers; i++) {
@@ -1125,14 +1149,14 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
 
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
-    stage_layer(net, i, b0, nb, false);
+    stage_layer(net, i, b0, nb, STAGE_FORWARD);
     forward_kernels(net, i, b0, nb);
     unstage(net, i);
 }
 
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb)
 {
-    stage_layer(net, i, b0, nb, true);
+    stage_layer(net, i, b0, nb, STAGE_BACKWARD);
     backward_kernels(net, i, b0, nb);
     unstage(net, i);
 }
