@@ -196,10 +196,10 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
         return rc;
     struct dt_sim_result res;
     struct dt_sim_options so = {.group_cp = s->rq->group_cp};
-    rc = dt_sim_run(plan, s->rq->cp, &so, &res, err);
+    rc = dt_sim_run(plan, &s->rq->group_cp[0], &so, &res, err);
     if (!rc) {
         /* as dtsim's rows: the loader reads ahead, the slower of the two sets the pace */
-        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, s->rq->cp));
+        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, &s->rq->group_cp[0]));
         for (int r = 0; r < res.n_ranks; r++) {
             c->v[V_COMPUTE] += res.rank[r].compute_s / res.n_ranks;
             c->v[V_COMM] += res.rank[r].comm_s / res.n_ranks;
