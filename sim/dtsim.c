@@ -601,7 +601,7 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->epoch_s = iters * row->iter_s;
     row->epoch_lo_s = iters * (calibration_path ? fmax(iter_lo, row->read_s) : row->iter_s);
     row->epoch_hi_s = iters * (calibration_path ? fmax(iter_hi, row->read_s) : row->iter_s);
-    row->price_h = dt_nodes_price_per_h(topo, row->nodes);
+    row->price_h = dt_topology_nodes_price_per_h(topo, row->nodes);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
         struct dt_memory mem;
