@@ -169,7 +169,8 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
 
 /* Seconds a local op takes on dev: COMPUTE and UPDATE as dt_cost_compute, ZERO as clearing
  * its region (dt_cost_grad_reset), COPY as a pass over it (a sum: dt_cost_reduce), LOAD as
- * its bytes at mem_bw; LOSS costs nothing of its own (the last layer's forward includes it). */
+ * its bytes at mem_bw; LOSS costs nothing of its own (the last layer's forward includes it).
+ * Communication ops (SEND, RECV, COLL, WAIT) cost 0 here: their time is the network's. */
 double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                   const struct dt_model *m, const struct dt_op *op);
 
