@@ -2,6 +2,7 @@
 #include "dt/costmodel.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 const char *dt_op_class_name(enum dt_op_class c)
 {
@@ -216,6 +217,29 @@ void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_s
     out->lower_Bps = dt_cost_lower_bw(cp, dev) * share;
     out->reduce_Bps = cp->reduce_Bps > 0 ? cp->reduce_Bps * share : 0;
     out->pack_Bps = cp->pack_Bps > 0 ? cp->pack_Bps * share : 0;
+}
+
+struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
+                                           const struct dt_cost_params *group_cp,
+                                           const struct dt_topology *topo, int n_ranks)
+{
+    int *on_node = calloc((size_t)topo->n_nodes + 1, sizeof *on_node);
+    struct dt_cost_params *cpr = malloc(((size_t)n_ranks + 1) * sizeof *cpr);
+    if (!on_node || !cpr) {
+        free(on_node);
+        free(cpr);
+        return NULL;
+    }
+    for (int r = 0; r < n_ranks; r++)
+        on_node[dt_topology_node_of(topo, r)]++;
+    for (int r = 0; r < n_ranks; r++) {
+        int node = dt_topology_node_of(topo, r);
+        const struct dt_node_group *g = dt_topology_group_of_node(topo, node);
+        dt_cost_colocated(group_cp ? &group_cp[g - topo->groups] : cp, &g->device,
+                          on_node[node], &cpr[r]);
+    }
+    free(on_node);
+    return cpr;
 }
 
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,

@@ -634,15 +634,22 @@ const struct dt_node_group *dt_topology_group_of_rank(const struct dt_topology *
     return dt_topology_group_of_node(topo, dt_topology_node_of(topo, rank));
 }
 
-double dt_topology_price_per_h(const struct dt_topology *topo)
+double dt_topology_nodes_price_per_h(const struct dt_topology *topo, int nodes)
 {
     double sum = 0;
-    for (int g = 0; g < topo->n_groups; g++) {
+    for (int g = 0; g < topo->n_groups && nodes > 0; g++) {
+        int k = topo->groups[g].count < nodes ? topo->groups[g].count : nodes;
         if (topo->groups[g].price_per_h <= 0)
             return 0;
-        sum += topo->groups[g].count * topo->groups[g].price_per_h;
+        sum += k * topo->groups[g].price_per_h;
+        nodes -= k;
     }
     return sum;
+}
+
+double dt_topology_price_per_h(const struct dt_topology *topo)
+{
+    return dt_topology_nodes_price_per_h(topo, topo->n_nodes);
 }
 
 /* ---- reshaping for sweeps ---- */

@@ -542,12 +542,14 @@ static int simulate(const struct options *o, const struct dt_model *model,
                        "%d ranks of %s", dt_ranklist_max(&o->trace_ranks), topo->n_ranks,
                        topo->name);
     }
-    struct dt_cost_params cp, *gcp = group_params(topo);
+    struct dt_cost_params *gcp = group_params(topo);
     if (!gcp) {
         dt_plan_destroy(plan);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     }
-    dt_cost_defaults(&cp, topo->groups[0].device.kind);
+    /* the plan's default parameters (network, eager limit): the first group's, calibrated
+     * (the interval applies the calibration again, which sets the same values) */
+    const struct dt_cost_params *cp = &gcp[0];
     /* a sweep's traces hold one process per strategy and shape: name both */
     char name[96];
     snprintf(name, sizeof name, "%s on %d node%s x %d", dt_strategy_name(s), topo->n_nodes,
@@ -570,10 +572,10 @@ static int simulate(const struct options *o, const struct dt_model *model,
     double iter_c = 0, iter_lo = 0, iter_hi = 0;
     /* with a calibration, the interval's first run is the row's: each plan runs once */
     if (calibration_path)
-        rc = dt_calibration_interval(&calibration, &cp, DT_CAL_PREDICTION, simulated_iter, &run,
+        rc = dt_calibration_interval(&calibration, cp, DT_CAL_PREDICTION, simulated_iter, &run,
                                      &iter_c, &iter_lo, &iter_hi, err);
     else
-        rc = simulated_iter(&run, &cp, &iter_c, err);
+        rc = simulated_iter(&run, cp, &iter_c, err);
     if (rc) {
         if (run.have_res)
             dt_sim_result_free(&run.res);
@@ -583,8 +585,6 @@ static int simulate(const struct options *o, const struct dt_model *model,
         dt_plan_destroy(plan);
         return rc;
     }
-    if (calibration_path)
-        dt_calibration_apply(&calibration, &cp);
     struct dt_sim_result res = run.res;
     memset(row, 0, sizeof *row);
     row->links = links;
@@ -594,14 +594,14 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->ppn = topo->groups[0].devices;
     row->global_batch = plan->global_batch;
     /* the loader reads ahead while the devices compute: the slower of the two sets the pace */
-    row->read_s = dt_step_read_s(plan, &cp);
+    row->read_s = dt_step_read_s(plan, cp);
     row->iter_s = fmax(res.iter_s, row->read_s);
     long iters = dt_epoch_iterations(o->dataset_size, plan->global_batch);
     row->iters = iters;
     row->epoch_s = iters * row->iter_s;
     row->epoch_lo_s = iters * (calibration_path ? fmax(iter_lo, row->read_s) : row->iter_s);
     row->epoch_hi_s = iters * (calibration_path ? fmax(iter_hi, row->read_s) : row->iter_s);
-    row->price_h = dt_nodes_price_per_h(topo, row->nodes);
+    row->price_h = dt_topology_nodes_price_per_h(topo, row->nodes);
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
         struct dt_memory mem;
@@ -1161,14 +1161,11 @@ static int run_sweep(const struct options *o, const struct dt_model *model,
 static int recommend(const struct options *o, const struct dt_model *model,
                      const struct dt_topology *topo, int part, int parts)
 {
-    struct dt_cost_params cp, *gcp = group_params(topo);
+    struct dt_cost_params *gcp = group_params(topo);
     if (!gcp) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
-    dt_cost_defaults(&cp, topo->groups[0].device.kind);
-    if (calibration_path)
-        dt_calibration_apply(&calibration, &cp);
     double limit = o->memory_limit;
     for (int g = 0; g < topo->n_groups && !(o->memory_limit > 0); g++) {
         double m = topo->groups[g].device.mem_bytes;
@@ -1176,7 +1173,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
             limit = m;
     }
     struct dt_rec_request rq = {
-        .model = model, .topo = topo, .base = o->par, .cp = &cp, .group_cp = gcp,
+        .model = model, .topo = topo, .base = o->par, .group_cp = gcp,
         .global_batch = o->global_batch ? o->global_batch : (long)o->par.batch * topo->n_ranks,
         .memory_limit = limit, .dataset_size = o->dataset_size, .epochs = o->epochs,
         .top = o->top ? o->top : 5, .part = part, .parts = parts,

@@ -1,4 +1,4 @@
-/* Reading the training data and the price of the nodes (sim/epoch.h). */
+/* Reading the training data (sim/epoch.h). */
 #include "epoch.h"
 
 #include <math.h>
@@ -32,16 +32,4 @@ double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *c
     }
     free(samples);
     return worst;
-}
-
-double dt_nodes_price_per_h(const struct dt_topology *topo, int nodes)
-{
-    double sum = 0;
-    for (int n = 0; n < nodes && n < topo->n_nodes; n++) {
-        double p = dt_topology_group_of_node(topo, n)->price_per_h;
-        if (!(p > 0))
-            return 0;
-        sum += p;
-    }
-    return sum;
 }

@@ -1,5 +1,5 @@
-/* What a training run costs besides its iterations' compute and communication: reading the
- * data from storage, and the price of the nodes it holds. */
+/* What a training step costs besides its compute and communication: reading its data from
+ * storage (the price of the nodes: dt_topology_nodes_price_per_h). */
 #ifndef DT_SIM_EPOCH_H
 #define DT_SIM_EPOCH_H
 
@@ -17,8 +17,5 @@ double dt_sample_read_bytes(const struct dt_model *m);
  * when a calibration sets it, else the node group's `data_read`). Nodes without a read
  * bandwidth count 0: reading is not modelled there. */
 double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *cp);
-
-/* USD per hour of the first `nodes` nodes of topo; 0 when one of them has no price. */
-double dt_nodes_price_per_h(const struct dt_topology *topo, int nodes);
 
 #endif

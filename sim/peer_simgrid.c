@@ -185,23 +185,6 @@ static void rank_main(int argc, char **argv)
     end_s[r] = simgrid_get_clock();
 }
 
-/* Each rank's cost parameters, with the memory bandwidth its node's ranks share (as
- * sim/player.c). */
-static void colocated_params(void)
-{
-    int n = plan->n_ranks, nodes = dt_topology_node_of(plan->topo, n - 1) + 1;
-    int *on_node = calloc((size_t)nodes, sizeof *on_node);
-    cpr = malloc((size_t)n * sizeof *cpr);
-    if (!on_node || !cpr)
-        die("out of memory");
-    for (int r = 0; r < n; r++)
-        on_node[dt_topology_node_of(plan->topo, r)]++;
-    for (int r = 0; r < n; r++)
-        dt_cost_colocated(&cp, device_of(r), on_node[dt_topology_node_of(plan->topo, r)],
-                          &cpr[r]);
-    free(on_node);
-}
-
 static void load_plan(char **argv)
 {
     struct dt_error err;
@@ -234,7 +217,8 @@ int main(int argc, char **argv)
     if (!pairs || !end_s)
         die("out of memory");
     mark_pairs();
-    colocated_params();
+    if (!(cpr = dt_cost_rank_params(&cp, NULL, plan->topo, n))) /* as sim/player.c */
+        die("out of memory");
     struct dt_sim *sim;
     struct dt_simnet net;
     struct dt_error err;

@@ -72,7 +72,8 @@ struct rankstate {
 struct player {
     const struct dt_plan *plan;
     const struct dt_cost_params *cp;
-    struct dt_cost_params *cpr; /* per rank: cp as its node's co-located ranks share it */
+    struct dt_cost_params *cpr; /* per rank: its group's, as its node's ranks share them
+                                 * (dt_cost_rank_params) */
     const struct dt_sim_options *opt;
     struct dt_sim *sim;
     struct dt_simnet net;
@@ -94,37 +95,6 @@ struct player {
 static const struct dt_device_spec *device_of(struct player *p, int rank)
 {
     return &dt_topology_group_of_node(p->plan->topo, p->net.node_of[rank])->device;
-}
-
-/* The cost parameters of rank's device: its node group's when the caller gives them per
- * group (a heterogeneous cluster), else the one set. */
-static const struct dt_cost_params *base_params(struct player *p, int rank)
-{
-    if (!p->opt || !p->opt->group_cp)
-        return p->cp;
-    const struct dt_topology *t = p->plan->topo;
-    return &p->opt->group_cp[dt_topology_group_of_node(t, p->net.node_of[rank]) - t->groups];
-}
-
-/* Each rank's cost parameters, with the memory bandwidth its node's ranks share. */
-static int colocated_params(struct player *p)
-{
-    int n = p->plan->n_ranks, max_node = 0;
-    for (int r = 0; r < n; r++)
-        max_node = p->net.node_of[r] > max_node ? p->net.node_of[r] : max_node;
-    int *on_node = calloc((size_t)max_node + 1, sizeof *on_node);
-    p->cpr = malloc((size_t)n * sizeof *p->cpr);
-    if (!on_node || !p->cpr) {
-        free(on_node);
-        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    }
-    for (int r = 0; r < n; r++)
-        on_node[p->net.node_of[r]]++;
-    for (int r = 0; r < n; r++)
-        dt_cost_colocated(base_params(p, r), device_of(p, r), on_node[p->net.node_of[r]],
-                          &p->cpr[r]);
-    free(on_node);
-    return DT_OK;
 }
 
 /* Whether the trace shows this rank (--trace-ranks). */
@@ -697,8 +667,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     rc = dt_simnet_build(&p.net, p.sim, plan->topo, n, cp, err);
     if (!rc && !(p.link_seen = calloc((size_t)p.net.n_links + 1, 1)))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    if (!rc)
-        rc = colocated_params(&p);
+    if (!rc && !(p.cpr = dt_cost_rank_params(cp, opt ? opt->group_cp : NULL, plan->topo, n)))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < n && !rc; r++) {
         int dev;
         rc = dt_sim_add_device(p.sim, &dev, err);

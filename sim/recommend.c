@@ -143,7 +143,8 @@ static int enumerate(struct search *s)
 }
 
 /* The busiest rank's local ops alone: a lower bound of the iteration the player computes
- * (it charges these same costs, at shared rates no faster, one op at a time per rank). */
+ * (it charges these same costs, at shared rates no faster, one op at a time per rank).
+ * dt_cost_op is 0 for communication ops: the network's, not the device's. */
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
@@ -152,12 +153,8 @@ static double compute_bound(const struct dt_plan *plan, const struct dt_cost_par
         const struct dt_device_spec *dev = &g->device;
         const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
         double t = 0;
-        for (int i = 0; i < plan->ranks[r].n_ops; i++) {
-            const struct dt_op *op = &plan->ranks[r].ops[i];
-            if (op->kind != DT_OP_SEND && op->kind != DT_OP_RECV && op->kind != DT_OP_COLL &&
-                op->kind != DT_OP_WAIT)
-                t += dt_cost_op(cp, dev, plan->model, op);
-        }
+        for (int i = 0; i < plan->ranks[r].n_ops; i++)
+            t += dt_cost_op(cp, dev, plan->model, &plan->ranks[r].ops[i]);
         worst = t > worst ? t : worst;
     }
     return worst;
@@ -196,10 +193,10 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
         return rc;
     struct dt_sim_result res;
     struct dt_sim_options so = {.group_cp = s->rq->group_cp};
-    rc = dt_sim_run(plan, s->rq->cp, &so, &res, err);
+    rc = dt_sim_run(plan, &s->rq->group_cp[0], &so, &res, err);
     if (!rc) {
         /* as dtsim's rows: the loader reads ahead, the slower of the two sets the pace */
-        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, s->rq->cp));
+        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, &s->rq->group_cp[0]));
         for (int r = 0; r < res.n_ranks; r++) {
             c->v[V_COMPUTE] += res.rank[r].compute_s / res.n_ranks;
             c->v[V_COMM] += res.rank[r].comm_s / res.n_ranks;

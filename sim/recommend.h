@@ -24,8 +24,8 @@ struct dt_rec_request {
     const struct dt_model *model;
     const struct dt_topology *topo;
     struct dt_plan_options base;   /* the user's config: optimizer, precision, ... */
-    const struct dt_cost_params *cp;       /* the first group's (the plan's default) */
-    const struct dt_cost_params *group_cp; /* per node group of topo */
+    const struct dt_cost_params *group_cp; /* per node group of topo; the first group's are
+                                            * the plan's default (network, eager limit) */
     long global_batch;             /* samples per step, every config */
     double memory_limit;           /* bytes per device; 0: none */
     long dataset_size;             /* samples per epoch */

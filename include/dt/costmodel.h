@@ -155,6 +155,13 @@ double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_devic
  * enough bandwidth: out = *cp. */
 void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_spec *dev, int k,
                        struct dt_cost_params *out);
+/* Every rank's parameters, for the first n_ranks ranks of topo: its node group's
+ * (group_cp[g], one per group of topo; NULL: cp for every rank) as dt_cost_colocated shares
+ * them among the ranks of its node. The one rule of dtsim's player and its SimGrid peer.
+ * Returns a malloc'd array of n_ranks, or NULL when out of memory. */
+struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
+                                           const struct dt_cost_params *group_cp,
+                                           const struct dt_topology *topo, int n_ranks);
 
 /* Seconds a COMPUTE or UPDATE op takes on dev. */
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
@@ -162,7 +169,8 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
 
 /* Seconds a local op takes on dev: COMPUTE and UPDATE as dt_cost_compute, ZERO as clearing
  * its region (dt_cost_grad_reset), COPY as a pass over it (a sum: dt_cost_reduce), LOAD as
- * its bytes at mem_bw; LOSS costs nothing of its own (the last layer's forward includes it). */
+ * its bytes at mem_bw; LOSS costs nothing of its own (the last layer's forward includes it).
+ * Communication ops (SEND, RECV, COLL, WAIT) cost 0 here: their time is the network's. */
 double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                   const struct dt_model *m, const struct dt_op *op);
 

@@ -128,6 +128,9 @@ int dt_topology_node_ranks(const struct dt_topology *topo, int node);
 const struct dt_node_group *dt_topology_group_of_rank(const struct dt_topology *topo, int rank);
 /* Sum over nodes of the price per node-hour (USD/h); 0 when a group gives no price. */
 double dt_topology_price_per_h(const struct dt_topology *topo);
+/* The same over the first `nodes` nodes (those a smaller job holds); 0 when one of them has
+ * no price. */
+double dt_topology_nodes_price_per_h(const struct dt_topology *topo, int nodes);
 
 /* A copy of topo with the same node spec reshaped to nodes x ppn (for --sweep); only for
  * single-group topologies. GPU devices keep their spec (ppn GPUs per node). A CPU device is a
