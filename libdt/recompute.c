@@ -242,28 +242,17 @@ static int after_forward(const struct dt_rank_plan *rp, int f, int l)
     return n;
 }
 
-/* The index of layer l's forward of micro-batch mb before op `before` (-1: none). */
-static int forward_at(const struct dt_rank_plan *rp, int before, int l, int mb)
-{
-    for (int i = before - 1; i >= 0; i--) {
-        const struct dt_op *op = &rp->ops[i];
-        if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_FORWARD && op->layer == l &&
-            op->micro == mb)
-            return i;
-    }
-    return -1;
-}
-
 /* Re-runs segment s's recomputed layers for the micro-batch of backward op b: each one's
- * forward (flagged) and the collectives that followed it. */
+ * forward (flagged) and the collectives that followed it. fwd: per layer, the index of its
+ * latest forward of that micro-batch before b (-1: none). */
 static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
-                        const struct dt_recompute_layout *rc, int s, int b)
+                        const struct dt_recompute_layout *rc, int s, const int *fwd)
 {
     int rcode = DT_OK;
     for (int l = 0; l < rc->n_layers && !rcode; l++) {
         if (rc->segment[l] != s || !(rc->act_ws[l] || rc->keep_ws[l]))
             continue;
-        int f = forward_at(rp, b, l, rp->ops[b].micro);
+        int f = fwd[l];
         if (f < 0)
             continue;
         struct dt_op op = rp->ops[f];
@@ -288,22 +277,32 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     int micros = 1;
     for (int i = 0; i < rp->n_ops; i++)
         micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
-    /* done[s x micros + mb]: segment s of micro-batch mb recomputed (segments < n_layers) */
-    bool *done = calloc((size_t)rc->n_layers * (size_t)micros, sizeof *done);
+    /* per micro-batch mb and segment or layer x (both < n_layers), at [mb x n_layers + x]:
+     * done: segment x of mb recomputed; fwd: the index of layer x's latest forward of mb, as
+     * the walk goes (one pass, not a search back from every backward) */
+    size_t cells = (size_t)rc->n_layers * (size_t)micros;
+    bool *done = calloc(cells, sizeof *done);
+    int *fwd = malloc(cells * sizeof *fwd);
     struct dt_program out = {0};
-    int rcode = done ? DT_OK : DT_ENOMEM;
+    int rcode = done && fwd ? DT_OK : DT_ENOMEM;
+    for (size_t c = 0; fwd && c < cells; c++)
+        fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
         const struct dt_op *op = &rp->ops[i];
+        size_t row = (size_t)op->micro * (size_t)rc->n_layers;
+        if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_FORWARD)
+            fwd[row + (size_t)op->layer] = i;
         int s = op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD
                     ? rc->segment[op->layer] : -1;
-        if (s >= 0 && !done[(size_t)s * micros + op->micro]) {
-            done[(size_t)s * micros + op->micro] = true;
-            rcode = emit_segment(&out, rp, rc, s, i);
+        if (s >= 0 && !done[row + (size_t)s]) {
+            done[row + (size_t)s] = true;
+            rcode = emit_segment(&out, rp, rc, s, fwd + row);
         }
         if (!rcode)
             rcode = dt_program_push(&out, op);
     }
     free(done);
+    free(fwd);
     if (rcode) {
         free(out.ops);
         return DT_ENOMEM;
