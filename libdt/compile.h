@@ -33,12 +33,13 @@ long dtc_labels_per_sample(const struct dt_model *m);
  * in the flag's reduction and keeps its loss scale in step (precision.c). */
 int dtc_optimizer_step(struct dt_plan *plan, int r, bool updates, long offset, long count,
                        long opt_offset);
-/* The pieces of that step for plans that update several regions (ZeRO): UNSCALE of GRADS
- * [offset, + count) and the flag's MAX over all ranks (one rank's overflow skips every
- * rank's step); the cast COPY of MASTER [opt_offset, + count) into PARAMS [offset, + count);
- * the RESCALE of the loss scale. */
+/* The pieces of that step for plans that update several regions (ZeRO), each nothing in
+ * fp32: UNSCALE of GRADS [offset, + count) and the flag's MAX over all ranks (one rank's
+ * overflow skips every rank's step); an UPDATE op (dtc_update, its grads region set or not)
+ * and then the cast COPY of the MASTER weights it updated into its PARAMS region (the UPDATE
+ * alone in fp32); the RESCALE of the loss scale. */
 int dtc_overflow_check(struct dt_plan *plan, int r, long offset, long count);
-int dtc_master_cast(struct dt_plan *plan, int r, long opt_offset, long offset, long count);
+int dtc_update_cast(struct dt_plan *plan, int r, struct dt_op update);
 int dtc_rescale(struct dt_plan *plan, int r);
 /* Mixed precision: the rank's master weights and loss-scaler buffers (none in fp32). */
 int dtc_precision_buffers(struct dt_plan *plan, int r);

@@ -49,6 +49,8 @@ static int all_ranks_group(struct dt_plan *plan)
 
 int dtc_overflow_check(struct dt_plan *plan, int r, long offset, long count)
 {
+    if (!dt_plan_mixed(plan->opt.precision))
+        return DT_OK;
     struct dt_op unscale = {.kind = DT_OP_UNSCALE, .layer = -1,
                             .region = {DT_BUF_GRADS, offset, count, -1},
                             .dst = {DT_BUF_SCALER, DT_SCALER_FLAG, 1, -1}};
@@ -64,15 +66,22 @@ int dtc_overflow_check(struct dt_plan *plan, int r, long offset, long count)
     return dtc_push(plan, r, max);
 }
 
-int dtc_master_cast(struct dt_plan *plan, int r, long opt_offset, long offset, long count)
+int dtc_update_cast(struct dt_plan *plan, int r, struct dt_op update)
 {
+    int rc = dtc_push(plan, r, update);
+    if (rc || !dt_plan_mixed(plan->opt.precision))
+        return rc;
+    long n = update.region.count;
     return dtc_push(plan, r, (struct dt_op){.kind = DT_OP_COPY, .layer = -1,
-                                            .region = {DT_BUF_MASTER, opt_offset, count, -1},
-                                            .dst = {DT_BUF_PARAMS, offset, count, -1}});
+                                            .region = {DT_BUF_MASTER, update.dst.offset, n, -1},
+                                            .dst = {DT_BUF_PARAMS, update.region.offset, n,
+                                                    -1}});
 }
 
 int dtc_rescale(struct dt_plan *plan, int r)
 {
+    if (!dt_plan_mixed(plan->opt.precision))
+        return DT_OK;
     return dtc_push(plan, r, (struct dt_op){.kind = DT_OP_RESCALE, .layer = -1,
                                             .region = {DT_BUF_SCALER, 0, DT_SCALER_ELEMS, -1}});
 }
@@ -80,13 +89,9 @@ int dtc_rescale(struct dt_plan *plan, int r)
 int dtc_optimizer_step(struct dt_plan *plan, int r, bool updates, long offset, long count,
                        long opt_offset)
 {
-    if (!dt_plan_mixed(plan->opt.precision))
-        return updates ? dtc_push(plan, r, dtc_update(offset, count, opt_offset)) : DT_OK;
     int rc = dtc_overflow_check(plan, r, offset, updates ? count : 0);
     if (!rc && updates)
-        rc = dtc_push(plan, r, dtc_update(offset, count, opt_offset));
-    if (!rc && updates)
-        rc = dtc_master_cast(plan, r, opt_offset, offset, count);
+        rc = dtc_update_cast(plan, r, dtc_update(offset, count, opt_offset));
     return rc ? rc : dtc_rescale(plan, r);
 }
 

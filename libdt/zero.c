@@ -210,14 +210,12 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
     return rc;
 }
 
-/* Mixed precision: the gradients the rank updates unscaled and checked before any update.
- * Stages 2-3 hold them packed (the gradient shard); stage 1 unscales the whole gradient
- * buffer from its first unit on: a chunk it does not own overflows only if the owner's sum
- * does, so the flag after the MAX over all ranks is the same. */
+/* Mixed precision (nothing in fp32): the gradients the rank updates unscaled and checked
+ * before any update. Stages 2-3 hold them packed (the gradient shard); stage 1 unscales the
+ * whole gradient buffer from its first unit on: a chunk it does not own overflows only if
+ * the owner's sum does, so the flag after the MAX over all ranks is the same. */
 static int unscale(struct zero *z, int r)
 {
-    if (!dt_plan_mixed(z->plan->opt.precision))
-        return DT_OK;
     if (z->stage >= 2)
         return dtc_overflow_check(z->plan, r, z->staging, shard_floats(z, r));
     if (z->n_units == 1) {
@@ -236,10 +234,7 @@ static int update_chunk(struct zero *z, int r, long offset, long len, long s, lo
     struct dt_op op = dtc_update(offset, len, s);
     if (grads_at >= 0)
         op.grads = (struct dt_region){DT_BUF_GRADS, grads_at, len, -1};
-    int rc = len ? dtc_push(z->plan, r, op) : DT_OK;
-    if (!rc && len && dt_plan_mixed(z->plan->opt.precision))
-        rc = dtc_master_cast(z->plan, r, s, offset, len);
-    return rc;
+    return len ? dtc_update_cast(z->plan, r, op) : DT_OK;
 }
 
 /* The step's end: every rank updates its shard; stages 1-2 allgather the parameters. */
@@ -260,9 +255,7 @@ static int update(struct zero *z, int r, int n_handles)
             rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0,
                                                DT_BUF_PARAMS, z->units[u].lo, z->units[u].size));
     }
-    if (!rc && dt_plan_mixed(z->plan->opt.precision))
-        rc = dtc_rescale(z->plan, r);
-    return rc;
+    return rc ? rc : dtc_rescale(z->plan, r);
 }
 
 /* Load, forward (stage 3: gathering each unit first), loss. */
