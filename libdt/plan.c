@@ -94,6 +94,8 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 
 int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
+    if (dt_plan_dropped(plan, rank))
+        return DT_OK;
     struct dt_rank_plan *r = &plan->ranks[rank];
     if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
         return DT_ENOMEM;

@@ -187,8 +187,6 @@ int dtc_push(struct dt_plan *plan, int rank, struct dt_op op)
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
 {
     stamp_shards(plan, rank, &op);
-    if (dt_plan_dropped(plan, rank))
-        return DT_OK;
     return dt_plan_push_eval(plan, rank, &op);
 }
 

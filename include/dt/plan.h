@@ -397,7 +397,8 @@ int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
 bool dt_plan_dropped(const struct dt_plan *plan, int rank);
 void dt_plan_destroy(struct dt_plan *plan);
 
-/* Builders used by the strategies (and by tests). */
+/* Builders used by the strategies (and by tests). dt_plan_push, dt_plan_push_eval and
+ * dt_plan_add_buffer add nothing to a probe's dropped rank (dt_plan_dropped). */
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
 /* Appends an op to rank's eval program (stamped with the plan's precision). */
 int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op);
