@@ -53,6 +53,10 @@ int dtc_finish_rank(struct dt_plan *plan, int rank);
 bool dtc_recompute_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 int dtc_recompute_program(struct dt_plan *plan, int r);
 
+/* The algorithm of the options' gradient exchange among replicas: the registry's for the
+ * data-parallel strategies, --grad-alg for the pipelines. */
+enum dt_coll_alg dtc_grad_alg(const struct dt_plan_options *o);
+
 /* The data-parallel strategies and the pipelines (pipeline.c). */
 bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err);

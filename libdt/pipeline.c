@@ -454,13 +454,6 @@ static int pipeline_groups(struct pipe *p, int *replicas)
 
 /* ---- per rank ---- */
 
-/* The replicas' gradient allreduce, and the tensor groups' f/g allreduces: --grad-alg
- * (0, linear: options not from dt_plan_options_init, means ring as plan.h says). */
-static enum dt_coll_alg grad_alg(const struct dt_plan *plan)
-{
-    return plan->opt.grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : plan->opt.grad_alg;
-}
-
 /* The allreduce of each tied table's gradient between the table's rank and its copy's (the
  * same replica and tensor rank): the table's first floats on the embedding's stage, the copy
  * after the tied layer's other parameters on the other. */
@@ -488,14 +481,15 @@ static int tied_allreduce(const struct pipe *p, int r, int view)
 static int zero1_step(const struct pipe *p, int r, int replicas, long n_params)
 {
     struct dt_plan *plan = p->plan;
+    enum dt_coll_alg alg = dtc_grad_alg(&plan->opt);
     long off, len;
     dt_chunk(n_params, p->D, plan->ranks[r].dp_index, &off, &len);
     plan->ranks[r].n_updated = len;
-    int rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, grad_alg(plan), replicas, 0,
-                                        DT_BUF_GRADS, 0, n_params));
+    int rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, alg, replicas, 0, DT_BUF_GRADS,
+                                        0, n_params));
     if (!rc)
         rc = dtc_optimizer_step(plan, r, true, off, len, 0);
-    return rc ? rc : dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, grad_alg(plan), replicas, 0,
+    return rc ? rc : dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, alg, replicas, 0,
                                                 DT_BUF_PARAMS, 0, n_params));
 }
 
@@ -539,8 +533,8 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     if (!rc && p->D > 1 && plan->opt.zero == 1)
         rc = zero1_step(p, r, replicas, n_params);
     else if (!rc && p->D > 1)
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, grad_alg(plan), replicas, 0,
-                                        DT_BUF_GRADS, 0, n_params));
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, dtc_grad_alg(&plan->opt), replicas,
+                                        0, DT_BUF_GRADS, 0, n_params));
     if (!rc && (p->D == 1 || plan->opt.zero != 1))
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
@@ -648,7 +642,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     int *replicas = calloc((size_t)(p.S * p.T), sizeof *replicas);
     p.tied_group = malloc((size_t)m->n_layers * sizeof *p.tied_group);
     enum dt_shard_kind *kind = p.T > 1 ? malloc((size_t)m->n_layers * sizeof *kind) : NULL;
-    p.tensor = (struct dtc_tensor){.T = p.T, .alg = grad_alg(plan)};
+    p.tensor = (struct dtc_tensor){.T = p.T, .alg = dtc_grad_alg(&plan->opt)};
     p.tensor.tp_group = p.T > 1 ? malloc((size_t)plan->n_ranks * sizeof *p.tensor.tp_group)
                                 : NULL;
     int *handles = calloc((size_t)plan->n_ranks, sizeof *handles);

@@ -12,37 +12,38 @@
 static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                     char *why, size_t whylen);
 
-/* pipeline, data_parallel, fits, compile of each family */
-#define ONE_DEVICE false, false, dp_fits, dtc_compile_data_parallel
-#define DATA_PARALLEL false, true, dp_fits, dtc_compile_data_parallel
-#define PIPELINE true, false, dtc_pipeline_fits, dtc_compile_pipeline
+/* pipeline, data_parallel, fits, compile and gradient algorithm of each family (one device:
+ * none; the pipelines': --grad-alg, see dtc_grad_alg) */
+#define ONE_DEVICE false, false, dp_fits, dtc_compile_data_parallel, DT_ALG_LINEAR
+#define DATA_PARALLEL(alg) false, true, dp_fits, dtc_compile_data_parallel, alg
+#define PIPELINE true, false, dtc_pipeline_fits, dtc_compile_pipeline, DT_ALG_RING
 
 static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
     {"sequential", "one device, no communication", "", ONE_DEVICE},
     {"reduce-bcast-linear",
      "gradients sent by every rank to rank 0, summed, averaged gradient sent back to each "
-     "(seed 002)", "seed 002 (mpi4py send/recv)", DATA_PARALLEL},
+     "(seed 002)", "seed 002 (mpi4py send/recv)", DATA_PARALLEL(DT_ALG_LINEAR)},
     {"reduce-bcast",
      "gradients reduced to rank 0 and broadcast by binomial trees (MPI_Reduce + MPI_Bcast in "
-     "MPICH)", "Thakur et al. 2005", DATA_PARALLEL},
+     "MPICH)", "Thakur et al. 2005", DATA_PARALLEL(DT_ALG_BINOMIAL)},
     {"ring", "ring allreduce: reduce-scatter + allgather in 2(p-1) steps (Horovod, NCCL)",
-     "Patarasuk and Yuan 2009; Sergeev and Del Balso 2018", DATA_PARALLEL},
+     "Patarasuk and Yuan 2009; Sergeev and Del Balso 2018", DATA_PARALLEL(DT_ALG_RING)},
     {"recursive-doubling", "recursive-doubling allreduce (MPICH, short messages)",
-     "Thakur et al. 2005", DATA_PARALLEL},
+     "Thakur et al. 2005", DATA_PARALLEL(DT_ALG_RECURSIVE_DOUBLING)},
     {"rabenseifner",
      "Rabenseifner allreduce: recursive-halving reduce-scatter + recursive-doubling allgather",
-     "Rabenseifner 2004", DATA_PARALLEL},
+     "Rabenseifner 2004", DATA_PARALLEL(DT_ALG_RABENSEIFNER)},
     {"hierarchical", "intra-node reduce, ring allreduce among node leaders, intra-node broadcast",
-     "Jia et al. 2018", DATA_PARALLEL},
+     "Jia et al. 2018", DATA_PARALLEL(DT_ALG_BINOMIAL)},
     {"mpi-allreduce",
      "the MPI library's MPI_Allreduce (simulated as MPICH 4.0's default choice)",
-     "Thakur et al. 2005", DATA_PARALLEL},
+     "Thakur et al. 2005", DATA_PARALLEL(DT_ALG_LIBRARY)},
     {"ps-central",
      "central parameter server on rank 0: push gradients, server updates, pull weights",
-     "Li et al. 2014", DATA_PARALLEL},
+     "Li et al. 2014", DATA_PARALLEL(DT_ALG_LINEAR)},
     {"ps-sharded",
      "sharded parameter server: each rank owns 1/p of the weights (reduce-scatter, allgather)",
-     "Li et al. 2014", DATA_PARALLEL},
+     "Li et al. 2014", DATA_PARALLEL(DT_ALG_DIRECT)},
     {"gpipe",
      "pipeline: all micro-batches forward, then all backward, one flush per step (--pp, "
      "--micro-batches, --dp)", "Huang et al. 2019", PIPELINE},
@@ -56,7 +57,8 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
      "Narayanan et al. 2021 (Megatron-LM)", PIPELINE},
     {"tree",
      "double binary tree allreduce: two trees each reduce and broadcast half, pipelined in "
-     "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)", DATA_PARALLEL},
+     "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)",
+     DATA_PARALLEL(DT_ALG_TREE)},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -87,15 +89,12 @@ static bool is_allreduce(enum dt_strategy s)
            s == DT_STRAT_ALLREDUCE_TREE;
 }
 
-static enum dt_coll_alg allreduce_alg(enum dt_strategy s)
+enum dt_coll_alg dtc_grad_alg(const struct dt_plan_options *o)
 {
-    switch (s) {
-    case DT_STRAT_ALLREDUCE_RING: return DT_ALG_RING;
-    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING: return DT_ALG_RECURSIVE_DOUBLING;
-    case DT_STRAT_ALLREDUCE_RABENSEIFNER: return DT_ALG_RABENSEIFNER;
-    case DT_STRAT_ALLREDUCE_TREE: return DT_ALG_TREE;
-    default: return DT_ALG_LIBRARY;
-    }
+    if (!registry[o->strategy].pipeline)
+        return registry[o->strategy].alg;
+    /* grad_alg 0 (linear: options not from dt_plan_options_init) means ring (plan.h) */
+    return o->grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : o->grad_alg;
 }
 
 bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_ranks,
@@ -384,7 +383,7 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
             continue;
         lo = v[l].param_offset;
         if ((double)(hi - lo) * grad_bytes >= plan->opt.bucket_bytes || l == stop) {
-            struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(plan->strategy), world,
+            struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, dtc_grad_alg(&plan->opt), world,
                                        0, DT_BUF_GRADS, lo, hi - lo);
             op.nonblocking = true;
             op.handle = (*n_handles)++;
@@ -428,62 +427,59 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
     enum dt_strategy s = world < 0 ? DT_STRAT_SEQUENTIAL : plan->strategy;
     const long P = rp->n_params;
     const int p = rp->dp_count;
+    const enum dt_coll_alg a = dtc_grad_alg(&plan->opt); /* the registry's */
     int rc = 0;
     switch (s) {
     case DT_STRAT_SEQUENTIAL:
         break;
     case DT_STRAT_REDUCE_BCAST_LINEAR:
-    case DT_STRAT_REDUCE_BCAST_BINOMIAL: {
-        enum dt_coll_alg a = s == DT_STRAT_REDUCE_BCAST_LINEAR ? DT_ALG_LINEAR : DT_ALG_BINOMIAL;
+    case DT_STRAT_REDUCE_BCAST_BINOMIAL:
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
         if (!rc)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, a, world, 0, DT_BUF_GRADS, 0, P));
         break;
-    }
     case DT_STRAT_ALLREDUCE_RING:
     case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
     case DT_STRAT_ALLREDUCE_RABENSEIFNER:
     case DT_STRAT_ALLREDUCE_LIBRARY:
     case DT_STRAT_ALLREDUCE_TREE:
         if (n_handles == 0)
-            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, allreduce_alg(s), world, 0,
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, a, world, 0,
                                             DT_BUF_GRADS, 0, P));
         for (int h = 0; h < n_handles && !rc; h++)
             rc = dtc_push(plan, r, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
         break;
     case DT_STRAT_ALLREDUCE_HIERARCHICAL: {
         bool leader = dtc_group_index(&plan->groups[node_group[r]], r) == 0;
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_BINOMIAL, node_group[r], 0,
-                                        DT_BUF_GRADS, 0, P));
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, node_group[r], 0, DT_BUF_GRADS,
+                                        0, P));
         if (!rc && leader)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_RING, leaders, 0,
                                             DT_BUF_GRADS, 0, P));
         if (!rc)
-            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_BINOMIAL, node_group[r], 0,
-                                            DT_BUF_GRADS, 0, P));
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, a, node_group[r], 0, DT_BUF_GRADS,
+                                            0, P));
         break;
     }
     case DT_STRAT_PS_CENTRAL:
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, DT_ALG_LINEAR, world, 0, DT_BUF_GRADS,
-                                        0, P));
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
         if (!rc)
             rc = dtc_optimizer_step(plan, r, rp->dp_index == 0, 0, P, 0);
         if (!rc)
-            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, DT_ALG_LINEAR, world, 0,
-                                            DT_BUF_PARAMS, 0, P));
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, a, world, 0, DT_BUF_PARAMS, 0, P));
         rp->updates = rp->dp_index == 0;
         rp->n_updated = rp->dp_index == 0 ? P : 0;
         return rc;
     case DT_STRAT_PS_SHARDED: {
         long off, len;
         dt_chunk(P, p, rp->dp_index, &off, &len);
-        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT, world, 0,
-                                        DT_BUF_GRADS, 0, P));
+        rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, a, world, 0, DT_BUF_GRADS,
+                                        0, P));
         if (!rc)
             rc = dtc_optimizer_step(plan, r, true, off, len, 0);
         if (!rc)
-            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, DT_ALG_DIRECT, world, 0,
-                                            DT_BUF_PARAMS, 0, P));
+            rc = dtc_push(plan, r, dtc_coll(DT_COLL_ALLGATHER, a, world, 0, DT_BUF_PARAMS,
+                                            0, P));
         rp->n_updated = len;
         return rc;
     }
@@ -511,7 +507,7 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     struct dtc_tensor tp = {0};
     if (!rc && T > 1)
         rc = dtc_tensor_init(plan, T, is_allreduce(plan->strategy) ?
-                             allreduce_alg(plan->strategy) : DT_ALG_RING, &tp);
+                             dtc_grad_alg(opt) : DT_ALG_RING, &tp);
     plan->global_batch = opt->scaling == DT_SCALING_WEAK ? opt->batch * D * K : opt->batch;
     plan->lr_scale = opt->scaling == DT_SCALING_WEAK ? D : 1;
     plan->micro_batches = K;
@@ -567,25 +563,22 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
 }
 
 /* Whether the middle data-parallel replicas are no larger than the first and the last (what
- * a probe assumes): not under a tree or a hierarchy (inner ranks sum more receives), nor under
- * recursive doubling or halving on a group that is not a power of two (the extra ranks). */
+ * a probe assumes), by the registry's gradient algorithm (dtc_grad_alg): not in a tree
+ * (binomial, hierarchical's node trees, NCCL's double tree: inner nodes sum more receives),
+ * nor in recursive doubling or halving (the library's too) on a group that is not a power of
+ * two (the extra ranks). */
 static bool replicas_alike(const struct dt_plan_options *o, int ranks)
 {
     int t = o->tp > 1 ? o->tp : 1;
     int d = o->pp ? (o->dp ? o->dp : ranks / o->pp / t) : ranks / t;
-    bool pow2 = d > 0 && (d & (d - 1)) == 0;
-    enum dt_coll_alg alg = registry[o->strategy].pipeline ? o->grad_alg : DT_ALG_RING;
-    switch (o->strategy) {
-    case DT_STRAT_REDUCE_BCAST_BINOMIAL:
-    case DT_STRAT_ALLREDUCE_HIERARCHICAL:
-    case DT_STRAT_ALLREDUCE_TREE: return false; /* inner tree nodes receive more */
-    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
-    case DT_STRAT_ALLREDUCE_RABENSEIFNER:
-    case DT_STRAT_ALLREDUCE_LIBRARY: return pow2;
-    default: break;
+    switch (dtc_grad_alg(o)) {
+    case DT_ALG_BINOMIAL:
+    case DT_ALG_TREE: return false;
+    case DT_ALG_RECURSIVE_DOUBLING:
+    case DT_ALG_RABENSEIFNER:
+    case DT_ALG_LIBRARY: return d > 0 && (d & (d - 1)) == 0;
+    default: return true; /* linear, ring, direct: every member receives alike */
     }
-    return alg == DT_ALG_RING || alg == DT_ALG_LINEAR || alg == DT_ALG_DIRECT ||
-           (pow2 && alg != DT_ALG_TREE);
 }
 
 static int build(const struct dt_model *model, const struct dt_topology *topo,

@@ -68,12 +68,6 @@ bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
     return true;
 }
 
-static enum dt_coll_alg zero_alg(enum dt_strategy s)
-{
-    return s == DT_STRAT_ALLREDUCE_RING ? DT_ALG_RING
-           : s == DT_STRAT_PS_SHARDED ? DT_ALG_DIRECT : DT_ALG_LIBRARY;
-}
-
 /* The units, in model order, and which layers open and close them. */
 static int make_units(struct zero *z)
 {
@@ -344,7 +338,7 @@ static int compile_rank(struct zero *z, int r)
 int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
 {
     const int p = plan->n_ranks, K = plan->opt.accumulate;
-    struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = zero_alg(plan->strategy)};
+    struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = dtc_grad_alg(&plan->opt)};
     for (int l = 0; l < plan->model->n_layers; l++)
         if (plan->model->layers[l].tied && plan->opt.zero >= 2)
             return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--zero %d with a tied layer (%s) is not "

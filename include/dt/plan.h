@@ -326,6 +326,9 @@ struct dt_strategy_info {
                  char *why, size_t whylen);
     /* fills a plan allocated by dt_plan_alloc with the family's programs and buffers */
     int (*compile)(struct dt_plan *plan, struct dt_error *err);
+    /* data parallelism: the algorithm of its gradient exchange (hierarchical: of its
+     * node-local reduce and broadcast); the pipelines take --grad-alg (dtc_grad_alg) */
+    enum dt_coll_alg alg;
 };
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s);
 const char *dt_strategy_name(enum dt_strategy s);
