@@ -27,15 +27,22 @@ bool dt_layer_needs_dact(const struct dt_model *m, int i)
     return false;
 }
 
-static bool is_view(const struct dt_layer *L)
+bool dt_layer_is_view(const struct dt_layer *L)
 {
     return L->kind == DT_L_FLATTEN && L->in[0] >= 0;
+}
+
+int dt_layer_storage(const struct dt_model *m, int j)
+{
+    while (j >= 0 && dt_layer_is_view(&m->layers[j]))
+        j = m->layers[j].in[0];
+    return j;
 }
 
 long dt_layer_act_floats(const struct dt_model *m, int i)
 {
     const struct dt_layer *L = &m->layers[i];
-    return is_view(L) ? 0 : dt_shape_size(&L->out_shape);
+    return dt_layer_is_view(L) ? 0 : dt_shape_size(&L->out_shape);
 }
 
 void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *keep_ints)

@@ -672,7 +672,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
             if (l >= plan->chunk_first[c] && l < plan->chunk_first[c + 1])
                 p.chunk_of[l] = c;
         const struct dt_layer *L = &m->layers[l];
-        p.owner[l] = L->kind == DT_L_FLATTEN && L->in[0] >= 0 ? p.owner[L->in[0]] : l;
+        p.owner[l] = dt_layer_is_view(L) ? p.owner[L->in[0]] : l;
         if (L->params > 0 && l < p.first_train)
             p.first_train = l;
     }

@@ -150,7 +150,7 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
     /* a kept flatten view keeps the output it is a view of */
     for (int l = n - 1; l >= 0; l--) {
         const struct dt_layer *L = &m->layers[l];
-        if (L->kind == DT_L_FLATTEN && L->in[0] >= 0 && !rc->act_ws[l])
+        if (dt_layer_is_view(L) && !rc->act_ws[l])
             rc->act_ws[L->in[0]] = rc->keep_ws[L->in[0]] = false;
     }
 }

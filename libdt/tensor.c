@@ -7,11 +7,6 @@
 #include "compile.h"
 #include "dt/tensor.h"
 
-static bool is_view(const struct dt_layer *L)
-{
-    return L->kind == DT_L_FLATTEN && L->in[0] >= 0;
-}
-
 static bool elementwise(enum dt_layer_kind k)
 {
     return k == DT_L_RELU || k == DT_L_GELU || k == DT_L_TANH || k == DT_L_SIGMOID ||
@@ -102,7 +97,7 @@ static bool sole_reader(const struct dt_model *m, const int *readers, int j)
     for (;;) {
         if (readers[j] != 1)
             return false;
-        if (!is_view(&m->layers[j]))
+        if (!dt_layer_is_view(&m->layers[j]))
             return true;
         j = m->layers[j].in[0];
     }
@@ -312,14 +307,6 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
     return rc ? DT_ENOMEM : DT_OK;
 }
 
-/* The layer whose storage j's output is (through flatten views). */
-static int owner(const struct dt_model *m, int j)
-{
-    while (j >= 0 && is_view(&m->layers[j]))
-        j = m->layers[j].in[0];
-    return j;
-}
-
 int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, enum dt_phase ph,
                      int l, int slot, int rows, bool eval)
 {
@@ -337,7 +324,7 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
                m->layers[l].kind == DT_L_DENSE && m->layers[l].in[0] >= 0 &&
                dt_layer_needs_dact(m, m->layers[l].in[0])) {
         buf = DT_BUF_DACT; /* f: the partial input gradients of the column-parallel layer */
-        at = owner(m, m->layers[l].in[0]);
+        at = dt_layer_storage(m, m->layers[l].in[0]);
     } else {
         return DT_OK;
     }

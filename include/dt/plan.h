@@ -477,6 +477,10 @@ void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory 
 void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *keep_ints);
 /* Whether layer i's output gradient is needed (this or an earlier layer trains). */
 bool dt_layer_needs_dact(const struct dt_model *m, int i);
+/* Whether a layer is a view of its input's storage (a flatten of a layer's output), and the
+ * layer whose storage layer j's output is (through such views). */
+bool dt_layer_is_view(const struct dt_layer *L);
+int dt_layer_storage(const struct dt_model *m, int j);
 /* Floats per row of layer i's output storage (0 for a flatten view). */
 long dt_layer_act_floats(const struct dt_model *m, int i);
 /* Receive-buffer floats a collective member needs in the executor (widest round summed over
