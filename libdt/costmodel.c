@@ -243,18 +243,20 @@ struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
 }
 
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
-                          long n_params)
+                          long n, double elem_bytes)
 {
-    double bw = dt_cost_stream_bw(cp, dev, 4.0 * (double)n_params);
-    return bw > 0 ? 4.0 * (double)n_params / bw : 0;
+    double bytes = elem_bytes * (double)n;
+    double bw = dt_cost_stream_bw(cp, dev, bytes);
+    return bw > 0 ? bytes / bw : 0;
 }
 
 double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
-                      long floats)
+                      long n, double elem_bytes)
 {
-    /* a[i] += b[i]: two reads and a write per float */
-    double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dt_cost_stream_bw(cp, dev, 12.0 * floats);
-    return bw > 0 ? 3.0 * 4.0 * floats / bw : 0;
+    /* a[i] += b[i]: two reads and a write per element */
+    double bytes = 3.0 * elem_bytes * (double)n;
+    double bw = cp->reduce_Bps > 0 ? cp->reduce_Bps : dt_cost_stream_bw(cp, dev, bytes);
+    return bw > 0 ? bytes / bw : 0;
 }
 
 /* A memory-bound pass over bytes (mixed precision's cast COPY and UNSCALE). */
@@ -275,10 +277,11 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
     switch (op->kind) {
     case DT_OP_COMPUTE:
     case DT_OP_UPDATE: return dt_cost_compute(cp, dev, m, op);
-    case DT_OP_ZERO: return dt_cost_grad_reset(cp, dev, op->region.count);
+    case DT_OP_ZERO:
+        return dt_cost_grad_reset(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
     case DT_OP_COPY:
         if (op->sum)
-            return dt_cost_reduce(cp, dev, op->region.count);
+            return dt_cost_reduce(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
         return stream_time(cp, dev, op->region.count * (elem_bytes(op, op->region.buf) +
                                                         elem_bytes(op, op->dst.buf)));
     case DT_OP_UNSCALE: /* reads and writes the gradients, compares each */

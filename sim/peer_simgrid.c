@@ -147,7 +147,7 @@ static void play_round(int r, const struct dt_group *g, const struct dt_schedule
     free(comms);
     free(got);
     if (sum > 0)
-        sg_actor_execute(dt_cost_reduce(&cpr[r], dev, sum));
+        sg_actor_execute(dt_cost_reduce(&cpr[r], dev, sum, 4.0)); /* fp32, as its puts */
 }
 
 static void rank_main(int argc, char **argv)

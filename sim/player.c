@@ -372,7 +372,8 @@ static int finish_round(struct player *p, int ai)
     a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
-        double d = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats);
+        double d = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats,
+                                  elem_bytes(p, a));
         a->outstanding = -1; /* reduction in progress */
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
     }

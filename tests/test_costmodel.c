@@ -154,7 +154,7 @@ static void test_cache_bandwidth(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &small), 14e-6);
 }
 
-/* Ensure the gradient reset writes 4 bytes per parameter at the stream bandwidth: 690,590
+/* Ensure the gradient reset writes 4 bytes per fp32 parameter at the stream bandwidth: 690,590
  * parameters = 2,762,360 B at 20 GB/s = 138.118 us; inside a 4 MiB cache at 80 GB/s,
  * 34.5295 us. */
 static void test_grad_reset(void **state)
@@ -162,10 +162,10 @@ static void test_grad_reset(void **state)
     (void)state;
     struct dt_cost_params cp;
     struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
-    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590), 138.118e-6);
+    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590, 4.0), 138.118e-6);
     dev.cache_bytes = 4194304;
     cp.cache_Bps = 80e9;
-    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590), 34.5295e-6);
+    assert_rel(dt_cost_grad_reset(&cp, &dev, 690590, 4.0), 34.5295e-6);
 }
 
 /* Ensure dt_cost_op charges each local op kind as documented, on the device above (20 GB/s,
@@ -223,6 +223,11 @@ static void test_cost_op_kinds(void **state)
     assert_true(dt_cost_op(&cp, &dev, m, &wait) == 0);
     assert_rel(dt_cost_op(&cp, &dev, m, &update), 0.966826e-3);
     assert_rel(dt_cost_op(&cp, &dev, m, &f3), dt_cost_compute(&cp, &dev, m, &f3));
+    /* bf16: the gradients are 2-byte, so clearing 690,590 of them writes 1,381,180 B
+     * (69.059 us) and summing 10,000 moves 60,000 B (3 us), as the wire carries them */
+    zero.precision = copy.precision = DT_BF16;
+    assert_rel(dt_cost_op(&cp, &dev, m, &zero), 69.059e-6);
+    assert_rel(dt_cost_op(&cp, &dev, m, &copy), 3e-6);
 }
 
 /* Ensure co-located ranks share node_mem_bw: mem_bw 20 GB/s, lower_bw 10 GB/s, node 30 GB/s.

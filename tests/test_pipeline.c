@@ -173,7 +173,7 @@ static struct parts parts_of(const struct dt_plan *plan, const struct dt_cost_pa
         else if (op->kind == DT_OP_ZERO && op->region.buf == DT_BUF_DACT && p.Zd == 0)
             p.Zd = dt_cost_op(cp, dev, m, op);
         else if (op->kind == DT_OP_RECV && op->sum && p.R == 0)
-            p.R = dt_cost_reduce(cp, dev, op->region.count);
+            p.R = dt_cost_reduce(cp, dev, op->region.count, 4.0);
     }
     p.d = p.B - b0;
     assert_true(p.F > 0 && p.B > 0 && p.d > 0 && p.U > 0);

@@ -285,9 +285,9 @@ static double expected_compute(const struct dt_plan *plan, int r, const struct d
         else if (op->kind == DT_OP_LOAD)
             t += op->bytes / dt_cost_mem_bw(cp, dev);
         else if (op->kind == DT_OP_ZERO)
-            t += dt_cost_grad_reset(cp, dev, op->region.count);
+            t += dt_cost_grad_reset(cp, dev, op->region.count, 4.0);
     }
-    return t + (sum_floats ? dt_cost_reduce(cp, dev, sum_floats) : 0);
+    return t + (sum_floats ? dt_cost_reduce(cp, dev, sum_floats, 4.0) : 0);
 }
 
 static double rank0_compute(const struct dt_model *m, const struct dt_topology *t,

@@ -142,10 +142,10 @@ double dt_cost_stream_bw(const struct dt_cost_params *cp, const struct dt_device
 /* The bandwidth of convolution lowering on dev: cp's calibrated value, else dt_cost_mem_bw. */
 double dt_cost_lower_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
 
-/* Seconds the start of an iteration takes on dev besides the framework overhead: clearing
- * the gradients of n_params parameters. */
+/* Seconds clearing n elements of elem_bytes each takes on dev (the gradients at the start of
+ * an iteration: 4 bytes each in fp32, 2 in bf16/fp16). */
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
-                          long n_params);
+                          long n, double elem_bytes);
 
 /* The parameters one rank of k that compute side by side on a node sees: they share the
  * node's memory bandwidth (node_mem_Bps), so its memory-bound rates (mem_bw, lower_bw, the
@@ -174,8 +174,9 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
 double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                   const struct dt_model *m, const struct dt_op *op);
 
-/* Seconds to sum `floats` received floats into a buffer on dev. */
+/* Seconds to sum n received elements of elem_bytes each into a buffer on dev (the dtype the
+ * wire carries: the same size the network is charged). */
 double dt_cost_reduce(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
-                      long floats);
+                      long n, double elem_bytes);
 
 #endif
