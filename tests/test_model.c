@@ -232,6 +232,21 @@ static void test_params_bert_large(void **state)
     dt_model_destroy(m);
 }
 
+/* Ensure that bert-large-512 (pre-training phase 2) is bert-large with 512-token sequences:
+ * the same 335,143,938 parameters (the position table has 512 rows in both), per-token layers
+ * 4x the FLOPs of the 128-token model, attention more than 4x (its scores grow with T^2). */
+static void test_bert_large_512(void **state)
+{
+    (void)state;
+    struct dt_model *m128 = load_zoo("bert-large"), *m512 = load_zoo("bert-large-512");
+    assert_int_equal(m512->total_params, 335143938);
+    const char *dense = "encoder.layer.11.intermediate.dense", *att = "encoder.layer.11.attention";
+    assert_near(layer(m512, dense)->fwd_flops, 4 * layer(m128, dense)->fwd_flops, 0);
+    assert_true(layer(m512, att)->fwd_flops > 4.5 * layer(m128, att)->fwd_flops);
+    dt_model_destroy(m128);
+    dt_model_destroy(m512);
+}
+
 /* ---- GPT models ---- */
 
 /* GPT-2-style count with tied embeddings: per layer 12 h^2 + 13 h, token and position tables
@@ -668,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_params_lstm_sentiment),
         cmocka_unit_test(test_params_bert_base),
         cmocka_unit_test(test_params_bert_large),
+        cmocka_unit_test(test_bert_large_512),
         cmocka_unit_test(test_params_gpt2_124m),
         cmocka_unit_test(test_params_tiny_gpt),
         cmocka_unit_test(test_params_gpt3),

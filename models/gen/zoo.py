@@ -309,10 +309,14 @@ total 109,483,778.""" % tokens,
     return m
 
 
-def bert_large():
-    tokens = 128
+def bert_large(tokens=128):
+    phase = ("the length of pre-training phase 1 (NVIDIA DeepLearningExamples, the\n"
+             "seq_len 128 rows of validate/data/gpu-published.csv; its phase-2 rows use 512)"
+             if tokens == 128 else
+             "the length of pre-training phase 2 (NVIDIA DeepLearningExamples, the\n"
+             "seq_len 512 rows of validate/data/gpu-published.csv; bert-large.yaml is phase 1)")
     m = Model(
-        "bert-large",
+        "bert-large" if tokens == 128 else "bert-large-%d" % tokens,
         "Devlin et al., BERT: Pre-training of Deep Bidirectional Transformers for Language "
         "Understanding, NAACL 2019 (BERT-LARGE: L=24, H=1024, A=16, 340M parameters); layer for "
         "layer Hugging Face BertForPreTraining (bert-large-uncased) without its masked-LM head: "
@@ -320,8 +324,7 @@ def bert_large():
         """BERT-large (Devlin et al. 2019) for pre-training, as Hugging Face's BertForPreTraining
 with bert-large-uncased's configuration: vocabulary 30522, 512 positions, 2 token types,
 24 layers, hidden 1024, 16 heads, FFN 4096 (GELU), LayerNorm eps 1e-12, dropout 0.1;
-%d-token sequences, the length of pre-training phase 1 (NVIDIA DeepLearningExamples, the
-seq_len 128 rows of validate/data/gpu-published.csv; its phase-2 rows use 512).
+%d-token sequences, %s.
 Layers as in bert-base.yaml. Parameters: BertModel with pooler 335,141,888 (= 31,782,912
 embeddings incl. LayerNorm + 24 x 12,596,224 per layer + 1,049,600 pooler) + the
 next-sentence head cls.seq_relationship 1024*2+2 = 2,050: total 335,143,938.
@@ -330,8 +333,9 @@ per token while a model has one output. It adds 1,082,170 parameters (transform 
 1,049,600 + LayerNorm 2,048 + decoder bias 30,522; the decoder weight is the word-embedding
 table, tied), so BertForPreTraining has 336,226,108; the paper's "340M" is rounded. Missing
 with it: its FLOPs, about 2 x 1024 x 30522 = 62.5 MFLOP forward per predicted token
-(8.0 GFLOP per sequence if every one of the 128 positions is predicted, as in Hugging Face),
-and its 128 x 30522 logits per sequence.""" % tokens,
+(%.1f GFLOP per sequence if every one of the %d positions is predicted, as in Hugging Face),
+and its %d x 30522 logits per sequence.""" % (tokens, phase, 2 * 1024 * 30522 * tokens / 1e9,
+                                              tokens, tokens),
         "{tokens: %d, vocab: 30522}" % tokens, 2)
     bert_encoder(m, tokens, 24, 1024, 16, 4096)
     m.add("seqpool", "pooler.first_token", "the [CLS] token")
@@ -455,6 +459,7 @@ def main():
         unet(),
         bert_base(),
         bert_large(),
+        bert_large(512),
         gpt2_124m(),
         tiny_gpt(),
         tiny_gpt_bytes(),
