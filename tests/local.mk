@@ -96,6 +96,8 @@ TESTS += tests/test_exec_tensor.sh tests/test_exec_3d.sh
 EXTRA_DIST += tests/test_exec_tensor.sh tests/test_exec_3d.sh
 TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
+TESTS += tests/test_exec_repeatable.sh
+EXTRA_DIST += tests/test_exec_repeatable.sh
 
 check_PROGRAMS += tests/test_probe
 TESTS += tests/test_probe

@@ -252,8 +252,9 @@ struct conv_job {
     long slot;              /* floats of scratch per thread */
     float *out, *work;
     const float *inp, *weight, *bias;
-    float *dinp, *dweight, *dbias, *sums; /* backward; sums: per-thread gradient sums */
+    float *dinp, *dweight, *dbias, *sums; /* backward; sums: per-task gradient sums */
     const float *dout;
+    int tasks;              /* backward: tasks of the strided split (one per thread) */
 };
 
 static void conv_forward_task(void *ctx, long i, int t)
@@ -340,21 +341,32 @@ static void conv_backward_block(float *dinp, float *dweight, float *dbias, float
     }
 }
 
-/* Thread t's block: its weight and bias gradients go to its own sums when there are some. */
+/* Backward of block i with thread t's scratch, its weight and bias gradients added to dw, db. */
+static void conv_backward_one(const struct conv_job *j, long i, int t, float *dw, float *db)
+{
+    const struct dtk_conv_dims *d = j->d;
+    int b0 = (int)i * j->k.nb, nb = d->B - b0 < j->k.nb ? d->B - b0 : j->k.nb;
+    conv_backward_block(j->dinp, dw, db, j->work + t * j->slot, j->dout, j->inp, j->weight, d,
+                        j->k, b0, nb);
+}
+
 static void conv_backward_task(void *ctx, long i, int t)
 {
     const struct conv_job *j = ctx;
-    const struct dtk_conv_dims *d = j->d;
-    int b0 = (int)i * j->k.nb, nb = d->B - b0 < j->k.nb ? d->B - b0 : j->k.nb;
-    float *dw = j->dweight, *db = j->dbias;
-    if (j->sums) {
-        long nw = conv_grad_floats(d) - d->F;
-        float *gw = j->sums + t * (nw + d->F);
-        dw = dw ? gw : NULL;
-        db = db ? gw + nw : NULL;
-    }
-    conv_backward_block(j->dinp, dw, db, j->work + t * j->slot, j->dout, j->inp, j->weight, d,
-                        j->k, b0, nb);
+    conv_backward_one(j, i, t, j->dweight, j->dbias);
+}
+
+/* Task s of T sums blocks s, s + T, s + 2T, ... into sums s: which blocks go into which sum
+ * does not depend on which thread is free first, so the gradients are the same run after run
+ * (the blocks are dealt into a multiple of T of near-equal size: the stride balances). */
+static void conv_backward_strided(void *ctx, long s, int t)
+{
+    const struct conv_job *j = ctx;
+    const long ng = conv_grad_floats(j->d), nw = ng - j->d->F, T = j->tasks;
+    const long blocks = (j->d->B + j->k.nb - 1) / j->k.nb;
+    float *gw = j->sums + s * ng;
+    for (long i = s; i < blocks; i += T)
+        conv_backward_one(j, i, t, j->dweight ? gw : NULL, j->dbias ? gw + nw : NULL);
 }
 
 void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
@@ -364,18 +376,18 @@ void dtk_conv2d_backward(float *dinp, float *dweight, float *dbias, float *work,
     const int T = conv_threads(d);
     struct conv_job j = {.d = d, .k = conv_blocking(d, d->B, T), .slot = conv_slot_floats(d, d->B),
                          .work = work, .inp = inp, .weight = weight, .dinp = dinp,
-                         .dweight = dweight, .dbias = dbias, .dout = dout};
+                         .dweight = dweight, .dbias = dbias, .dout = dout, .tasks = T};
     const long blocks = (d->B + j.k.nb - 1) / j.k.nb;
     if (T < 2 || blocks < 2) { /* one thread accumulates straight into the gradients */
         dtk_parallel(blocks, 1, conv_backward_task, &j);
         return;
     }
-    /* each thread sums its blocks' weight and bias gradients apart; they are added to the
-     * gradients in thread order */
+    /* each task sums its blocks' weight and bias gradients apart; they are added to the
+     * gradients in task order */
     const long ng = conv_grad_floats(d), nw = ng - d->F;
     j.sums = work + conv_slots(d) * j.slot;
     memset(j.sums, 0, (size_t)(T * ng) * sizeof(float));
-    dtk_parallel(blocks, T, conv_backward_task, &j);
+    dtk_parallel(T, T, conv_backward_strided, &j);
     for (int t = 0; t < T; t++) {
         const float *gw = j.sums + t * ng;
         if (dweight)
