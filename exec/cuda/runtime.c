@@ -133,6 +133,13 @@ int dtcuda_zero(struct dtcuda *cx, void *dptr, size_t bytes, struct dt_error *er
     return e == cudaSuccess ? DT_OK : dtcuda_cuda_fail(err, e, "zeroing device memory");
 }
 
+int dtcuda_copy(struct dtcuda *cx, void *dst, const void *src, size_t bytes,
+                struct dt_error *err)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cx->stream);
+    return e == cudaSuccess ? DT_OK : dtcuda_cuda_fail(err, e, "copying on the GPU");
+}
+
 int dtcuda_to_device(struct dtcuda *cx, void *dst, const void *host_src, size_t bytes,
                      struct dt_error *err)
 {
