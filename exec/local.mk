@@ -13,7 +13,7 @@ dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/watchdog.c exec/watchdog.h
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
 DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
-dtexec_CPPFLAGS = $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
+dtexec_CPPFLAGS = $(DTCUDA_CPPFLAGS) $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
 dtexec_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(ZLIB_CFLAGS) $(BLAS_CFLAGS)
 dtexec_LDADD = $(DTCUDA_LIBS) $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
 dist_man_MANS += man/dtexec.1
