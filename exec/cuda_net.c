@@ -243,6 +243,13 @@ static float *din_rows(struct dtx_cuda_net *g, int j, int b0)
     return dev(g, ly.dact + (long)b0 * ly.out_sz);
 }
 
+/* The device address of a layer's parameters or their gradients; NULL for a layer without
+ * (a rank whose layers have none mirrors no parameter buffer). */
+static void *weights(struct dtx_cuda_net *g, const struct dt_layer *L, const float *host)
+{
+    return L->params > 0 ? dev(g, host) : NULL;
+}
+
 static void zero_rows(struct dtx_cuda_net *g, const struct dtk_net_layer *ly, int b0, int nb)
 {
     dtx_cuda_zero(g, ly->dact + (long)b0 * ly->out_sz,
@@ -264,7 +271,7 @@ void dtx_cuda_forward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
 {
     const struct dt_layer *L = &g->model->layers[i];
     const struct dtk_net_layer ly = info(g, i);
-    const float *x = in_rows(g, L->in[0], b0), *w = dev(g, ly.w);
+    const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
     float *y = dev(g, ly.act + (long)b0 * ly.out_sz);
     const long n = (long)nb * ly.out_sz;
     struct dtk_conv_dims d = ly.cd;
@@ -328,8 +335,8 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     const struct dtk_net_layer ly = info(g, i);
     if (!ly.need || ly.alias || fused_softmax(g, i) || failed(g))
         return;
-    const float *x = in_rows(g, L->in[0], b0), *w = dev(g, ly.w);
-    float *dx = din_rows(g, L->in[0], b0), *dw = dev(g, ly.dw);
+    const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
+    float *dx = din_rows(g, L->in[0], b0), *dw = weights(g, L, ly.dw);
     const float *dy = dev(g, ly.dact + (long)b0 * ly.out_sz);
     struct dtk_conv_dims d = ly.cd;
     d.B = nb;
