@@ -8,7 +8,8 @@ DTCUDA_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/exec/cuda
 exec_libdtcuda_a_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 if HAVE_CUDA
 # Only layers.cu holds device code; the host side (runtime.c, nccl.c) is C under our warnings.
-exec_libdtcuda_a_SOURCES = $(DTCUDA_HDRS) exec/cuda/runtime.c exec/cuda/layers.cu
+exec_libdtcuda_a_SOURCES = $(DTCUDA_HDRS) exec/cuda/runtime.c exec/cuda/cublas_dl.c \
+	exec/cuda/layers.cu
 if HAVE_NCCL
 exec_libdtcuda_a_SOURCES += exec/cuda/nccl.c
 else
@@ -21,7 +22,7 @@ exec_libdtcuda_a_SOURCES = $(DTCUDA_HDRS) exec/cuda/stub.c exec/cuda/nccl_stub.c
 DTCUDA_LIBS = exec/libdtcuda.a
 endif
 # Whatever was configured, `make dist` ships every backend file.
-EXTRA_DIST += exec/cuda/layers.cu exec/cuda/runtime.c exec/cuda/nccl.c \
+EXTRA_DIST += exec/cuda/layers.cu exec/cuda/runtime.c exec/cuda/cublas_dl.c exec/cuda/nccl.c \
 	exec/cuda/stub.c exec/cuda/nccl_stub.c
 
 # nvcc: cubins for A100 (sm_80) and H100 (sm_90), plus sm_90 PTX that the driver compiles for

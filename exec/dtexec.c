@@ -33,6 +33,8 @@
 #include "executor.h"
 #include "bind.h"
 #include "checkpoint.h"
+#include "cuda/cuda_kernels.h"
+#include "cuda_net.h"
 #include "progress.h"
 #include "record.h"
 #include "watchdog.h"
@@ -77,6 +79,7 @@ struct options {
     long overflow_at;       /* --overflow-at: the step whose gradients overflow (0: none) */
 #define DROP_RECOMPUTE 1000 /* --drop-op recompute: the recomputed forwards */
     double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
+    bool cuda;              /* --device cuda (default cpu) */
     bool help, version;
 };
 
@@ -92,6 +95,9 @@ static void usage(FILE *f)
             "Model and strategy:\n"
             "  -m, --model FILE         model YAML or name in models/ (default " DEFAULT_MODEL ")\n"
             "  -t, --topology FILE      topology YAML (default: derived from the MPI layout)\n"
+            "      --device cpu|cuda    where the compute ops run (default cpu); cuda: one GPU\n"
+            "                           per rank, fp32 dense/relu/conv2d/maxpool/flatten/\n"
+            "                           softmax layers (see man dtexec)\n"
             "  -s, --strategy NAME      sequential, reduce-bcast-linear, reduce-bcast, ring,\n"
             "                           recursive-doubling, rabenseifner, hierarchical,\n"
             "                           mpi-allreduce, ps-central, ps-sharded, gpipe, naive-mp,\n"
@@ -210,7 +216,8 @@ enum {
     OPT_SCALING = 256, OPT_LR, OPT_NO_LR_SCALE, OPT_OPTIMIZER, OPT_MOMENTUM, OPT_INIT, OPT_BUCKET,
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
     OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
-    OPT_DROP_OP, OPT_OVERFLOW_AT, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT
+    OPT_DROP_OP, OPT_OVERFLOW_AT, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT,
+    OPT_DEVICE
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -248,6 +255,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
         {"resume", required_argument, NULL, OPT_RESUME},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"device", required_argument, NULL, OPT_DEVICE},
     };
     /* dtexec's own flags, then the parallel config's (parsed by dt_parallel_set) */
     struct option longs[64];
@@ -351,6 +359,12 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         case OPT_TIMEOUT:
             rc = parse_double("--timeout", optarg, 0, 1e6, false, &o->timeout, msg, len);
             break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "cpu") == 0 || strcmp(optarg, "cuda") == 0)
+                o->cuda = strcmp(optarg, "cuda") == 0;
+            else
+                rc = bad(msg, len, "--device", "expected cpu or cuda, got '%s'", optarg);
+            break;
         case 'q': o->quiet = true; break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
@@ -404,6 +418,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         rc = bad(msg, len, "--overflow-at", "needs --precision bf16 or fp16 (loss scaling)");
     if (!rc && o->synthetic && o->data)
         rc = bad(msg, len, "--synthetic", "give either --data or --synthetic, not both");
+    if (!rc && o->cuda && (o->checkpoint || o->resume))
+        rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--resume",
+                 "--device cuda: checkpoints are not written from the GPU yet");
     if (!rc && !o->checkpoint != !o->checkpoint_every)
         rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--checkpoint-every",
                  "--checkpoint DIR and --checkpoint-every N go together");
@@ -832,6 +849,32 @@ static int load_text(const struct options *o, const struct dtx_data_shape *want,
     return rc;
 }
 
+/* --device cuda: the plan is one the CUDA net executes (refusals first: they are the same
+ * with or without a GPU), and this build and machine have a GPU. */
+static int cuda_usable(const struct dt_plan *plan, struct dt_error *err)
+{
+    int rc = dtx_cuda_supports(plan, err);
+    if (!rc && !dtcuda_built())
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--device cuda: this dtexec was built without "
+                     "the CUDA backend (configure found no nvcc, or --without-cuda)");
+    else if (!rc && dtcuda_device_count() == 0)
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--device cuda: no CUDA device on this machine "
+                     "(no GPU, or no driver)");
+    return rc;
+}
+
+/* The GPU of this rank: ranks on one node take the node's GPUs in turn. */
+static int gpu_of_rank(const struct world *w)
+{
+    MPI_Comm node;
+    int local = 0;
+    MPI_Comm_split_type(w->comm, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    int n = dtcuda_device_count();
+    return n > 0 ? local % n : 0;
+}
+
 static int setup(struct run *R, struct dt_error *err, double *read_s)
 {
     struct options *o = &R->o;
@@ -889,6 +932,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
         rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--precision: %s with %s is simulated only so "
                      "far (dtsim); dtexec executes mixed precision for the data-parallel "
                      "strategies", dt_precision_name(o->par.precision), dt_strategy_name(s));
+    if (!rc && o->cuda)
+        rc = cuda_usable(R->plan, err);
     if ((rc = agree(w, rc, err)))
         return rc;
     if (o->drop_op >= 0 && drop_ops(R->plan, o->drop_op))
@@ -905,7 +950,8 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
                                                                    : DTK_ADAM_KERAS);
     opt.adam.lr = (float)lr;
     opt.sgd = (struct dtk_sgd){.lr = (float)lr, .momentum = (float)o->momentum};
-    rc = dtx_exec_create(R->plan, w->comm, &opt, o->init, o->seed, &R->ex, err);
+    rc = dtx_exec_create_on(R->plan, w->comm, &opt, o->init, o->seed,
+                            o->cuda ? gpu_of_rank(w) : -1, &R->ex, err);
     if ((rc = agree(w, rc, err)))
         return rc;
     R->net = dtx_exec_net(R->ex);

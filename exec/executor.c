@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_net.h"
 #include "dt/collective.h"
 #include "cpu/half.h"
 #include "dt/tensor.h"
@@ -75,6 +76,7 @@ struct dtx_exec {
     float *master, *scaler;       /* fp32 master weights (n_updated) and DT_SCALER_* */
     MPI_Op half_sum;              /* MPI_OP_NULL without mixed precision */
     long overflow_at, skipped;    /* testing: the step whose gradients overflow; steps skipped */
+    struct dtx_cuda_net *gpu;     /* --device cuda: the net's buffers on the GPU (NULL: CPU) */
 };
 
 static bool is_mixed(const struct dtx_exec *ex)
@@ -277,8 +279,28 @@ static int allocate_mixed(struct dtx_exec *ex, struct dt_error *err)
     return DT_OK;
 }
 
+/* --device cuda: the GPU mirrors the net and the rest of the buffer table (cuda_net.h). */
+static int allocate_gpu(struct dtx_exec *ex, int device, int rows, long moments,
+                        struct dt_error *err)
+{
+    int rc = dtx_cuda_create(ex->net, device, &ex->gpu, err);
+    size_t x = ex->x ? (size_t)rows * (size_t)ex->in_floats * sizeof *ex->x : 0;
+    size_t y = ex->y ? (size_t)rows * (size_t)ex->label_rows * sizeof *ex->y : 0;
+    if (!rc)
+        rc = dtx_cuda_mirror(ex->gpu, ex->x, x, err);
+    if (!rc)
+        rc = dtx_cuda_mirror(ex->gpu, ex->y, y, err);
+    if (!rc)
+        rc = dtx_cuda_mirror(ex->gpu, ex->opt_state,
+                             (size_t)(moments * ex->opt_block) * sizeof *ex->opt_state, err);
+    if (!rc)
+        dtx_cuda_set_input(ex->gpu, ex->x);
+    return rc;
+}
+
 /* The network and the rest of the buffer table. */
-static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, struct dt_error *err)
+static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, int gpu,
+                    struct dt_error *err)
 {
     const struct dt_plan *plan = ex->plan;
     const struct dt_rank_plan *rp = ex->rp;
@@ -303,6 +325,8 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the input rows");
     if (is_mixed(ex) && (rc = allocate_mixed(ex, err)))
         return rc;
+    if (gpu >= 0 && (rc = allocate_gpu(ex, gpu, rows, moments, err)))
+        return rc;
     ex->alloc_bytes = dtk_net_bytes(ex->net) + (double)moments * ex->opt_block * sizeof(float) +
                       (is_mixed(ex) ? (double)(ex->opt_block + DT_SCALER_ELEMS) * sizeof(float)
                                     : 0) +
@@ -314,6 +338,13 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, stru
 int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_optimizer *opt,
                     enum dtk_init init, uint64_t seed, struct dtx_exec **out,
                     struct dt_error *err)
+{
+    return dtx_exec_create_on(plan, comm, opt, init, seed, -1, out, err);
+}
+
+int dtx_exec_create_on(const struct dt_plan *plan, MPI_Comm comm,
+                       const struct dtx_optimizer *opt, enum dtk_init init, uint64_t seed,
+                       int gpu, struct dtx_exec **out, struct dt_error *err)
 {
     *out = NULL;
     int rank, size;
@@ -342,11 +373,13 @@ int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_
     if (!rc)
         rc = make_group_comms(ex, err);
     if (!rc)
-        rc = allocate(ex, init, seed, err);
+        rc = allocate(ex, init, seed, gpu, err);
     if (!rc)
         rc = setup_program(ex, &ex->step, ex->rp->ops, ex->rp->n_ops, err);
     if (!rc)
         rc = setup_program(ex, &ex->eval, ex->rp->eval.ops, ex->rp->eval.n_ops, err);
+    if (!rc && ex->gpu) /* what the GPU really holds, with the host's receive buffers */
+        ex->alloc_bytes = dtx_cuda_bytes(ex->gpu);
     ex->alloc_bytes += ex->scratch_bytes;
     if (rc) {
         dtx_exec_destroy(ex);
@@ -392,6 +425,7 @@ void dtx_exec_destroy(struct dtx_exec *ex)
     free(ex->scaler);
     if (ex->half_sum != MPI_OP_NULL)
         MPI_Op_free(&ex->half_sum);
+    dtx_cuda_destroy(ex->gpu);
     dtk_net_destroy(ex->net);
     free(ex);
 }
@@ -563,8 +597,14 @@ static void start_p2p(struct dtx_exec *ex, struct comm_state *c)
  * rows, whatever the messages' timing, and runs are repeatable bit for bit. */
 static void land(struct dtx_exec *ex, struct comm_state *c)
 {
-    if (c->o->kind == DT_OP_RECV && c->o->sum && !c->landed)
+    bool sums = c->o->kind == DT_OP_RECV && c->o->sum && !c->landed;
+    size_t bytes = (size_t)c->where.count * c->esz;
+    if (ex->gpu && sums) /* what the GPU added into those rows meanwhile */
+        dtx_cuda_download(ex->gpu, at(ex, &c->where), bytes);
+    if (sums)
         combine(c->dtype, at(ex, &c->where), c->scratch, c->o->region.count, true);
+    if (ex->gpu && c->o->kind != DT_OP_SEND && !c->landed) /* the host staged the result */
+        dtx_cuda_upload(ex->gpu, at(ex, &c->where), bytes);
     c->landed = true;
 }
 
@@ -657,6 +697,9 @@ static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
 
 static void start_comm(struct dtx_exec *ex, struct comm_state *c)
 {
+    /* --device cuda: communication works on the host copy of the region (land uploads) */
+    if (ex->gpu && c->o->kind != DT_OP_RECV)
+        dtx_cuda_download(ex->gpu, at(ex, &c->o->region), (size_t)c->o->region.count * c->esz);
     if (c->o->kind == DT_OP_COLL && c->o->dst.count > 0) /* out of place: work on a copy */
         memcpy(at(ex, &c->o->dst), at(ex, &c->o->region),
                (size_t)c->o->region.count * c->esz);
@@ -669,6 +712,7 @@ static void start_comm(struct dtx_exec *ex, struct comm_state *c)
         start_library(ex, c, true);
         finish_library(ex, c);
         c->active = false;
+        land(ex, c);
         return;
     }
     if (c->library)
@@ -707,10 +751,17 @@ static void step_floats(struct dtx_exec *ex, float *p, const float *g, float *m,
     switch (ex->opt.kind) {
     case DTX_OPT_ADAM:
     case DTX_OPT_ADAM_TORCH:
-        dtk_adam_step(p, g, m, v, n, t, &ex->opt.adam);
+        if (ex->gpu)
+            dtx_cuda_adam(ex->gpu, p, g, m, v, n, t, &ex->opt.adam);
+        else
+            dtk_adam_step(p, g, m, v, n, t, &ex->opt.adam);
         break;
     case DTX_OPT_SGD:
-        dtk_sgd_step(p, g, ex->opt.sgd.momentum != 0 ? m : NULL, n, t, &ex->opt.sgd);
+        if (ex->gpu)
+            dtx_cuda_sgd(ex->gpu, p, g, ex->opt.sgd.momentum != 0 ? m : NULL, n, t,
+                         &ex->opt.sgd);
+        else
+            dtk_sgd_step(p, g, ex->opt.sgd.momentum != 0 ? m : NULL, n, t, &ex->opt.sgd);
         break;
     }
 }
@@ -783,7 +834,9 @@ static void rescale(struct dtx_exec *ex)
 static void copy_region(struct dtx_exec *ex, const struct dt_op *o)
 {
     enum dt_dtype from = dtype_of(ex, o->region.buf), to = dtype_of(ex, o->dst.buf);
-    if (from == to)
+    if (ex->gpu) /* fp32 only there */
+        dtx_cuda_copy(ex->gpu, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
+    else if (from == to)
         combine(from, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
     else if (from == DT_TYPE_F32 && !o->sum)
         dtk_f32_to_half(to, (const float *)(void *)at(ex, &o->region),
@@ -818,6 +871,19 @@ static void load_rows(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn lo
     if (real < o->samples && y)
         memset(y + (long)real * ex->label_rows, 0,
                (size_t)(o->samples - real) * (size_t)ex->label_rows * sizeof *y);
+    if (ex->gpu && x)
+        dtx_cuda_upload(ex->gpu, x, (size_t)o->samples * (size_t)ex->in_floats * sizeof *x);
+    if (ex->gpu && y)
+        dtx_cuda_upload(ex->gpu, y, (size_t)o->samples * (size_t)ex->label_rows * sizeof *y);
+}
+
+/* --device cuda: a COMPUTE op on the GPU (recomputation is refused: dtx_cuda_supports). */
+static void compute_gpu(struct dtx_exec *ex, const struct dt_op *o, int b0)
+{
+    if (o->phase == DT_PH_BACKWARD)
+        dtx_cuda_backward_layer(ex->gpu, o->layer, b0, o->samples);
+    else
+        dtx_cuda_forward_layer(ex->gpu, o->layer, b0, o->samples);
 }
 
 static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn load, void *ctx,
@@ -830,6 +896,10 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         load_rows(ex, o, load, ctx, real > 0 && real < o->samples ? real : o->samples);
         break;
     case DT_OP_COMPUTE:
+        if (ex->gpu) {
+            compute_gpu(ex, o, b0);
+            break;
+        }
         if (o->phase == DT_PH_BACKWARD) {
             dtk_net_backward_layer(ex->net, o->layer, b0, o->samples);
             break;
@@ -851,8 +921,9 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         /* training under mixed precision seeds the loss scale times the gradient */
         double denom = real ? n : is_mixed(ex) ? o->scale / ex->scaler[DT_SCALER_SCALE]
                                                : o->scale;
-        rc = dtk_net_begin_backward(ex->net, ex->y + (long)b0 * ex->label_rows, b0, n, denom,
-                                    &mean, err);
+        const int *labels = ex->y + (long)b0 * ex->label_rows;
+        rc = ex->gpu ? dtx_cuda_begin_backward(ex->gpu, labels, b0, n, denom, &mean, err)
+                     : dtk_net_begin_backward(ex->net, labels, b0, n, denom, &mean, err);
         if (!rc) {
             out->loss_sum += mean * n;
             out->correct += dtk_net_correct_rows(ex->net, ex->y, b0, n);
@@ -860,10 +931,14 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         }
         break;
     }
-    case DT_OP_ZERO:
-        memset(at(ex, &o->region), 0,
-               (size_t)o->region.count * dt_dtype_size(dtype_of(ex, o->region.buf)));
+    case DT_OP_ZERO: {
+        size_t bytes = (size_t)o->region.count * dt_dtype_size(dtype_of(ex, o->region.buf));
+        if (ex->gpu)
+            dtx_cuda_zero(ex->gpu, at(ex, &o->region), bytes);
+        else
+            memset(at(ex, &o->region), 0, bytes);
         break;
+    }
     case DT_OP_COPY:
         copy_region(ex, o);
         break;
@@ -910,6 +985,8 @@ static int walk(struct dtx_exec *ex, struct program *pg, dtx_load_fn load, void 
                 dtx_watchdog_fire(ex->wd, NULL, what);
             }
         }
+        if (!rc && ex->gpu) /* a GPU failure; with timings, the op's kernels finish first */
+            rc = dtx_cuda_status(ex->gpu, times != NULL, err);
         if (rc)
             return rc;
         if (times) {
@@ -947,6 +1024,8 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
     *out = (struct dtx_loss){0, 0, 0};
     double start = MPI_Wtime();
     int rc = walk(ex, &ex->step, load, load_ctx, 0, out, times, err);
+    if (!rc && ex->gpu) /* the step's kernels are done (a fault inside one surfaces here) */
+        rc = dtx_cuda_status(ex->gpu, true, err);
     dtx_watchdog_step_done(ex->wd, MPI_Wtime() - start);
     return rc;
 }
@@ -984,6 +1063,9 @@ uint64_t dtx_params_hash(const float *p, long n)
  * cast the 2-byte parameters are). */
 static float *float_params(struct dtx_exec *ex)
 {
+    if (ex->gpu) /* --device cuda: the host copy, brought up to date */
+        dtx_cuda_download(ex->gpu, dtk_net_params(ex->net),
+                          (size_t)dtk_net_n_params(ex->net) * sizeof(float));
     return is_mixed(ex) ? ex->master : dtk_net_params(ex->net);
 }
 
@@ -1030,6 +1112,14 @@ static long state_floats(const struct dtx_exec *ex)
     return n;
 }
 
+/* --device cuda: the host copy of n floats at p, brought up to date. */
+static float *downloaded(struct dtx_exec *ex, float *p, long n)
+{
+    if (ex->gpu && p)
+        dtx_cuda_download(ex->gpu, p, (size_t)n * sizeof *p);
+    return p;
+}
+
 float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
 {
     switch (kind) {
@@ -1038,13 +1128,13 @@ float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
         return float_params(ex);
     case DT_BUF_GRADS:
         *elems = is_mixed(ex) ? 0 : dtk_net_n_grads(ex->net);
-        return is_mixed(ex) ? NULL : dtk_net_grads(ex->net);
+        return is_mixed(ex) ? NULL : downloaded(ex, dtk_net_grads(ex->net), *elems);
     case DT_BUF_OPT:
         *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
-        return ex->opt_state;
+        return downloaded(ex, ex->opt_state, *elems);
     case DT_BUF_STATE:
         *elems = state_floats(ex);
-        return dtk_net_state(ex->net);
+        return downloaded(ex, dtk_net_state(ex->net), *elems);
     default:
         *elems = 0;
         return NULL;
@@ -1060,7 +1150,7 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
         MPI_Comm_size(rc, &size);
     if (n <= 0 || size == 1)
         return;
-    float *s = dtk_net_state(ex->net);
+    float *s = downloaded(ex, dtk_net_state(ex->net), n);
     for (long off = 0; off < n; off += PIECE_FLOATS) {
         int k = (int)(n - off < PIECE_FLOATS ? n - off : PIECE_FLOATS);
         dtx_watchdog_allreduce(ex->wd, MPI_IN_PLACE, s + off, k, MPI_FLOAT, MPI_SUM, rc,
@@ -1068,6 +1158,8 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
     }
     for (long i = 0; i < n; i++)
         s[i] /= (float)size;
+    if (ex->gpu)
+        dtx_cuda_upload(ex->gpu, s, (size_t)n * sizeof *s);
 }
 
 /* Copies a rank's packed parameters (the ranges it owns, else its view's layers or their
@@ -1169,5 +1261,5 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
     free(buf);
     if (plan->opt.tp > 1 || plan->stages > 1) /* shards overlap, or a stage copies a table */
         full_sums(ex, full, l2, sum);
-    return DT_OK;
+    return ex->gpu ? dtx_cuda_status(ex->gpu, false, err) : DT_OK; /* the download's */
 }

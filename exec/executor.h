@@ -69,6 +69,16 @@ struct dtx_exec;
 int dtx_exec_create(const struct dt_plan *plan, MPI_Comm comm, const struct dtx_optimizer *opt,
                     enum dtk_init init, uint64_t seed, struct dtx_exec **out,
                     struct dt_error *err);
+/* The same on a device: gpu < 0 is the CPU (dtx_exec_create); gpu >= 0 runs the compute ops on
+ * that CUDA device (--device cuda, exec/cuda_net.h: the plan must pass dtx_cuda_supports).
+ * There every buffer of the table lives in GPU memory (dtx_exec_alloc_bytes: what the GPU
+ * holds plus the host's receive buffers); communication stages each region through its host
+ * copy into the MPI path above (downloaded when the op starts, uploaded when it lands), and
+ * what dtx_exec_buffer, dtx_exec_gather_params and dtx_exec_params_agree read is that host
+ * copy, downloaded first (writes into it do not reach the GPU). */
+int dtx_exec_create_on(const struct dt_plan *plan, MPI_Comm comm,
+                       const struct dtx_optimizer *opt, enum dtk_init init, uint64_t seed,
+                       int gpu, struct dtx_exec **out, struct dt_error *err);
 void dtx_exec_destroy(struct dtx_exec *ex);
 
 /* Watches every wait of the executor from now on (NULL: none; the default). wd must outlive

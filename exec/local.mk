@@ -6,15 +6,16 @@ bin_PROGRAMS += dtexec
 dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/data.c exec/data.h exec/data_text.c \
 	exec/executor.c exec/executor.h \
+	exec/cuda_net.c exec/cuda_net.h exec/cuda_supports.c \
 	exec/checkpoint.c exec/checkpoint.h \
 	exec/record.c exec/record.h \
 	exec/progress.c exec/progress.h \
 	exec/watchdog.c exec/watchdog.h
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
 DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
-dtexec_CPPFLAGS = $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
+dtexec_CPPFLAGS = $(DTCUDA_CPPFLAGS) $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
 dtexec_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(ZLIB_CFLAGS) $(BLAS_CFLAGS)
-dtexec_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
+dtexec_LDADD = $(DTCUDA_LIBS) $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -lm
 dist_man_MANS += man/dtexec.1
 
 # Dataset readers (no MPI).
@@ -46,10 +47,10 @@ tests_test_record_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 # The executor's communication ops on 2 and 3 ranks (an MPI program run by the .sh).
 check_PROGRAMS += tests/test_exec_collectives
 tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h \
-	exec/watchdog.c exec/watchdog.h
+	exec/cuda_net.c exec/cuda_net.h exec/cuda_supports.c exec/watchdog.c exec/watchdog.h
 tests_test_exec_collectives_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_exec_collectives_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(BLAS_CFLAGS)
-tests_test_exec_collectives_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -lm
+tests_test_exec_collectives_LDADD = $(DTCUDA_LIBS) $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -lm
 
 # dtexec under mpiexec: equivalence of the strategies, learning, errors.
 check_PROGRAMS += tests/params_diff

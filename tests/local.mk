@@ -104,3 +104,8 @@ TESTS += tests/test_probe
 tests_test_probe_SOURCES = tests/test_probe.c tests/testdata.c tests/testdata.h
 tests_test_probe_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_probe_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# --device: flag errors and --device cuda's refusals (any machine); the CUDA net against the
+# CPU (a GPU: skipped without one)
+TESTS += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
+EXTRA_DIST += tests/test_dtexec_device.sh tests/test_exec_cuda.sh

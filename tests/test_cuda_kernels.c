@@ -203,7 +203,8 @@ static void test_softmax_xent(void **state)
         dtk_softmax_xent_backward(dz, p, labels, B, V);
         assert_int_equal(dtcuda_softmax_xent_forward(cx, p_d, loss_d, z_d, lab_d, B, V, &err),
                          DT_OK);
-        assert_int_equal(dtcuda_softmax_xent_backward(cx, dz_d, p_d, lab_d, B, V, &err), DT_OK);
+        assert_int_equal(dtcuda_softmax_xent_backward(cx, dz_d, p_d, lab_d, B, V, 1.0f / B, &err),
+                         DT_OK);
         float *losses = down(loss_d, B), *gp = down(p_d, n), *gdz = down(dz_d, n);
         double mean = 0;
         for (int b = 0; b < B; b++)
@@ -341,6 +342,36 @@ static void test_adam(void **state)
     }
 }
 
+/* Ensure that three SGD steps with momentum match dtk_sgd_step, and that copy and accumulate
+ * move and add device floats. */
+static void test_sgd_copy(void **state)
+{
+    (void)state;
+    struct dtk_rng r;
+    dtk_rng_seed(&r, 8);
+    const long n = 5000;
+    struct dtk_sgd cfg = {.lr = 0.1f, .momentum = 0.9f};
+    float *p = randv(&r, n), *b = calloc((size_t)n, sizeof(float));
+    assert_non_null(b);
+    float *p_d = upf(p, n), *b_d = upf(b, n);
+    for (long t = 1; t <= 3; t++) {
+        float *g = randv(&r, n), *g_d = upf(g, n);
+        dtk_sgd_step(p, g, b, n, t, &cfg);
+        assert_int_equal(dtcuda_sgd_step(cx, p_d, g_d, b_d, n, t, &cfg, &err), DT_OK);
+        assert_int_equal(dtcuda_sync(cx, &err), DT_OK);
+        dtcuda_free(g_d);
+        free(g);
+    }
+    /* b_d = p_d, then b_d += p_d: twice the parameters (down frees what it reads) */
+    assert_int_equal(dtcuda_copy(cx, b_d, p_d, (size_t)n * sizeof(float), &err), DT_OK);
+    assert_int_equal(dtcuda_accumulate(cx, b_d, p_d, n, &err), DT_OK);
+    float *gp = down(p_d, n), *twice = down(b_d, n);
+    assert_close(gp, p, n, ELEM_TOL);
+    for (long i = 0; i < n; i++)
+        assert_float_equal(twice[i], 2.0f * gp[i], 0.0f);
+    free(p), free(b), free(gp), free(twice);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -377,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_adam),
+        cmocka_unit_test(test_sgd_copy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -393,6 +393,35 @@ static void test_adam_matches_cpu(void **state)
     }
 }
 
+/* Ensure that the SGD element update follows dtk_sgd_step over three steps: plain, with
+ * momentum, with Nesterov momentum, dampening and weight decay (exactly, without FMA). */
+static void test_sgd_matches_cpu(void **state)
+{
+    (void)state;
+    struct dtk_rng r;
+    dtk_rng_seed(&r, 6);
+    enum { n = 64 };
+    const struct dtk_sgd cfgs[3] = {{.lr = 0.1f},
+                                    {.lr = 0.1f, .momentum = 0.9f},
+                                    {.lr = 0.05f, .momentum = 0.8f, .dampening = 0.1f,
+                                     .weight_decay = 0.01f, .nesterov = true}};
+    for (int k = 0; k < 3; k++) {
+        float p[n], b[n] = {0}, p2[n], b2[n] = {0};
+        for (int i = 0; i < n; i++)
+            p[i] = p2[i] = dtk_rng_uniform_range(&r, -1, 1);
+        for (long t = 1; t <= 3; t++) {
+            float g[n];
+            for (int i = 0; i < n; i++)
+                g[i] = dtk_rng_uniform_range(&r, -1, 1);
+            dtk_sgd_step(p2, g, k ? b2 : NULL, n, t, &cfgs[k]);
+            for (int i = 0; i < n; i++)
+                dtcuda_sgd_at(&p[i], k ? &b[i] : NULL, g[i], t, &cfgs[k]);
+        }
+        assert_close(p, p2, n, 1e-6);
+        assert_close(b, b2, n, 1e-6);
+    }
+}
+
 /* Ensure that, on a machine without a GPU (or in a build without CUDA), the device count is 0
  * and creating a context fails with DT_EINPUT and says why, rather than crashing: the stub's
  * "no CUDA backend built", or the backend's "no CUDA device 0 (this machine has 0)". */
@@ -423,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_conv_workspace),
         cmocka_unit_test(test_maxpool_matches_cpu),
         cmocka_unit_test(test_adam_matches_cpu),
+        cmocka_unit_test(test_sgd_matches_cpu),
         cmocka_unit_test(test_without_gpu_calls_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

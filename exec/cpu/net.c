@@ -71,6 +71,7 @@ struct dtk_net {
     float bn_momentum;
     struct dtk_rng rng;
     double bytes, work_bytes;
+    long n_opt, n_arena, n_iarena, n_state; /* elements of opt, arena, iarena, state */
     /* mixed precision: parameters, gradients and the arena are 2-byte (dtype); each layer op
      * converts what it touches into the float32 stage (kernel scratch, like work) and back */
     enum dt_dtype dtype;
@@ -559,6 +560,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
         net->arena = alloc_floats((size_t)acts, &net->bytes);
     }
+    net->n_opt = v->opt_moments * (long)np;
+    net->n_arena = acts;
+    net->n_iarena = iacts;
+    net->n_state = state;
     net->opt = alloc_floats((size_t)v->opt_moments * np, &net->bytes);
     net->state = alloc_floats((size_t)state, &net->bytes);
     net->work = alloc_floats((size_t)work, &net->work_bytes);
@@ -1374,4 +1379,42 @@ void dtk_net_adam_step(struct dtk_net *net, const struct dtk_adam *cfg, long t)
 void dtk_net_sgd_step(struct dtk_net *net, const struct dtk_sgd *cfg, long t)
 {
     dtk_sgd_step(net->params, net->grads, net->opt, net->n_params, t, cfg);
+}
+
+/* ---- the layout, for a backend that mirrors the buffers (exec/cuda_net.c) ---- */
+
+void dtk_net_blocks(const struct dtk_net *net, struct dtk_net_block b[DTK_NET_BLOCKS])
+{
+    const size_t f = mixed(net) ? sizeof(uint16_t) : sizeof(float);
+    b[0] = (struct dtk_net_block){mixed(net) ? (void *)net->params16 : (void *)net->params,
+                                  (size_t)net->n_params * f};
+    b[1] = (struct dtk_net_block){mixed(net) ? (void *)net->grads16 : (void *)net->grads,
+                                  (size_t)net->n_grads * f};
+    b[2] = (struct dtk_net_block){mixed(net) ? (void *)net->arena16 : (void *)net->arena,
+                                  (size_t)net->n_arena * f};
+    b[3] = (struct dtk_net_block){net->iarena, (size_t)net->n_iarena * sizeof(int)};
+    b[4] = (struct dtk_net_block){net->state, (size_t)net->n_state * sizeof(float)};
+    b[5] = (struct dtk_net_block){net->opt, (size_t)net->n_opt * sizeof(float)};
+}
+
+void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out)
+{
+    const struct dtk_lay *ly = &net->lay[i];
+    *out = (struct dtk_net_layer){
+        .runs = ly->runs, .holds = ly->holds, .alias = ly->alias, .need = ly->need,
+        .owner = ly->owner, .zero_at = ly->zero_at,
+        .out_sz = ly->out_sz, .aux_row = ly->aux_row, .iaux_row = ly->iaux_row,
+        .act = ly->act, .dact = ly->dact, .aux = ly->aux, .iaux = ly->iaux,
+        .w = mixed(net) ? NULL : net->params + ly->poff,
+        .dw = mixed(net) ? NULL : net->grads + ly->goff,
+        .cd = ly->cd, .rows = ly->rows, .cols = ly->cols, .units = ly->units,
+        .shard_kind = ly->shard_kind, .shard_index = ly->shard_index};
+}
+
+void dtk_net_loss_info(const struct dtk_net *net, struct dtk_net_loss *out)
+{
+    *out = (struct dtk_net_loss){
+        .kind = net->loss_kind == LOSS_SOFTMAX ? DTK_LOSS_SOFTMAX
+                : net->loss_kind == LOSS_SIGMOID ? DTK_LOSS_SIGMOID : DTK_LOSS_LOGITS,
+        .classes = net->lc, .groups = net->lgroups, .spread = net->ls, .probs = net->probs};
 }

@@ -37,6 +37,7 @@
 #include "dt/model.h"
 #include "dt/plan.h"
 #include "init.h"
+#include "layers.h"
 #include "optim.h"
 #include "rng.h"
 
@@ -162,5 +163,44 @@ double dtk_net_accuracy(const struct dtk_net *net, const int *labels, int B);
 /* Optimizer steps over the whole flat buffer (step t, 1-based). */
 void dtk_net_adam_step(struct dtk_net *net, const struct dtk_adam *cfg, long t);
 void dtk_net_sgd_step(struct dtk_net *net, const struct dtk_sgd *cfg, long t);
+
+/* ---- the layout, for a backend that keeps the same buffers elsewhere (exec/cuda_net.c
+ * mirrors them in GPU memory and translates these host addresses into its own) ---- */
+
+/* The net's allocations: parameters, gradients, the float arena (outputs, their gradients,
+ * what layers keep), the int arena (argmax, token ids), state, optimizer moments. */
+struct dtk_net_block {
+    void *host;
+    size_t bytes;
+};
+#define DTK_NET_BLOCKS 6
+void dtk_net_blocks(const struct dtk_net *net, struct dtk_net_block b[DTK_NET_BLOCKS]);
+
+/* Layer i as the CPU kernels see it (full-batch pointers: rows from b0 are at + b0 x row). */
+struct dtk_net_layer {
+    bool runs, holds, alias, need;   /* alias: a flatten view of its input's buffers */
+    int owner;                       /* the layer whose output gradient this is */
+    int zero_at;                     /* owner: the backward that zeroes its gradient rows first
+                                        (>= the last layer: the loss does) */
+    long out_sz, aux_row, iaux_row;  /* floats per sample: output, kept; ints kept */
+    float *act, *dact, *aux;         /* dact NULL when no gradient is needed */
+    int *iaux;
+    const float *w;                  /* its parameters (a tied layer: its table's) */
+    float *dw;                       /* their gradients */
+    struct dtk_conv_dims cd;         /* conv/pool geometry (B = the net's rows) */
+    int rows, cols, units;           /* dense: rows x cols inputs per sample, units outputs */
+    int shard_kind, shard_index;     /* tensor parallelism (dt/tensor.h) */
+};
+void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out);
+
+/* The loss on the last output (see the head of this file). */
+enum dtk_loss_kind { DTK_LOSS_SOFTMAX, DTK_LOSS_SIGMOID, DTK_LOSS_LOGITS };
+struct dtk_net_loss {
+    enum dtk_loss_kind kind;
+    int classes, groups;  /* classes per softmax group, groups per sample (T tokens) */
+    long spread;          /* classes lie this far apart (H*W per pixel; 1: the last axis) */
+    float *probs;         /* DTK_LOSS_LOGITS: the probabilities' rows (else the last output) */
+};
+void dtk_net_loss_info(const struct dtk_net *net, struct dtk_net_loss *out);
 
 #endif

@@ -82,9 +82,11 @@ int dtcuda_relu_backward(struct dtcuda *cx, float *dinp, const float *dout, cons
 int dtcuda_softmax_xent_forward(struct dtcuda *cx, float *probs, float *losses,
                                 const float *logits, const int *labels, int B, int V,
                                 struct dt_error *err);
-/* dlogits += (probs - onehot(labels)) / B. */
+/* dlogits += (probs - onehot(labels)) scale; scale = 1 / B for the mean over these rows (a
+ * micro-batch of a larger step: 1 / the step's rows). */
 int dtcuda_softmax_xent_backward(struct dtcuda *cx, float *dlogits, const float *probs,
-                                 const int *labels, int B, int V, struct dt_error *err);
+                                 const int *labels, int B, int V, float scale,
+                                 struct dt_error *err);
 
 /* ---- conv2d (im2col + cuBLAS): inp (B, C, H, W), weight (F, C/groups, kh, kw), bias (F) or
  * NULL, out (B, F, OH, OW); d filled by dtk_conv_dims_finish. work is device scratch of
@@ -108,6 +110,17 @@ int dtcuda_maxpool_backward(struct dtcuda *cx, float *dinp, const float *dout, c
  * both flavors of exec/cpu/optim.h with the same formulas. */
 int dtcuda_adam_step(struct dtcuda *cx, float *params, const float *grads, float *m, float *v,
                      long n, long t, const struct dtk_adam *cfg, struct dt_error *err);
+
+/* ---- SGD over n floats, step t >= 1 (dtk_sgd_step's semantics; buf NULL when momentum is
+ * 0) ---- */
+int dtcuda_sgd_step(struct dtcuda *cx, float *params, const float *grads, float *buf, long n,
+                    long t, const struct dtk_sgd *cfg, struct dt_error *err);
+
+/* ---- device-to-device: dst = src, or dst += src (n floats; the regions do not overlap) ---- */
+int dtcuda_copy(struct dtcuda *cx, void *dst, const void *src, size_t bytes,
+                struct dt_error *err);
+int dtcuda_accumulate(struct dtcuda *cx, float *dst, const float *src, long n,
+                      struct dt_error *err);
 
 /* ---- NCCL: in-place sum allreduce of a float buffer across ranks, one GPU per rank ----
  * Built when configure found nccl.h; otherwise these fail like the stub. The unique id is

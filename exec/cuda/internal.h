@@ -20,6 +20,20 @@ struct dtcuda {
     cublasHandle_t blas;  /* bound to stream */
 };
 
+/* The cuBLAS functions the backend calls, opened on first use (cublas_dl.c). */
+struct dtcuda_blas_api {
+    cublasStatus_t (*create)(cublasHandle_t *handle);
+    cublasStatus_t (*destroy)(cublasHandle_t handle);
+    cublasStatus_t (*set_stream)(cublasHandle_t handle, cudaStream_t stream);
+    cublasStatus_t (*set_math_mode)(cublasHandle_t handle, cublasMath_t mode);
+    cublasStatus_t (*sgemm)(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb,
+                            int m, int n, int k, const float *alpha, const float *a, int lda,
+                            const float *b, int ldb, const float *beta, float *c, int ldc);
+    const char *(*status_string)(cublasStatus_t status);
+};
+/* The API, or NULL (err filled) when the library cannot be opened. */
+const struct dtcuda_blas_api *dtcuda_blas(struct dt_error *err);
+
 /* Threads per block of the elementwise kernels. */
 #define DTCUDA_THREADS 256
 

@@ -183,6 +183,18 @@ DTCUDA_HD void dtcuda_adam_at(float *p, float *m, float *v, float g,
     }
 }
 
+/* SGD: one element's update, the formulas of dtk_sgd_step (torch.optim.SGD); buf may be NULL
+ * when momentum is 0. */
+DTCUDA_HD void dtcuda_sgd_at(float *p, float *buf, float g, long t, const struct dtk_sgd *c)
+{
+    g += c->weight_decay * *p;
+    if (c->momentum != 0.0f) {
+        *buf = t <= 1 ? g : c->momentum * *buf + (1.0f - c->dampening) * g;
+        g = c->nesterov ? g + c->momentum * *buf : *buf;
+    }
+    *p -= c->lr * g;
+}
+
 /* A row-major product C (M x N) = op(A) op(B), as cblas_sgemm(CblasRowMajor, ...) takes it,
  * restated for a column-major BLAS (cuBLAS): a row-major matrix is its transpose in column
  * major, so C^T = op(B)^T op(A)^T, i.e. swap the operands, their transposes and M with N.

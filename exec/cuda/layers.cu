@@ -165,12 +165,13 @@ int dtcuda_softmax_xent_forward(struct dtcuda *cx, float *probs, float *losses,
 }
 
 int dtcuda_softmax_xent_backward(struct dtcuda *cx, float *dlogits, const float *probs,
-                                 const int *labels, int B, int V, struct dt_error *err)
+                                 const int *labels, int B, int V, float scale,
+                                 struct dt_error *err)
 {
     if (B <= 0 || V <= 0)
         return DT_OK;
     long n = (long)B * V;
-    LAUNCH(k_softmax_xent_backward, n, dlogits, probs, labels, V, n, 1.0f / (float)B);
+    LAUNCH(k_softmax_xent_backward, n, dlogits, probs, labels, V, n, scale);
     return dtcuda_launched(err, "softmax cross-entropy backward");
 }
 
@@ -376,4 +377,43 @@ int dtcuda_adam_step(struct dtcuda *cx, float *params, const float *grads, float
         return DT_OK;
     LAUNCH(k_adam, n, params, grads, m, v, n, dtcuda_adam_prepare(cfg, t));
     return dtcuda_launched(err, "Adam step");
+}
+
+/* ---- SGD ---- */
+
+__global__ void k_sgd(float *params, const float *grads, float *buf, long n, long t,
+                      struct dtk_sgd c)
+{
+    FOR_EACH(i, n)
+        dtcuda_sgd_at(&params[i], buf ? &buf[i] : NULL, grads[i], t, &c);
+}
+
+int dtcuda_sgd_step(struct dtcuda *cx, float *params, const float *grads, float *buf, long n,
+                    long t, const struct dtk_sgd *cfg, struct dt_error *err)
+{
+    if (t < 1)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "SGD step %ld: steps count from 1", t);
+    if (cfg->momentum != 0.0f && !buf)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "SGD with momentum needs its buffer");
+    if (n <= 0)
+        return DT_OK;
+    LAUNCH(k_sgd, n, params, grads, buf, n, t, *cfg);
+    return dtcuda_launched(err, "SGD step");
+}
+
+/* ---- dst += src ---- */
+
+__global__ void k_accumulate(float *dst, const float *src, long n)
+{
+    FOR_EACH(i, n)
+        dst[i] += src[i];
+}
+
+int dtcuda_accumulate(struct dtcuda *cx, float *dst, const float *src, long n,
+                      struct dt_error *err)
+{
+    if (n <= 0)
+        return DT_OK;
+    LAUNCH(k_accumulate, n, dst, src, n);
+    return dtcuda_launched(err, "accumulate");
 }

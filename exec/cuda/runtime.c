@@ -13,8 +13,9 @@ int dtcuda_cuda_fail(struct dt_error *err, cudaError_t e, const char *what)
 
 int dtcuda_blas_fail(struct dt_error *err, cublasStatus_t s, const char *what)
 {
+    const struct dtcuda_blas_api *b = dtcuda_blas(NULL);
     return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "%s: cuBLAS error %d: %s", what, (int)s,
-                   cublasGetStatusString(s));
+                   b ? b->status_string(s) : "?");
 }
 
 int dtcuda_launched(struct dt_error *err, const char *what)
@@ -54,6 +55,9 @@ int dtcuda_create(struct dtcuda **out, int device, struct dt_error *err)
     if (device < 0 || device >= n)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "no CUDA device %d (this machine has %d)",
                        device, n);
+    const struct dtcuda_blas_api *blas = dtcuda_blas(err);
+    if (!blas)
+        return DT_EINPUT;
     struct dtcuda *cx = calloc(1, sizeof *cx);
     if (!cx)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -65,15 +69,15 @@ int dtcuda_create(struct dtcuda **out, int device, struct dt_error *err)
         free(cx);
         return dtcuda_cuda_fail(err, e, "creating the CUDA context");
     }
-    cublasStatus_t s = cublasCreate(&cx->blas);
+    cublasStatus_t s = blas->create(&cx->blas);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasSetStream(cx->blas, cx->stream);
+        s = blas->set_stream(cx->blas, cx->stream);
     /* Plain FP32 (no TF32), so that results compare with the CPU oracle. */
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasSetMathMode(cx->blas, CUBLAS_DEFAULT_MATH);
+        s = blas->set_math_mode(cx->blas, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS) {
         if (cx->blas)
-            cublasDestroy(cx->blas);
+            blas->destroy(cx->blas);
         cudaStreamDestroy(cx->stream);
         free(cx);
         return dtcuda_blas_fail(err, s, "creating the cuBLAS handle");
@@ -87,7 +91,7 @@ void dtcuda_destroy(struct dtcuda *cx)
     if (!cx)
         return;
     cudaStreamSynchronize(cx->stream);
-    cublasDestroy(cx->blas);
+    dtcuda_blas(NULL)->destroy(cx->blas); /* opened: the context exists */
     cudaStreamDestroy(cx->stream);
     free(cx);
 }
@@ -133,6 +137,13 @@ int dtcuda_zero(struct dtcuda *cx, void *dptr, size_t bytes, struct dt_error *er
     return e == cudaSuccess ? DT_OK : dtcuda_cuda_fail(err, e, "zeroing device memory");
 }
 
+int dtcuda_copy(struct dtcuda *cx, void *dst, const void *src, size_t bytes,
+                struct dt_error *err)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cx->stream);
+    return e == cudaSuccess ? DT_OK : dtcuda_cuda_fail(err, e, "copying on the GPU");
+}
+
 int dtcuda_to_device(struct dtcuda *cx, void *dst, const void *host_src, size_t bytes,
                      struct dt_error *err)
 {
@@ -160,7 +171,7 @@ int dtcuda_sgemm_rm(struct dtcuda *cx, bool ta, bool tb, int M, int N, int K, fl
     if (M <= 0 || N <= 0)
         return DT_OK;
     struct dtcuda_gemm_cm g = dtcuda_gemm_rm(ta, tb, M, N, K, A, lda, B, ldb, ldc);
-    cublasStatus_t s = cublasSgemm(cx->blas, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+    cublasStatus_t s = dtcuda_blas(NULL)->sgemm(cx->blas, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                    g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &alpha, g.a,
                                    g.lda, g.b, g.ldb, &beta, C, g.ldc);
     return s == CUBLAS_STATUS_SUCCESS ? DT_OK : dtcuda_blas_fail(err, s, "cublasSgemm");

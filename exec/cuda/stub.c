@@ -100,7 +100,8 @@ int dtcuda_softmax_xent_forward(struct dtcuda *cx, float *probs, float *losses,
 }
 
 int dtcuda_softmax_xent_backward(struct dtcuda *cx, float *dlogits, const float *probs,
-                                 const int *labels, int B, int V, struct dt_error *err)
+                                 const int *labels, int B, int V, float scale,
+                                 struct dt_error *err)
 {
     return no_cuda(err);
 }
@@ -139,6 +140,24 @@ int dtcuda_maxpool_backward(struct dtcuda *cx, float *dinp, const float *dout, c
 
 int dtcuda_adam_step(struct dtcuda *cx, float *params, const float *grads, float *m, float *v,
                      long n, long t, const struct dtk_adam *cfg, struct dt_error *err)
+{
+    return no_cuda(err);
+}
+
+int dtcuda_sgd_step(struct dtcuda *cx, float *params, const float *grads, float *buf, long n,
+                    long t, const struct dtk_sgd *cfg, struct dt_error *err)
+{
+    return no_cuda(err);
+}
+
+int dtcuda_copy(struct dtcuda *cx, void *dst, const void *src, size_t bytes,
+                struct dt_error *err)
+{
+    return no_cuda(err);
+}
+
+int dtcuda_accumulate(struct dtcuda *cx, float *dst, const float *src, long n,
+                      struct dt_error *err)
 {
     return no_cuda(err);
 }
