@@ -28,6 +28,9 @@ struct param_info {
 #define TIME_MIN 1e-9
 #define TIME_MAX 1.0
 #define ITER_TIME_MAX 3600.0
+/* one libm evaluation: a vectorised exp is well under a nanosecond per value */
+#define EVAL_TIME_MIN 1e-12
+#define EVAL_TIME_MAX 1e-3
 
 static const struct param_info params[DT_CAL_COUNT] = {
     [DT_CAL_ITER_OVERHEAD] = {"iter_overhead", DT_CAL_TIME,
@@ -68,6 +71,9 @@ static const struct param_info params[DT_CAL_COUNT] = {
                               "layers (tensor cores)"},
     [DT_CAL_EFF_MEM] = {"eff_mem", DT_CAL_FRACTION,
                         "fraction of the device's memory bandwidth compute ops reach"},
+    [DT_CAL_EXP_TIME] = {"exp_time", DT_CAL_TIME,
+                         "one exp evaluation (softmax, attention scores, sigmoid, loss)"},
+    [DT_CAL_TANH_TIME] = {"tanh_time", DT_CAL_TIME, "one tanh evaluation (tanh, GELU, LSTM)"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)
@@ -110,6 +116,10 @@ bool dt_cal_param_in_range(enum dt_cal_param p, double v, char *why, size_t len)
         hi = p == DT_CAL_ITER_OVERHEAD ? ITER_TIME_MAX : TIME_MAX;
         range = p == DT_CAL_ITER_OVERHEAD ? "0 or a time from 1 ns to 1 h"
                                           : "0 or a time from 1 ns to 1 s";
+        if (p == DT_CAL_EXP_TIME || p == DT_CAL_TANH_TIME) {
+            lo = EVAL_TIME_MIN, hi = EVAL_TIME_MAX;
+            range = "0 or a time from 1 ps to 1 ms";
+        }
         break;
     }
     if (isfinite(v) && v >= lo && v <= hi)
@@ -153,6 +163,8 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_READ_BW: return cp->read_Bps;
     case DT_CAL_EFF_GEMM_HALF: return cp->eff_gemm_half;
     case DT_CAL_EFF_MEM: return cp->eff_mem;
+    case DT_CAL_EXP_TIME: return cp->exp_s;
+    case DT_CAL_TANH_TIME: return cp->tanh_s;
     case DT_CAL_COUNT: break;
     }
     return 0;
@@ -187,6 +199,8 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_READ_BW: cp->read_Bps = v; break;
     case DT_CAL_EFF_GEMM_HALF: cp->eff_gemm_half = v; break;
     case DT_CAL_EFF_MEM: cp->eff_mem = v; break;
+    case DT_CAL_EXP_TIME: cp->exp_s = v; break;
+    case DT_CAL_TANH_TIME: cp->tanh_s = v; break;
     case DT_CAL_COUNT: break;
     }
 }

@@ -128,6 +128,60 @@ double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op)
     return passes * dt_op_elem_bytes(op) * per_sample * op->samples;
 }
 
+/* Scores one head of an attention layer keeps per sample: T x T, the lower triangle with
+ * the diagonal when causal. */
+static double head_scores(const struct dt_layer *l)
+{
+    double t = (double)l->in_shape.d[0];
+    return l->kind == DT_L_ATTENTION_CORE && l->causal ? t * (t + 1) / 2 : t * t;
+}
+
+void dt_op_special_evals(const struct dt_model *m, const struct dt_op *op, double *n_exp,
+                         double *n_tanh)
+{
+    *n_exp = *n_tanh = 0;
+    if ((op->kind != DT_OP_COMPUTE && op->kind != DT_OP_LOSS) || op->layer < 0)
+        return;
+    const struct dt_layer *l = &m->layers[op->layer];
+    double out = (double)dt_shape_size(&l->out_shape) * op->samples;
+    bool fwd = op->phase == DT_PH_FORWARD;
+    if (op->kind == DT_OP_LOSS) {
+        *n_exp = out;
+        return;
+    }
+    double share = op->shards > 1 ? 1.0 / op->shards : 1.0;
+    switch (l->kind) {
+    case DT_L_SOFTMAX:
+    case DT_L_SIGMOID: *n_exp = fwd ? out : 0; break;
+    case DT_L_TANH: *n_tanh = fwd ? out : 0; break;
+    case DT_L_GELU: *n_tanh = out; break;
+    case DT_L_ATTENTION:
+    case DT_L_ATTENTION_CORE:
+        *n_exp = fwd ? l->heads * head_scores(l) * op->samples : 0;
+        break;
+    case DT_L_LSTM: { /* units x steps: the output's size is the last step's (or all steps') */
+        double cells = (double)l->units * l->in_shape.d[0] * op->samples;
+        *n_exp = fwd ? 3 * cells : 0;
+        *n_tanh = fwd ? 2 * cells : cells;
+        break;
+    }
+    default: break;
+    }
+    *n_exp *= share;
+    *n_tanh *= share;
+}
+
+/* Seconds of an op's exp and tanh evaluations at cp's calibrated times (0 uncalibrated). */
+static double special_time(const struct dt_cost_params *cp, const struct dt_model *m,
+                           const struct dt_op *op)
+{
+    if (!(cp->exp_s > 0) && !(cp->tanh_s > 0))
+        return 0;
+    double n_exp, n_tanh;
+    dt_op_special_evals(m, op, &n_exp, &n_tanh);
+    return n_exp * cp->exp_s + n_tanh * cp->tanh_s;
+}
+
 double dt_op_packed_bytes(const struct dt_model *m, const struct dt_op *op)
 {
     if (op->kind != DT_OP_COMPUTE || m->layers[op->layer].kind != DT_L_DENSE)
@@ -196,7 +250,7 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     dt_op_work(m, op, &flops, &bytes);
     double mem_bw = dt_cost_stream_bw(cp, dev, bytes);
     double rate = dt_cost_peak(dev, c, op->precision) * gemm_eff(cp, c, op->precision);
-    double t_flops = flop_time(cp, dev, m, op, flops, rate);
+    double t_flops = flop_time(cp, dev, m, op, flops, rate) + special_time(cp, m, op);
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
     double lower_bw = cp->implicit_gemm ? 0 : dt_cost_lower_bw(cp, dev);
     double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
@@ -287,6 +341,7 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
     case DT_OP_UNSCALE: /* reads and writes the gradients, compares each */
         return stream_time(cp, dev, 2.0 * op->region.count * elem_bytes(op, op->region.buf));
     case DT_OP_LOAD: return op->bytes / fmax(dt_cost_mem_bw(cp, dev), 1);
-    default: return 0; /* LOSS: part of the last layer's forward; communication: the network */
+    case DT_OP_LOSS: return special_time(cp, m, op); /* its FLOPs: the last layer's forward */
+    default: return 0; /* communication: the network */
     }
 }

@@ -312,6 +312,10 @@ static void test_error_out_of_range(void **state)
     expect_error(HEAD "parameters:\n  op_overhead: {value: 5 s}\n", 3, 24,
                  "0 or a time from 1 ns to 1 s");
     expect_error(HEAD "parameters:\n  intra_lat: {value: -1 us}\n", 3, 22, "negative");
+    expect_error(HEAD "parameters:\n  tanh_time: {value: 2 ms}\n", 3, 22,
+                 "tanh_time = 0.002 is out of range (0 or a time from 1 ps to 1 ms)");
+    expect_error(HEAD "parameters:\n  exp_time: {value: 0.0001 ns}\n", 3, 21,
+                 "exp_time = 1e-13 is out of range");
 }
 
 /* Ensure that a calibration records the device it was fitted on (several names for runs on

@@ -14,20 +14,25 @@
 #include "dt/costmodel.h"
 #include "dt/model.h"
 
-/* Group set-up: seed 002's network, loaded once for all tests (*state). */
-static int load_cnn690k(void **state)
+static struct dt_model *load_zoo(const char *name)
 {
     const char *top = getenv("top_srcdir");
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/cnn690k.yaml", top ? top : ".");
+    snprintf(path, sizeof path, "%s/models/%s.yaml", top ? top : ".", name);
     struct dt_model *m;
     struct dt_error err;
     if (dt_model_load(path, &m, &err) != DT_OK) {
         fprintf(stderr, "model %s: %s\n", path, err.msg);
-        return -1;
+        return NULL;
     }
-    *state = m;
-    return 0;
+    return m;
+}
+
+/* Group set-up: seed 002's network, loaded once for all tests (*state). */
+static int load_cnn690k(void **state)
+{
+    *state = load_zoo("cnn690k");
+    return *state ? 0 : -1;
 }
 
 static int free_model(void **state)
@@ -172,7 +177,8 @@ static void test_grad_reset(void **state)
  * no cache) with no per-op overhead: ZERO of 690,590 floats writes 2,762,360 B: 138.118 us
  * (the gradient reset); LOAD of 64 Fashion-MNIST rows, 64 x 784 x 4 = 200,704 B: 10.0352 us;
  * COPY of 10,000 floats reads and writes 80,000 B: 4 us; a summing COPY reads two and writes
- * one, 120,000 B: 6 us; LOSS is part of the last forward: 0; communication and WAIT cost
+ * one, 120,000 B: 6 us; LOSS is part of the last forward: 0 uncalibrated (its exp_time
+ * term: test_special_evals); communication and WAIT cost
  * nothing here (the network plays them); UPDATE and COMPUTE are dt_cost_compute's. */
 /* Ensure a dense layer's packed weight bytes follow its parameters and are charged at
  * pack_bw only when calibrated. Layer 11 of cnn690k is dense 256 -> 1000: 257,000
@@ -421,6 +427,63 @@ static void test_gpu_defaults(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &u), 19.33652e-6 + 5e-6);
 }
 
+
+/* Ensure the exp and tanh evaluations follow the shapes of tiny-gpt (16 tokens, 32 wide, 4
+ * heads, vocabulary 64; layer 3 the causal attention core, 8 the GELU after mlp.c_fc's 128
+ * units, the last the softmax) at 64 samples: GELU 16 x 128 x 64 = 131,072 tanh forward and
+ * as many backward (its derivative needs the tanh again); the core keeps 16 x 17 / 2 = 136
+ * scores per head, 4 x 136 x 64 = 34,816 exp forward, none backward, half on each of 2
+ * tensor-parallel ranks (17,408); the softmax 16 x 64 x 64 = 65,536 exp forward, none
+ * backward; the LOSS op's log-sum-exp 65,536; a dense layer none. Charged only when
+ * calibrated: at tanh_time 10 ns the GELU forward costs 1.31072 ms more (the op is FLOP-bound
+ * here: 1.05 MFLOP at 10 GFLOP/s against 1 MB at 20 GB/s), and at exp_time 2 ns the LOSS op
+ * 131.072 us (0 uncalibrated). */
+static void test_special_evals(void **state)
+{
+    (void)state;
+    struct dt_model *m = load_zoo("tiny-gpt");
+    assert_non_null(m);
+    int last = m->n_layers - 1;
+    assert_int_equal(m->layers[8].kind, DT_L_GELU);
+    assert_int_equal(m->layers[3].kind, DT_L_ATTENTION_CORE);
+    assert_int_equal(m->layers[last].kind, DT_L_SOFTMAX);
+    struct {
+        struct dt_op op;
+        double exp, tanh;
+    } want[] = {
+        {compute(8, DT_PH_FORWARD, 64), 0, 131072},
+        {compute(8, DT_PH_BACKWARD, 64), 0, 131072},
+        {compute(3, DT_PH_FORWARD, 64), 34816, 0},
+        {compute(3, DT_PH_BACKWARD, 64), 0, 0},
+        {compute(last, DT_PH_FORWARD, 64), 65536, 0},
+        {compute(last, DT_PH_BACKWARD, 64), 0, 0},
+        {{.kind = DT_OP_LOSS, .layer = last, .samples = 64}, 65536, 0},
+        {compute(7, DT_PH_FORWARD, 64), 0, 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        double e, t;
+        dt_op_special_evals(m, &want[i].op, &e, &t);
+        if (e != want[i].exp || t != want[i].tanh)
+            fail_msg("case %zu: %g exp, %g tanh; want %g, %g", i, e, t, want[i].exp,
+                     want[i].tanh);
+    }
+    struct dt_op core = compute(3, DT_PH_FORWARD, 64);
+    core.shards = 2;
+    double e, t;
+    dt_op_special_evals(m, &core, &e, &t);
+    assert_rel(e, 17408);
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_ELEMENTWISE, 0.1, 0);
+    struct dt_op gelu = want[0].op, loss = want[6].op;
+    double plain = dt_cost_compute(&cp, &dev, m, &gelu);
+    assert_true(dt_cost_op(&cp, &dev, m, &loss) == 0);
+    cp.tanh_s = 10e-9;
+    cp.exp_s = 2e-9;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &gelu) - plain, 1.31072e-3);
+    assert_rel(dt_cost_op(&cp, &dev, m, &loss), 131.072e-6);
+    dt_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_conv_quantised),
         cmocka_unit_test(test_fused_activations),
         cmocka_unit_test(test_gpu_defaults),
+        cmocka_unit_test(test_special_evals),
     };
     return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

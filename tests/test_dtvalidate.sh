@@ -186,6 +186,10 @@ grep -v '^dtvalidate: ' "$tmp/both" >"$tmp/both.rows"
 printf 'format: dtsim-calibration/1\nparameters:\n  nic_bw: {value: 3 us}\n' >"$tmp/badcal.yaml"
 expect_error "dtvalidate bad calibration" "badcal.yaml:3:19:" "$dtv" compare -c "$tmp/badcal.yaml" validate/data/seed002-cascadelake-mpi.csv
 expect_error "dtsim bad calibration" "badcal.yaml:3:19:" "$dtsim" -t 2n2p --calibration "$tmp/badcal.yaml"
+printf 'format: dtsim-calibration/1\nparameters:\n  tanh_time: {value: 5 ms}\n' >"$tmp/badtanh.yaml"
+expect_error "dtsim tanh_time out of range" \
+  "badtanh.yaml:3:22: tanh_time = 0.005 is out of range (0 or a time from 1 ps to 1 ms)" \
+  "$dtsim" -t 1n2p -m tiny-gpt --calibration "$tmp/badtanh.yaml"
 
 # Bad flags.
 expect_error "unknown command" "unknown command" "$dtv" frobnicate

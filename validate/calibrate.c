@@ -145,6 +145,9 @@ static int start_point(const struct dtv_runset *set, const int *used, int n,
         /* its default is where contention starts (a kink): start inside, where it acts */
         if (spec->p[k] == DT_CAL_NODE_MEM_BW)
             v *= 0.8;
+        /* unset, a libm evaluation costs some nanoseconds on a CPU core */
+        if (!(v > 0) && (spec->p[k] == DT_CAL_EXP_TIME || spec->p[k] == DT_CAL_TANH_TIME))
+            v = 5e-9;
         if (!(v > 0))
             v = dt_cal_param_kind(spec->p[k]) == DT_CAL_BANDWIDTH ? 1e9
                 : dt_cal_param_kind(spec->p[k]) == DT_CAL_TIME    ? 1e-6

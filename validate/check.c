@@ -371,6 +371,54 @@ static void print_memory(FILE *f, const struct dtv_runset *set, const struct dtv
     }
 }
 
+/* The family of a run's parallel config: how its work is split over the ranks. */
+static const char *family(const struct dtv_run *r)
+{
+    if (r->opt.zero > 0)
+        return "ZeRO";
+    if (r->opt.tp > 1)
+        return "tensor parallel";
+    if (dt_strategy_info(r->strategy)->pipeline)
+        return "pipelines";
+    return r->ranks > 1 ? "data parallel" : "one rank";
+}
+
+/* Held-out MAPE of the runs whose key(run) is `name`. */
+static double group_mape(const struct dtv_runset *set, const struct dtv_check *c,
+                         const char *(*key)(const struct dtv_run *), const char *name, int *k)
+{
+    double sum = 0;
+    *k = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->items[i].held_out && strcmp(key(&set->runs[c->items[i].run]), name) == 0) {
+            sum += fabs(c->items[i].err_pct);
+            (*k)++;
+        }
+    return *k ? sum / *k : NAN;
+}
+
+static const char *model_of(const struct dtv_run *r) { return r->model_name; }
+
+/* MAPE per model and per family of parallel config, each group once, in order of first run. */
+static void print_groups(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)
+{
+    const char *(*keys[2])(const struct dtv_run *) = {model_of, family};
+    const char *titles[2] = {"per model", "per family"};
+    for (int g = 0; g < 2; g++) {
+        fprintf(f, "  %s:\n", titles[g]);
+        for (int i = 0; i < c->n; i++) {
+            const char *name = keys[g](&set->runs[c->items[i].run]);
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen = strcmp(keys[g](&set->runs[c->items[j].run]), name) == 0;
+            int k;
+            double mape = group_mape(set, c, keys[g], name, &k);
+            if (!seen && k)
+                fprintf(f, "    %-20s %7.2f %%  (%d run%s)\n", name, mape, k, k > 1 ? "s" : "");
+        }
+    }
+}
+
 void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_check *c, bool csv)
 {
     if (csv) {
@@ -422,6 +470,7 @@ void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_che
             fprintf(f, "  %-22s %7.2f %%  (%d run%s)\n", dt_strategy_name(s), sum / k, k,
                     k > 1 ? "s" : "");
     }
+    print_groups(f, set, c);
     for (int i = 0; i < c->n; i++)
         if (c->items[i].held_out && c->items[i].pred.epoch_hi_s > c->items[i].pred.epoch_lo_s) {
             with_iv++;

@@ -53,6 +53,8 @@ enum dt_cal_param {
     DT_CAL_EFF_GEMM_HALF,   /* fraction of the 16-/8-bit peak, conv and dense (tensor cores) */
     DT_CAL_EFF_MEM,         /* fraction of the device's memory bandwidth (unlike mem_bw, it
                                carries over to another device's datasheet) */
+    DT_CAL_EXP_TIME,        /* s: one exp evaluation (softmax, attention, sigmoid, loss) */
+    DT_CAL_TANH_TIME,       /* s: one tanh evaluation (tanh, GELU, LSTM) */
     DT_CAL_COUNT
 };
 

@@ -13,6 +13,10 @@
  *                   what makes a convolution with few channels far slower per FLOP)
  *                  (+ packed bytes / pack_bw for a dense layer, when calibrated: its weights
  *                   packed once per GEMM call, what makes small micro-batches slow)
+ *                  (+ exp and tanh evaluations x their calibrated times, for the ops that
+ *                   make them (dt_op_special_evals): softmax, attention scores, sigmoid,
+ *                   tanh, GELU's tanh forward and again backward, LSTM gates, and the LOSS
+ *                   op's log-sum-exp; a libm call costs tens of FLOPs' time on a CPU core)
  *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
  *   iteration:   + framework overhead per iteration + resetting the gradients (4 bytes per
  *                  parameter written at mem_bw: dtexec, like PyTorch's zero_grad, clears the
@@ -49,6 +53,8 @@ struct dt_cost_params {
     double pack_Bps;                   /* packing a dense layer's weights into the GEMM's
                                           panels, once per call (dt_op_packed_bytes); 0 = not
                                           modelled (the datasheet default) */
+    double exp_s, tanh_s;              /* one exp / tanh evaluation (dt_op_special_evals); 0 =
+                                          not modelled (the datasheet default) */
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
@@ -120,6 +126,16 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
  * pixels floats per sample forward; backward twice that when it also computes the input
  * gradient (col2im), once otherwise. */
 double dt_op_lowered_bytes(const struct dt_model *m, const struct dt_op *op);
+
+/* The exp and tanh evaluations of a COMPUTE or LOSS op (all its samples, its tensor-parallel
+ * share): forward softmax 1 exp per value, attention 1 per score a head keeps (T (T + 1) / 2
+ * causal, T^2 otherwise), sigmoid 1 exp, tanh 1 tanh, GELU (tanh form) 1 tanh forward and 1
+ * backward (its derivative needs the tanh again), LSTM 3 exp + 2 tanh per unit and step
+ * forward, 1 tanh backward; LOSS: 1 exp per logit (the cross-entropy's log-sum-exp, or the
+ * binary one's log(1 + exp)). Backward of softmax, sigmoid, tanh and attention reuse the
+ * forward's outputs: none. */
+void dt_op_special_evals(const struct dt_model *m, const struct dt_op *op, double *n_exp,
+                         double *n_tanh);
 
 /* Bytes a GEMM-based dense layer's op streams to pack its weight matrix (OpenBLAS packs the
  * operand panels on every call, so the weights are read and written once per call whatever
