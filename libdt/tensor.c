@@ -281,16 +281,23 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
                  "--strategy ring with --tp equal to the ranks)", dt_strategy_name(o->strategy));
         return false;
     }
-    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
-        /* zero.c compiles the whole model on every rank; a pipeline's stage 1 shards each
-         * tensor rank's state over its replicas (pipeline.c) */
-        snprintf(why, whylen, "--tp with --zero is not implemented yet for the data-parallel "
-                 "strategies (it is with the pipelines at --zero 1)");
-        return false;
-    }
     if (n_ranks % T) {
         snprintf(why, whylen, "--tp %d does not divide the %d ranks", T, n_ranks);
         return false;
+    }
+    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
+        /* zero.c shards each tensor rank's packed parameters over its data-parallel peers;
+         * ZeRO-3's owned ranges are in the model's layout, which a shard's packing is not */
+        if (o->zero == 3) {
+            snprintf(why, whylen, "--tp with --zero 3 is not implemented yet (--zero 1 and 2 "
+                     "are)");
+            return false;
+        }
+        if (n_ranks / T < 2) {
+            snprintf(why, whylen, "--zero %d shards over data-parallel replicas: --tp %d on %d "
+                     "ranks leaves one", o->zero, T, n_ranks);
+            return false;
+        }
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
     int pairs = kind ? cut(m, T, true, kind) : -1;
