@@ -86,8 +86,8 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
  * every stage; dense pairs only, the vocabulary whole); returns the number of dense pairs, -1
  * when out of memory. */
 int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind);
-/* Cuts the model into shards (pairs and the vocabulary-parallel head), one view per tensor rank, the groups, and each rank's view,
- * parameters, replica index and dropout stream. */
+/* Cuts the model into shards (pairs and the vocabulary-parallel head), one view per tensor
+ * rank, the groups, and each rank's view, parameters, replica index and dropout stream. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);
 void dtc_tensor_free(struct dtc_tensor *t);
 /* Emits what follows layer l's forward or backward on rank r (slot, rows: its micro-batch's):
