@@ -78,6 +78,7 @@ struct options {
     int drop_op;            /* --drop-op: an op kind removed from the step programs, or -1 */
     long overflow_at;       /* --overflow-at: the step whose gradients overflow (0: none) */
 #define DROP_RECOMPUTE 1000 /* --drop-op recompute: the recomputed forwards */
+#define DROP_LOSS_COLL 1001 /* --drop-op loss-coll: the vocabulary-parallel loss's allreduces */
     double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
     bool cuda;              /* --device cuda (default cpu) */
     bool help, version;
@@ -152,9 +153,11 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update|copy|coll|recompute  testing: remove every such op from the\n"
-            "                           step programs (a plan that must not train right: the\n"
-            "                           tests' control)\n"
+            "      --drop-op zero|update|copy|coll|recompute|loss-coll\n"
+            "                           testing: remove every such op from the step programs\n"
+            "                           (a plan that must not train right: the tests'\n"
+            "                           control; loss-coll: the allreduces of the\n"
+            "                           vocabulary-parallel loss's statistics)\n"
             "      --overflow-at K      testing, mixed precision: rank 0's gradients overflow\n"
             "                           at step K (the step is skipped, the loss scale halves)\n"
             "  -q, --quiet              print nothing but errors\n"
@@ -343,9 +346,11 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_COLL;
             else if (strcmp(optarg, "recompute") == 0)
                 o->drop_op = DROP_RECOMPUTE;
+            else if (strcmp(optarg, "loss-coll") == 0)
+                o->drop_op = DROP_LOSS_COLL;
             else
-                rc = bad(msg, len, "--drop-op", "expected zero, update, copy, coll or recompute, "
-                         "got '%s'", optarg);
+                rc = bad(msg, len, "--drop-op", "expected zero, update, copy, coll, recompute or "
+                         "loss-coll, got '%s'", optarg);
             break;
         case OPT_OVERFLOW_AT:
             rc = parse_long("--overflow-at", optarg, 1, LONG_MAX, &o->overflow_at, msg, len);
@@ -814,6 +819,16 @@ struct run {
     char data_what[1200];
 };
 
+/* Whether --drop-op `kind` removes op o. */
+static bool dropped(int kind, const struct dt_op *o)
+{
+    if (kind == DROP_RECOMPUTE)
+        return o->recompute;
+    if (kind == DROP_LOSS_COLL)
+        return o->kind == DT_OP_COLL && o->region.buf == DT_BUF_KEEP;
+    return (int)o->kind == kind;
+}
+
 /* --drop-op: removes every op of one kind (DROP_RECOMPUTE: the recomputed forwards) from the
  * step programs (the tests' control). */
 static int drop_ops(struct dt_plan *plan, int kind)
@@ -824,7 +839,7 @@ static int drop_ops(struct dt_plan *plan, int kind)
         struct dt_rank_plan *rp = &plan->ranks[r];
         int kept = 0;
         for (int i = 0; i < rp->n_ops; i++)
-            if (kind == DROP_RECOMPUTE ? !rp->ops[i].recompute : (int)rp->ops[i].kind != kind)
+            if (!dropped(kind, &rp->ops[i]))
                 rp->ops[kept++] = rp->ops[i];
         rp->n_ops = kept;
     }

@@ -95,6 +95,7 @@ static char *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
     case DT_BUF_OPT: return (char *)ex->opt_state;
     case DT_BUF_ACT: return (char *)dtk_net_act(ex->net, g->layer);
     case DT_BUF_DACT: return (char *)dtk_net_dact(ex->net, g->layer);
+    case DT_BUF_KEEP: return (char *)dtk_net_keep(ex->net, g->layer);
     case DT_BUF_MASTER: return (char *)ex->master;
     case DT_BUF_SCALER: return (char *)ex->scaler;
     default: return NULL;
@@ -914,6 +915,11 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
             dtk_net_forward_layer(ex->net, o->layer, b0, o->samples);
         break;
     case DT_OP_LOSS: {
+        if (o->loss_part == DT_LOSS_MAX || o->loss_part == DT_LOSS_SUMS) { /* every row */
+            dtk_net_vocab_stats(ex->net, o->loss_part == DT_LOSS_SUMS,
+                                ex->y + (long)b0 * ex->label_rows, b0, o->samples);
+            break;
+        }
         /* eval chunks: the loss and accuracy of the real rows only */
         int n = real > 0 && real < o->samples ? real : o->samples;
         double mean;

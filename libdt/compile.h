@@ -82,11 +82,12 @@ struct dtc_tensor {
 };
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen);
-/* The shard kind of every layer for T ranks (the same for every tensor rank and, in a
- * pipeline, every stage); returns the number of dense pairs, -1 when out of memory. */
+/* The shard kind of every layer for T ranks in a pipeline (the same for every tensor rank and
+ * every stage; dense pairs only, the vocabulary whole); returns the number of dense pairs, -1
+ * when out of memory. */
 int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind);
-/* Cuts the model into shards, one view per tensor rank, the groups, and each rank's view,
- * parameters, replica index and dropout stream. */
+/* Cuts the model into shards (pairs and the vocabulary-parallel head), one view per tensor
+ * rank, the groups, and each rank's view, parameters, replica index and dropout stream. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);
 void dtc_tensor_free(struct dtc_tensor *t);
 /* Emits what follows layer l's forward or backward on rank r (slot, rows: its micro-batch's):
@@ -95,6 +96,12 @@ void dtc_tensor_free(struct dtc_tensor *t);
  * NULL. eval: into the eval program. */
 int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, enum dt_phase ph,
                      int l, int slot, int rows, bool eval);
+/* Pushes the loss op `loss` of rank r; where the last layer is a vocabulary shard, as its three
+ * parts with the tensor group's allreduces of the per-token statistics between them
+ * (dt_shard_loss_stats: the maximum after DT_LOSS_MAX, the target logit and the sum of
+ * exponentials after DT_LOSS_SUMS). eval: into the eval program. */
+int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, struct dt_op loss,
+                    bool eval);
 
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);

@@ -255,6 +255,9 @@ const char *dt_op_trace_name(const struct dt_plan *plan, const struct dt_op *op,
     return buf;
 }
 
+/* dt_loss_part: how --dump-plan shows a part of a vocabulary-parallel loss */
+static const char *const loss_part_names[] = {"", " max", " sums", " finish"};
+
 static void print_region(FILE *out, const struct dt_region *r)
 {
     if (r->buf == DT_BUF_ACT || r->buf == DT_BUF_DACT)
@@ -301,8 +304,8 @@ static void print_op(const struct dt_plan *plan, const struct dt_op *op, FILE *o
         print_region(out, &op->region);
         break;
     case DT_OP_LOSS:
-        fprintf(out, "LOSS layer %d mb %d slot %d x%d / %g", op->layer, op->micro, op->slot,
-                op->samples, op->scale);
+        fprintf(out, "LOSS layer %d mb %d slot %d x%d / %g%s", op->layer, op->micro, op->slot,
+                op->samples, op->scale, loss_part_names[op->loss_part]);
         break;
     case DT_OP_UPDATE:
         fprintf(out, "UPDATE ");

@@ -50,6 +50,11 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
             return "a layer this rank does not run";
         if (op->kind == DT_OP_LOSS && op->layer != m->n_layers - 1)
             return "a loss on a layer that is not the last";
+        if (op->kind == DT_OP_LOSS &&
+            (op->loss_part < DT_LOSS_WHOLE || op->loss_part > DT_LOSS_FINISH ||
+             (op->loss_part != DT_LOSS_WHOLE) !=
+                 (dt_shard_loss_stats(m, plan->views[rp->view]) > 0)))
+            return "a loss part that does not match its last layer's vocabulary shard";
         /* fall through */
     case DT_OP_LOAD:
         if (op->slot < 0 || op->samples < 1 ||

@@ -56,7 +56,7 @@ static bool op_equal(const struct dt_op *a, const struct dt_op *b)
            a->group == b->group && a->root == b->root && a->nonblocking == b->nonblocking &&
            a->handle == b->handle && a->bytes == b->bytes && a->scale == b->scale &&
            region_equal(&a->grads, &b->grads) && a->precision == b->precision &&
-           a->shards == b->shards;
+           a->shards == b->shards && a->loss_part == b->loss_part;
 }
 
 static uint64_t op_hash(uint64_t h, const struct dt_op *o)

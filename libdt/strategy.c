@@ -349,7 +349,7 @@ static int eval_whole(struct dt_plan *plan, int r, const struct dtc_tensor *tp)
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, true);
     }
-    return rc ? rc : dtc_push_eval(plan, r, dtc_loss(plan, 0, 0, rows, rows));
+    return rc ? rc : dtc_tensor_loss(plan, r, tp, dtc_loss(plan, 0, 0, rows, rows), true);
 }
 
 /* Micro-batch k of rank r's step: forward and backward; with buckets on the last one,
@@ -369,7 +369,8 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, false);
     }
     if (!rc)
-        rc = dtc_push(plan, r, dtc_loss(plan, k, 0, rows, plan->global_batch));
+        rc = dtc_tensor_loss(plan, r, tp, dtc_loss(plan, k, 0, rows, plan->global_batch),
+                             false);
     bool buckets = plan->opt.bucket_bytes > 0 && is_allreduce(plan->strategy) &&
                    k == plan->opt.accumulate - 1 && world >= 0;
     long hi = plan->ranks[r].n_params, lo = hi;

@@ -20,17 +20,38 @@ static long in_width(const struct dt_layer *L)
 
 bool dt_shard_splits_output(int kind)
 {
-    return kind == DT_SHARD_COLUMNS || kind == DT_SHARD_QKV;
+    return kind == DT_SHARD_COLUMNS || kind == DT_SHARD_QKV || kind == DT_SHARD_VOCAB;
+}
+
+long dt_shard_vocab_rows(long vocab, int count)
+{
+    return (vocab + count - 1) / count;
+}
+
+long dt_shard_vocab_valid(long vocab, int count, int index)
+{
+    long rows = dt_shard_vocab_rows(vocab, count), left = vocab - index * rows;
+    return left < 0 ? 0 : left > rows ? rows : left;
+}
+
+/* The vocabulary a VOCAB or VOCAB_TABLE shard of layer l splits. */
+static long vocab_of(const struct dt_layer *L)
+{
+    return L->kind == DT_L_EMBEDDING ? L->vocab : L->out_shape.d[L->out_shape.rank - 1];
 }
 
 long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
     const struct dt_layer *L = &m->layers[l];
     int T = v[l].shard_count;
+    long Vs = T > 0 ? dt_shard_vocab_rows(vocab_of(L), T) : 0;
     switch (v[l].shard_kind) {
     case DT_SHARD_COLUMNS:
     case DT_SHARD_QKV: return L->params / T;
     case DT_SHARD_ROWS: return L->units * (in_width(L) / T) + (L->bias ? L->units : 0);
+    case DT_SHARD_VOCAB: /* an untied head's rows of W and b (a tied one reads the table's) */
+        return L->params ? Vs * in_width(L) + (L->bias ? Vs : 0) : 0;
+    case DT_SHARD_VOCAB_TABLE: return L->params - (L->vocab - Vs) * L->units;
     default: return L->params;
     }
 }
@@ -38,14 +59,30 @@ long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, in
 long dt_shard_act_floats(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
     long a = dt_layer_act_floats(m, l);
+    if (v[l].shard_kind == DT_SHARD_VOCAB) {
+        long V = vocab_of(&m->layers[l]);
+        return a / V * dt_shard_vocab_rows(V, v[l].shard_count);
+    }
     return dt_shard_splits_output(v[l].shard_kind) ? a / v[l].shard_count : a;
+}
+
+long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v)
+{
+    int last = m->n_layers - 1;
+    const struct dt_layer *L = &m->layers[last];
+    if (v[last].shard_kind != DT_SHARD_VOCAB)
+        return 0;
+    return 3 * (dt_shape_size(&L->out_shape) / vocab_of(L));
 }
 
 void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int l,
                    long *keep_floats, long *keep_ints)
 {
     dt_layer_keep(m, l, keep_floats, keep_ints);
-    if (dt_shard_splits_output(v[l].shard_kind)) {
+    if (v[l].shard_kind == DT_SHARD_VOCAB) { /* a softmax loss keeps nothing else */
+        if (l == m->n_layers - 1)
+            *keep_floats += dt_shard_loss_stats(m, v);
+    } else if (dt_shard_splits_output(v[l].shard_kind)) {
         *keep_floats /= v[l].shard_count;
         *keep_ints /= v[l].shard_count;
     }
@@ -57,6 +94,29 @@ static void copy(float *packed, float *full, long n, bool to_full)
         memcpy(full, packed, (size_t)n * sizeof *full);
     else
         memcpy(packed, full, (size_t)n * sizeof *full);
+}
+
+/* A vocabulary shard: its real rows of the token table (an untied head: of W, then of b), the
+ * padding rows zero; an embedding's other tables whole after them. */
+static void vocab_copy(const struct dt_layer *L, const struct dt_layer_view *s, float *p,
+                       float *f, bool to_full)
+{
+    long V = vocab_of(L), Vs = dt_shard_vocab_rows(V, s->shard_count);
+    long real = dt_shard_vocab_valid(V, s->shard_count, s->shard_index);
+    long first = s->shard_index * Vs;
+    long D = L->kind == DT_L_EMBEDDING ? L->units : in_width(L);
+    if (L->params == 0) /* a tied head: the embedding's shard holds its weights */
+        return;
+    copy(p, f + first * D, real * D, to_full);
+    if (!to_full)
+        memset(p + real * D, 0, (size_t)((Vs - real) * D) * sizeof *p);
+    if (L->kind == DT_L_EMBEDDING) {
+        copy(p + Vs * D, f + V * D, L->params - V * D, to_full);
+    } else if (L->bias) {
+        copy(p + Vs * D, f + V * D + first, real, to_full);
+        if (!to_full)
+            memset(p + Vs * D + real, 0, (size_t)(Vs - real) * sizeof *p);
+    }
 }
 
 void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int l,
@@ -84,6 +144,8 @@ void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int 
             copy(p + j * d, f + j * D + k * d, d, to_full);
         if (L->bias)
             copy(p + U * d, f + U * D, U, to_full);
+    } else if (s->shard_kind == DT_SHARD_VOCAB_TABLE || s->shard_kind == DT_SHARD_VOCAB) {
+        vocab_copy(L, s, p, f, to_full);
     } else {
         copy(p, f, L->params, to_full);
     }
@@ -155,8 +217,29 @@ static int mark_pair(const struct dt_model *m, const int *readers, int T, int a,
     }
 }
 
-/* Shard kinds of every layer for T ranks; returns the number of pairs (-1: out of memory). */
-static int cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
+/* The vocabulary-parallel head (dt/tensor.h): a softmax loss last, on a dense head tied to
+ * the embedding of the token input, outside any pair. Marks the three; false if none. */
+static bool mark_vocab(const struct dt_model *m, const int *readers, enum dt_shard_kind *kind)
+{
+    int s = m->n_layers - 1, h = m->layers[s].in[0];
+    if (m->layers[s].kind != DT_L_SOFTMAX || h < 0 || m->layers[s].out_shape.rank > 2)
+        return false;
+    const struct dt_layer *H = &m->layers[h];
+    if (H->kind != DT_L_DENSE || !H->tied || H->n_in != 1 || readers[h] != 1 ||
+        kind[h] != DT_SHARD_NONE || kind[H->tied_layer] != DT_SHARD_NONE ||
+        m->layers[H->tied_layer].in[0] != -1)
+        return false;
+    /* the head's f allreduce sums its input's gradient: no other reader may add to it */
+    if (H->in[0] >= 0 && dt_layer_needs_dact(m, H->in[0]) && !sole_reader(m, readers, H->in[0]))
+        return false;
+    kind[H->tied_layer] = DT_SHARD_VOCAB_TABLE;
+    kind[h] = kind[s] = DT_SHARD_VOCAB;
+    return true;
+}
+
+/* Shard kinds of every layer for T ranks (vocab: with the vocabulary-parallel head where the
+ * model has one); returns the number of pairs and heads (-1: out of memory). */
+static int cut(const struct dt_model *m, int T, bool vocab, enum dt_shard_kind *kind)
 {
     int *readers = calloc((size_t)m->n_layers, sizeof *readers), pairs = 0;
     if (!readers)
@@ -174,13 +257,16 @@ static int cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
             l = b;
         }
     }
+    if (vocab && T > 1)
+        pairs += mark_vocab(m, readers, kind);
     free(readers);
     return pairs;
 }
 
+/* The pipelines' cut: pairs only (their stages keep the embedding and the head whole). */
 int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
 {
-    return cut(m, T, kind);
+    return cut(m, T, false, kind);
 }
 
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
@@ -195,19 +281,26 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
                  "--strategy ring with --tp equal to the ranks)", dt_strategy_name(o->strategy));
         return false;
     }
-    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
-        /* zero.c compiles the whole model on every rank; a pipeline's stage 1 shards each
-         * tensor rank's state over its replicas (pipeline.c) */
-        snprintf(why, whylen, "--tp with --zero is not implemented yet for the data-parallel "
-                 "strategies (it is with the pipelines at --zero 1)");
-        return false;
-    }
     if (n_ranks % T) {
         snprintf(why, whylen, "--tp %d does not divide the %d ranks", T, n_ranks);
         return false;
     }
+    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
+        /* zero.c shards each tensor rank's packed parameters over its data-parallel peers;
+         * ZeRO-3's owned ranges are in the model's layout, which a shard's packing is not */
+        if (o->zero == 3) {
+            snprintf(why, whylen, "--tp with --zero 3 is not implemented yet (--zero 1 and 2 "
+                     "are)");
+            return false;
+        }
+        if (n_ranks / T < 2) {
+            snprintf(why, whylen, "--zero %d shards over data-parallel replicas: --tp %d on %d "
+                     "ranks leaves one", o->zero, T, n_ranks);
+            return false;
+        }
+    }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
-    int pairs = kind ? cut(m, T, kind) : -1;
+    int pairs = kind ? cut(m, T, true, kind) : -1;
     free(kind);
     if (pairs == 0)
         snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "
@@ -283,7 +376,7 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
     int *views = malloc((size_t)T * sizeof *views);
     long *n_params = malloc((size_t)T * sizeof *n_params);
     int rc = t->dp_group && t->tp_group && kind && views && n_params ? 0 : -1;
-    if (!rc && cut(m, T, kind) < 0)
+    if (!rc && cut(m, T, true, kind) < 0)
         rc = -1;
     for (int k = 0; k < T && !rc; k++)
         rc = (views[k] = tensor_view(plan, kind, T, k, &n_params[k])) < 0 ? -1 : 0;
@@ -317,8 +410,9 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
     const struct dt_layer_view *v = plan->views[rp->view];
     enum dt_buf buf;
     int at;
-    if (ph == DT_PH_FORWARD && v[l].shard_kind == DT_SHARD_ROWS) {
-        buf = DT_BUF_ACT; /* g: the partial sums of the row-parallel layer */
+    if (ph == DT_PH_FORWARD &&
+        (v[l].shard_kind == DT_SHARD_ROWS || v[l].shard_kind == DT_SHARD_VOCAB_TABLE)) {
+        buf = DT_BUF_ACT; /* g: the partial sums of the row-parallel layer (or lookup) */
         at = l;
     } else if (ph == DT_PH_BACKWARD && dt_shard_splits_output(v[l].shard_kind) &&
                m->layers[l].kind == DT_L_DENSE && m->layers[l].in[0] >= 0 &&
@@ -333,4 +427,39 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
                                (long)slot * rp->slot_rows * w, (long)rows * w);
     op.region.layer = at;
     return eval ? dtc_push_eval(plan, r, op) : dtc_push(plan, r, op);
+}
+
+/* One part of the vocabulary-parallel loss, then the allreduces of its statistics planes
+ * [from, to) (dt_shard_loss_stats). */
+static int loss_part(struct dt_plan *plan, int r, const struct dtc_tensor *t, struct dt_op loss,
+                     enum dt_loss_part part, int from, int to, enum dt_reduction red, bool eval)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    const struct dt_model *m = plan->model;
+    long per_row = dt_shard_loss_stats(m, plan->views[rp->view]) / 3;
+    long rows = (long)rp->slots * rp->slot_rows;
+    loss.loss_part = part;
+    int rc = eval ? dtc_push_eval(plan, r, loss) : dtc_push(plan, r, loss);
+    for (int j = from; j < to && !rc; j++) {
+        struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, DT_BUF_KEEP,
+                                   (j * rows + (long)loss.slot * rp->slot_rows) * per_row,
+                                   (long)loss.samples * per_row);
+        op.region.layer = m->n_layers - 1;
+        op.reduction = red;
+        rc = eval ? dtc_push_eval(plan, r, op) : dtc_push(plan, r, op);
+    }
+    return rc;
+}
+
+int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, struct dt_op loss,
+                    bool eval)
+{
+    const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
+    if (!t || t->T <= 1 || !dt_shard_loss_stats(plan->model, v))
+        return eval ? dtc_push_eval(plan, r, loss) : dtc_push(plan, r, loss);
+    /* Megatron-LM's order: the maximum logit, then the target's and the sum of exponentials */
+    int rc = loss_part(plan, r, t, loss, DT_LOSS_MAX, 0, 1, DT_RED_MAX, eval);
+    if (!rc)
+        rc = loss_part(plan, r, t, loss, DT_LOSS_SUMS, 1, 3, DT_RED_SUM, eval);
+    return rc ? rc : loss_part(plan, r, t, loss, DT_LOSS_FINISH, 0, 0, DT_RED_SUM, eval);
 }

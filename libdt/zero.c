@@ -25,7 +25,11 @@
  * shard and casts it into its parameter chunk before the allgather, as DeepSpeed's
  * mixed-precision ZeRO optimizer does.
  * Traffic: stages 1-2 a reduce-scatter and an allgather of psi (plain data parallelism's
- * allreduce), stage 3 one more allgather (1.5x). */
+ * allreduce), stage 3 one more allgather (1.5x).
+ * With --tp T (stages 1 and 2) the ranks form p / T replicas of T tensor ranks (tensor.c) and
+ * each tensor rank's parameters (its shards, packed: the same layout on every tensor rank) are
+ * the psi that ZeRO shards over its N = p / T data-parallel peers, as Megatron-LM's
+ * distributed optimizer does; the f/g allreduces run as without ZeRO. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -39,7 +43,8 @@ struct unit {
 
 struct zero {
     struct dt_plan *plan;
-    int stage, world, n_units;
+    struct dtc_tensor tp; /* --tp: the tensor groups and each rank's data-parallel group */
+    int stage, world, n_units, N;
     struct unit *units;
     int *opens, *closes; /* per layer: the unit whose first (last) layer it is, or -1 */
     long staging;        /* stages 2, 3: the largest unit (the staging buffer's floats) */
@@ -79,13 +84,14 @@ static int make_units(struct zero *z)
     z->closes = malloc((size_t)(m->n_layers + 1) * sizeof *z->closes);
     if (!z->units || !z->opens || !z->closes)
         return DT_ENOMEM;
-    long hi = m->total_params;
+    const struct dt_layer_view *v = z->plan->views[0]; /* every tensor rank's layout */
+    long hi = z->plan->ranks[0].n_params;
     int stop = dtc_first_trainable(m), last = -1, n = 0;
     for (int l = m->n_layers - 1; l >= stop; l--) {
-        if (m->layers[l].params == 0)
+        if (dt_shard_params(m, v, l) == 0)
             continue;
         last = last < 0 ? l : last;
-        long lo = m->layers[l].param_offset;
+        long lo = v[l].param_offset;
         if ((double)(hi - lo) * 4.0 >= bucket || l == stop) {
             z->units[n++] = (struct unit){lo, hi - lo, l, last};
             hi = lo;
@@ -111,16 +117,24 @@ static int make_units(struct zero *z)
     return DT_OK;
 }
 
-/* Rank r's chunk of unit u: its place in the unit and in r's packed shard. */
+/* Rank r's chunk of unit u (of its N data-parallel peers'): its place in the unit and in r's
+ * packed shard. */
 static void chunk(const struct zero *z, int u, int r, long *in_unit, long *len, long *in_shard)
 {
+    int d = z->plan->ranks[r].dp_index;
     *in_shard = 0;
     for (int v = 0; v < u; v++) {
         long o, l;
-        dt_chunk(z->units[v].size, z->plan->n_ranks, r, &o, &l);
+        dt_chunk(z->units[v].size, z->N, d, &o, &l);
         *in_shard += l;
     }
-    dt_chunk(z->units[u].size, z->plan->n_ranks, r, in_unit, len);
+    dt_chunk(z->units[u].size, z->N, d, in_unit, len);
+}
+
+/* The data-parallel group of rank r: the world's, or its tensor rank's peers'. */
+static int peers(const struct zero *z, int r)
+{
+    return z->tp.T > 1 ? z->tp.dp_group[r] : z->world;
 }
 
 static long shard_floats(const struct zero *z, int r)
@@ -144,7 +158,8 @@ static int gather(struct zero *z, int r, int u, bool eval)
     chunk(z, u, r, &o, &len, &s);
     struct dt_op ops[2] = {
         copy(DT_BUF_PARAMS, z->staging + s, o, len, false),
-        dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0, DT_BUF_PARAMS, 0, z->units[u].size)};
+        dtc_coll(DT_COLL_ALLGATHER, z->alg, peers(z, r), 0, DT_BUF_PARAMS, 0,
+                 z->units[u].size)};
     int rc = DT_OK;
     for (int i = len ? 0 : 1; i < 2 && !rc; i++)
         rc = eval ? dtc_push_eval(z->plan, r, ops[i]) : dtc_push(z->plan, r, ops[i]);
@@ -159,8 +174,8 @@ static int reduce(struct zero *z, int r, int u, int k, int *n_handles)
     if (z->stage == 1) {
         if (k != z->plan->opt.accumulate - 1) /* earlier micro-batches accumulate locally */
             return DT_OK;
-        struct dt_op op = dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, z->world, 0, DT_BUF_GRADS,
-                                   U->lo, U->size);
+        struct dt_op op = dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, peers(z, r), 0,
+                                   DT_BUF_GRADS, U->lo, U->size);
         if (z->plan->opt.bucket_bytes > 0) {
             op.nonblocking = true;
             op.handle = (*n_handles)++;
@@ -169,7 +184,7 @@ static int reduce(struct zero *z, int r, int u, int k, int *n_handles)
     }
     long o, len, s;
     chunk(z, u, r, &o, &len, &s);
-    int rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, z->world, 0,
+    int rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, peers(z, r), 0,
                                            DT_BUF_GRADS, 0, U->size));
     if (!rc && len)
         rc = dtc_push(z->plan, r, copy(DT_BUF_GRADS, o, z->staging + s, len, true));
@@ -181,15 +196,18 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
 {
     struct dt_plan *plan = z->plan;
     const struct dt_model *m = plan->model;
+    const struct dtc_tensor *tp = z->tp.T > 1 ? &z->tp : NULL;
     int rc = dtc_push(plan, r, dtc_load(plan, r, k, 0, row0, rows));
     for (int l = 0; l < m->n_layers && !rc; l++) {
         if (z->stage == 3 && z->opens[l] >= 0)
             rc = gather(z, r, z->opens[l], false);
         if (!rc)
             rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, false);
     }
     if (!rc)
-        rc = dtc_push(plan, r, dtc_loss(plan, k, 0, rows, plan->global_batch));
+        rc = dtc_tensor_loss(plan, r, tp, dtc_loss(plan, k, 0, rows, plan->global_batch), false);
     for (int l = m->n_layers - 1; l >= dtc_first_trainable(m) && !rc; l--) {
         int u = z->closes[l];
         if (u >= 0 && z->stage == 3)
@@ -198,6 +216,8 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
             rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, z->units[u].size));
         if (!rc)
             rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
         if (!rc && z->opens[l] >= 0)
             rc = reduce(z, r, z->opens[l], k, n_handles);
     }
@@ -218,7 +238,7 @@ static int unscale(struct zero *z, int r)
         return dtc_overflow_check(z->plan, r, z->units[0].lo + o, len);
     }
     long lo = z->n_units ? z->units[0].lo : 0;
-    return dtc_overflow_check(z->plan, r, lo, z->plan->model->total_params - lo);
+    return dtc_overflow_check(z->plan, r, lo, z->plan->ranks[r].n_params - lo);
 }
 
 /* UPDATE of params [offset, + len) from optimizer state (and master weights) at s; mixed
@@ -246,7 +266,7 @@ static int update(struct zero *z, int r, int n_handles)
         chunk(z, u, r, &o, &len, &s);
         rc = update_chunk(z, r, z->units[u].lo + o, len, s, z->stage == 2 ? z->staging + s : -1);
         if (!rc)
-            rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, z->world, 0,
+            rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, peers(z, r), 0,
                                                DT_BUF_PARAMS, z->units[u].lo, z->units[u].size));
     }
     return rc ? rc : dtc_rescale(z->plan, r);
@@ -256,6 +276,7 @@ static int update(struct zero *z, int r, int n_handles)
 static int eval_program(struct zero *z, int r)
 {
     struct dt_plan *plan = z->plan;
+    const struct dtc_tensor *tp = z->tp.T > 1 ? &z->tp : NULL;
     int rows = plan->ranks[r].slots * plan->ranks[r].slot_rows, rc;
     plan->ranks[r].eval_rows = rows;
     rc = dtc_push_eval(plan, r, dtc_load(plan, r, 0, 0, 0, rows));
@@ -264,8 +285,10 @@ static int eval_program(struct zero *z, int r)
             rc = gather(z, r, z->opens[l], true);
         if (!rc)
             rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+        if (!rc)
+            rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, true);
     }
-    return rc ? rc : dtc_push_eval(plan, r, dtc_loss(plan, 0, 0, rows, rows));
+    return rc ? rc : dtc_tensor_loss(plan, r, tp, dtc_loss(plan, 0, 0, rows, rows), true);
 }
 
 /* Stages 2-3: where each layer's gradients (and at stage 3 its parameters) live: the staging,
@@ -273,16 +296,16 @@ static int eval_program(struct zero *z, int r)
 static void place_layers(struct zero *z)
 {
     const struct dt_model *m = z->plan->model;
-    struct dt_layer_view *v = z->plan->views[0];
-    for (int l = 0; l < m->n_layers && z->stage == 3; l++)
-        v[l].param_offset = 0; /* layers without parameters point at the staging too */
-    for (int u = 0; u < z->n_units; u++)
-        for (int l = z->units[u].first; l <= z->units[u].last; l++) {
-            long at = m->layers[l].param_offset - z->units[u].lo;
-            v[l].grads_apart = z->stage == 2;
-            v[l].grad_offset = at;
-            v[l].param_offset = z->stage == 3 ? at : v[l].param_offset;
-        }
+    for (int i = 0; i < z->plan->n_views; i++) { /* one per tensor rank, the same offsets */
+        struct dt_layer_view *v = z->plan->views[i];
+        for (int u = 0; u < z->n_units; u++)
+            for (int l = z->units[u].first; l <= z->units[u].last; l++) {
+                v[l].grads_apart = z->stage == 2;
+                v[l].grad_offset = v[l].param_offset - z->units[u].lo;
+            }
+        for (int l = 0; l < m->n_layers && z->stage == 3; l++) /* layers without parameters */
+            v[l].param_offset = v[l].grad_offset;              /* point at the staging too */
+    }
 }
 
 /* Stage 3: the ranges rank r owns (chunk of each unit, at the staging's end + its place). */
@@ -309,7 +332,7 @@ static int compile_rank(struct zero *z, int r)
     struct dt_rank_plan *rp = &plan->ranks[r];
     const int K = plan->opt.accumulate;
     long shard = shard_floats(z, r);
-    rp->replicas = z->world;
+    rp->replicas = peers(z, r);
     rp->n_updated = shard;
     if (z->stage >= 2)
         rp->n_grads = z->staging + shard;
@@ -318,7 +341,7 @@ static int compile_rank(struct zero *z, int r)
     int n_handles = 0;
     int rc = z->stage == 3 ? own(z, r) : DT_OK;
     if (!rc)
-        rc = dtc_push(plan, r, z->stage == 1 ? dtc_zero(DT_BUF_GRADS, 0, plan->model->total_params)
+        rc = dtc_push(plan, r, z->stage == 1 ? dtc_zero(DT_BUF_GRADS, 0, rp->n_params)
                                              : dtc_zero(DT_BUF_GRADS, z->staging, shard));
     for (int k = 0; k < K && !rc; k++) {
         long off, len;
@@ -338,33 +361,41 @@ static int compile_rank(struct zero *z, int r)
 int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
 {
     const int p = plan->n_ranks, K = plan->opt.accumulate;
-    struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = dtc_grad_alg(&plan->opt)};
+    const int T = plan->opt.tp > 1 ? plan->opt.tp : 1;
+    struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = dtc_grad_alg(&plan->opt),
+                     .N = p / T};
     for (int l = 0; l < plan->model->n_layers; l++)
         if (plan->model->layers[l].tied && plan->opt.zero >= 2)
             return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--zero %d with a tied layer (%s) is not "
                            "implemented yet: its gradient belongs to another layer's shard",
                            plan->opt.zero, plan->model->layers[l].name);
-    plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * p * K
+    plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * z.N * K
                                                               : plan->opt.batch;
-    plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? p : 1;
+    plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? z.N : 1;
     plan->micro_batches = K;
+    plan->dp = z.N;
     int *all = malloc((size_t)p * sizeof *all);
-    int rc = all ? make_units(&z) : DT_ENOMEM;
+    int rc = all ? DT_OK : DT_ENOMEM;
+    if (!rc && T > 1) /* views, groups and each rank's data-parallel index */
+        rc = dtc_tensor_init(plan, T, z.alg, &z.tp);
+    if (!rc)
+        rc = make_units(&z);
     for (int r = 0; r < p && !rc; r++) {
         long off, len;
-        dt_chunk(plan->global_batch, p, r, &off, &len);
+        dt_chunk(plan->global_batch, z.N, plan->ranks[r].dp_index, &off, &len);
         plan->ranks[r].batch = (int)len;
         plan->ranks[r].slot_rows = (int)((len + K - 1) / K);
         plan->ranks[r].updates = true;
         all[r] = r;
     }
-    if (!rc && (z.world = dt_plan_add_group(plan, p, all)) < 0)
+    if (!rc && T == 1 && (z.world = dt_plan_add_group(plan, p, all)) < 0)
         rc = DT_ENOMEM;
     if (!rc && z.stage >= 2)
         place_layers(&z);
     for (int r = 0; r < p && !rc; r++)
         rc = compile_rank(&z, r);
     free(all);
+    dtc_tensor_free(&z.tp);
     free(z.units);
     free(z.opens);
     free(z.closes);

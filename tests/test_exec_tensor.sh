@@ -41,14 +41,30 @@ exec_ok ctl-fm-coll 2 $fm --batch 32 --strategy ring --tp 2 --drop-op coll &&
   weights_differ fm-seq ctl-fm-coll
 
 # tiny-gpt: attention split by heads (q|k|v column-parallel by heads, 2 of the 4 heads per
-# rank, the output projection row-parallel) and the MLP cut; tp 2 alone and dp 2 x tp 2. Seen:
-# max |a-b| 3e-8 after 8 steps. Control: without the f/g allreduces (max |a-b| 0.09).
+# rank, the output projection row-parallel), the MLP cut, and the vocabulary (each rank looks
+# up its 32 of the 64 token rows, the tied head gives its 32 logits per token, the loss
+# allreduces the maximum, the target's logit and the sum of exponentials); tp 2 alone, tp 4
+# and dp 2 x tp 2. Seen: max |a-b| 3e-8 after 8 steps. Controls: without the f/g allreduces
+# (max |a-b| 1e7), without the loss's allreduces only (--drop-op loss-coll: 0.05).
 gpt="--model $top_srcdir/models/tiny-gpt.yaml"
 exec_ok gpt-seq 1 $gpt --batch 16 || exit 1
 exec_ok gpt-tp2 2 $gpt --batch 16 --strategy ring --tp 2 && weights_same gpt-seq gpt-tp2
 exec_ok gpt-dp2-tp2 4 $gpt --batch 8 --strategy ring --tp 2 && weights_same gpt-seq gpt-dp2-tp2
+exec_ok gpt-tp4 4 $gpt --batch 16 --strategy ring --tp 4 && weights_same gpt-seq gpt-tp4
 exec_ok ctl-gpt-coll 2 $gpt --batch 16 --strategy ring --tp 2 --drop-op coll &&
   weights_differ gpt-seq ctl-gpt-coll
+exec_ok ctl-gpt-loss 2 $gpt --batch 16 --strategy ring --tp 2 --drop-op loss-coll &&
+  weights_differ gpt-seq ctl-gpt-loss
+# A vocabulary T does not divide (63 tokens over 2 ranks): rank 1's 32 rows hold one of
+# padding, never looked up and left out of its softmax; the one-rank run's weights all the same.
+sed 's/vocab: 64/vocab: 63/g; s/^classes: 64/classes: 63/' "$top_srcdir/models/tiny-gpt.yaml" \
+  >"$tmp/gpt63.yaml"
+g63="--model $tmp/gpt63.yaml"
+exec_ok g63-seq 1 $g63 --batch 16 && exec_ok g63-tp2 2 $g63 --batch 16 --strategy ring --tp 2 &&
+  weights_same g63-seq g63-tp2
+exec_ok ctl-g63-loss 2 $g63 --batch 16 --strategy ring --tp 2 --drop-op loss-coll &&
+  weights_differ g63-seq ctl-g63-loss
+mem g63-tp2 2 $g63 --batch 16 --strategy ring --tp 2
 mem gpt-tp2 2 $gpt --batch 16 --strategy ring --tp 2 --optimizer adam
 mem gpt-dp2-tp2 4 $gpt --batch 8 --strategy ring --tp 2
 

@@ -2,7 +2,8 @@
 # dtexec, ZeRO stages 1-3 (Rajbhandari et al. 2020): 2 ranks with batch B each (and 4 ranks,
 # oversubscribed, with B/2) must reach the weights of 1 rank with batch 2B, for ring,
 # mpi-allreduce and ps-sharded, with buckets (several layers per unit) and accumulation; a
-# stage that skips its ZERO or its COPY ops must not (the controls). And every rank must
+# stage that skips its ZERO or its COPY ops must not (the controls); --tp 2 with stages 1 and 2
+# on 4 ranks likewise. And every rank must
 # allocate exactly its plan's buffer table (ZeRO's shards and staging buffers included).
 #
 # Tolerance: as in test_exec_equivalence.sh, the runs differ only in the order float32
@@ -42,6 +43,22 @@ differs tiny ctl-zero2 2 $tiny --batch 16 --strategy ring --zero 2 --drop-op zer
 differs tiny ctl-copy2 2 $tiny --batch 16 --strategy ring --zero 2 --drop-op copy
 differs tiny ctl-copy3 2 $tiny --batch 16 --strategy ring --zero 3 --drop-op copy
 differs tiny ctl-seed 2 $tiny --batch 16 --strategy ring --zero 3 --seed 8
+
+# --tp 2 with --zero 1 and 2 (dp 2 x tp 2 on 4 ranks, oversubscribed): each tensor rank's
+# packed shards are sharded over its 2 data-parallel peers. tp-mlp with momentum (two pairs;
+# its state is what stage 1 shards), stage 2 under ps-sharded with 1 KiB buckets, tiny-gpt
+# (vocabulary-parallel; tied, so stage 1 only). Seen: 3e-8. Control: stage 2 without COPY.
+tpm="--model $top_srcdir/tests/data/tp-mlp.yaml" gpt="--model $top_srcdir/models/tiny-gpt.yaml"
+exec_ok tpm 1 $tpm --batch 32 --momentum 0.9 || exit 1
+for z in 1 2; do
+  same tpm "tpm-tp2-z$z" 4 $tpm --batch 16 --momentum 0.9 --strategy ring --tp 2 --zero "$z"
+done
+same tpm tpm-tp2-z2-ps 4 $tpm --batch 16 --momentum 0.9 --strategy ps-sharded --tp 2 --zero 2 \
+  --bucket 1KiB
+exec_ok gpt 1 $gpt --batch 16 || exit 1
+same gpt gpt-tp2-z1 4 $gpt --batch 8 --strategy mpi-allreduce --tp 2 --zero 1
+differs tpm ctl-tp2-copy2 4 $tpm --batch 16 --momentum 0.9 --strategy ring --tp 2 --zero 2 \
+  --drop-op copy
 
 [ "$fails" -eq 0 ] && echo "all ZeRO checks passed"
 exit $((fails > 0))

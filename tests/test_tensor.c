@@ -3,7 +3,11 @@
  * after the attention's and the MLP's row-parallel projections) and two in backward (f, of the
  * column-parallel q|k|v and first MLP projections' input gradients), each of B T h times the
  * activations' dtype size bytes; the q|k|v projection's shard holds the same heads of q, k and
- * v; where T does not divide the heads, attention stays whole and only the MLP is cut. */
+ * v; where T does not divide the heads, attention stays whole and only the MLP is cut.
+ * The vocabulary-parallel embedding and loss (Megatron-LM) add one allreduce of B x T x h
+ * each way (the lookups' sum, the head's input gradient) and three of B x T floats for the
+ * loss (maximum, target logit, sum of exponentials); a rank holds ceil(V / T) x h of the token
+ * table. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,9 +80,9 @@ static void two_allreduces_per_layer_each_way(void **state)
             double want_bw = bth * (double)dt_dtype_size(dt_buf_dtype(prec, DT_BUF_DACT));
             int fw = tp_allreduces(plan, r, T, DT_BUF_ACT, prec, want_fw);
             int bw = tp_allreduces(plan, r, T, DT_BUF_DACT, prec, want_bw);
-            if (fw != 2 * L || bw != 2 * L)
+            if (fw != 2 * L + 1 || bw != 2 * L + 1)
                 fail_msg("%s %s rank %d: %d forward and %d backward allreduces, want 2 x %d "
-                         "layers each", runs[i].model, flags, r, fw, bw, L);
+                         "layers + 1 (vocabulary) each", runs[i].model, flags, r, fw, bw, L);
         }
         dt_plan_destroy(plan);
         dt_topology_destroy(t);
@@ -130,7 +134,7 @@ static void attention_split_by_heads(void **state)
 }
 
 /* tp 8 does not divide tiny-gpt's 4 heads: attention stays whole on every rank and only the
- * MLP is cut (one g and one f allreduce per layer). */
+ * MLP is cut (one g and one f allreduce per layer, and the vocabulary's one each way). */
 static void heads_not_divisible_keeps_attention_whole(void **state)
 {
     (void)state;
@@ -143,10 +147,108 @@ static void heads_not_divisible_keeps_attention_whole(void **state)
     assert_int_equal(v[dt_model_find_layer(m, "transformer.h.1.mlp.c_fc")].shard_kind,
                      DT_SHARD_COLUMNS);
     double bth = 2.0 * 16 * 32 * 4;
-    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_ACT, DT_FP32, bth), 2);
-    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_DACT, DT_FP32, bth), 2);
+    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_ACT, DT_FP32, bth), 3);
+    assert_int_equal(tp_allreduces(plan, 0, 8, DT_BUF_DACT, DT_FP32, bth), 3);
     dt_plan_destroy(plan);
     dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+/* The loss's allreduces of rank r's program: KEEP regions of B x T floats in the tensor
+ * group, the first a maximum, the others sums; how many. */
+static int loss_allreduces(const struct dt_plan *plan, const struct dt_op *ops, int n, int T,
+                           long bt)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const struct dt_op *op = &ops[i];
+        if (op->kind != DT_OP_COLL || op->region.buf != DT_BUF_KEEP)
+            continue;
+        assert_int_equal(op->coll, DT_COLL_ALLREDUCE);
+        assert_int_equal(plan->groups[op->group].n, T);
+        assert_int_equal(op->region.count, bt);
+        assert_int_equal(op->reduction, k == 0 ? DT_RED_MAX : DT_RED_SUM);
+        k++;
+    }
+    return k;
+}
+
+/* Megatron-LM's vocabulary-parallel embedding, tied head and cross-entropy: per rank
+ * ceil(V/T) rows of the token table (the position table whole), the head's and softmax's
+ * logits ceil(V/T) per token, three loss allreduces of B x T floats in the step and in the
+ * eval program, and the rank's parameters L (12 h^2/T + 7 h/T + 6 h) + ceil(V/T) h + P h + 2 h
+ * (the pairs' weights and column biases split, row biases and layernorms whole). gpt2-124m's
+ * 50,257 tokens over 4 ranks: 12,565 rows each, 3 of them padding on rank 3. */
+static void vocabulary_parallel(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        int tp, batch;
+    } runs[] = {{"tiny-gpt", "1n2p", 2, 4}, {"tiny-gpt", "1n4p", 4, 2},
+                {"gpt2-124m", "1n4p", 4, 1}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        char flags[32];
+        snprintf(flags, sizeof flags, "tp=%d", runs[i].tp);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
+        const int T = runs[i].tp, L = count_kind(m, DT_L_ATTENTION_CORE);
+        const struct dt_layer *E = &m->layers[0];
+        const long V = E->vocab, h = E->units, P = E->positions, tokens = m->input.d[0];
+        const long Vs = (V + T - 1) / T, head = m->n_layers - 2, soft = m->n_layers - 1;
+        for (int r = 0; r < T; r++) {
+            const struct dt_rank_plan *rp = &plan->ranks[r];
+            const struct dt_layer_view *v = plan->views[rp->view];
+            assert_int_equal(v[0].shard_kind, DT_SHARD_VOCAB_TABLE);
+            assert_int_equal(v[head].shard_kind, DT_SHARD_VOCAB);
+            assert_int_equal(v[soft].shard_kind, DT_SHARD_VOCAB);
+            assert_int_equal(dt_shard_params(m, v, 0), Vs * h + P * h);
+            assert_int_equal(dt_shard_act_floats(m, v, head), tokens * Vs);
+            assert_int_equal(dt_shard_act_floats(m, v, soft), tokens * Vs);
+            assert_int_equal(rp->n_params, L * (12 * h * h / T + 7 * h / T + 6 * h) + Vs * h +
+                                               P * h + 2 * h);
+            assert_int_equal(dt_shard_vocab_valid(V, T, r), r < T - 1 ? Vs : V - (T - 1) * Vs);
+            long bt = (long)rp->batch * tokens;
+            assert_int_equal(loss_allreduces(plan, rp->ops, rp->n_ops, T, bt), 3);
+            assert_int_equal(loss_allreduces(plan, rp->eval.ops, rp->eval.n_ops, T,
+                                             (long)rp->eval_rows * tokens), 3);
+        }
+        dt_plan_destroy(plan);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+    assert_int_equal(dt_shard_vocab_valid(50257, 4, 3), 12562);
+}
+
+/* A shard's token rows of the table, zero padding after the real ones, the position rows
+ * whole after them; copied back, only the real rows land. */
+static void vocabulary_shard_copy(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("gpt2-124m");
+    const struct dt_layer *E = &m->layers[0];
+    const long V = E->vocab, h = E->units, P = E->positions, Vs = (V + 3) / 4;
+    struct dt_layer_view v[1] = {{.runs = true, .shard_kind = DT_SHARD_VOCAB_TABLE,
+                                  .shard_index = 3, .shard_count = 4}};
+    float *full = malloc((size_t)E->params * sizeof *full);
+    float *back = calloc((size_t)E->params, sizeof *back);
+    float *packed = malloc((size_t)(Vs + P) * h * sizeof *packed);
+    for (long i = 0; i < E->params; i++)
+        full[i] = (float)(i % 1000 + 1);
+    dt_shard_copy(m, v, 0, packed, full, false);
+    for (long j = 0; j < (V - 3 * Vs) * h; j++)
+        assert_true(packed[j] == full[3 * Vs * h + j]);
+    for (long j = (V - 3 * Vs) * h; j < Vs * h; j++)
+        assert_true(packed[j] == 0.0f);
+    for (long j = 0; j < P * h; j++)
+        assert_true(packed[Vs * h + j] == full[V * h + j]);
+    dt_shard_copy(m, v, 0, packed, back, true);
+    assert_true(back[3 * Vs * h - 1] == 0.0f && back[3 * Vs * h] == full[3 * Vs * h]);
+    assert_true(back[V * h - 1] == full[V * h - 1] && back[V * h] == full[V * h]);
+    free(full);
+    free(back);
+    free(packed);
     dt_model_destroy(m);
 }
 
@@ -156,6 +258,8 @@ int main(void)
         cmocka_unit_test(two_allreduces_per_layer_each_way),
         cmocka_unit_test(attention_split_by_heads),
         cmocka_unit_test(heads_not_divisible_keeps_attention_whole),
+        cmocka_unit_test(vocabulary_parallel),
+        cmocka_unit_test(vocabulary_shard_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 
 #include "dt/model.h"
 #include "dt/plan.h"
+#include "dt/tensor.h"
 #include "dt/topology.h"
 #include "player.h"
 #include "testdata.h"
@@ -265,6 +266,64 @@ static void stage1_with_pipelines(void **state)
     dt_model_destroy(m);
 }
 
+/* --tp T with --zero 1 and 2: each tensor rank's packed parameters (psi_t, its shards: the
+ * plan's n_params without ZeRO) are what ZeRO shards over its N = p / T data-parallel peers,
+ * so the N ranks of tensor rank k sum to N (P + G) psi_t + K psi_t (stage 1) and
+ * N P psi_t + (G + K) psi_t + N G staging (stage 2, staging: its largest layer shard). Adam
+ * in fp32 (4, 4, 8); --zero 3 and a single replica are refused. */
+static void tensor_parallel_zero(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    for (int n = 4; n <= 8; n *= 2) {
+        struct dt_topology *t = nodes(1, n);
+        struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
+        const int N = n / 2;
+        for (int stage = 1; stage <= 2; stage++) {
+            char flags[64];
+            snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
+            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
+            for (int k = 0; k < 2; k++) {
+                const struct dt_layer_view *v = base->views[base->ranks[k].view];
+                double psi = (double)base->ranks[k].n_params, staging = 0, got = 0;
+                for (int l = 0; l < m->n_layers; l++)
+                    staging = fmax(staging, (double)dt_shard_params(m, v, l));
+                for (int r = k; r < n; r += 2) {
+                    struct dt_memory mem;
+                    dt_plan_rank_memory(plan, r, &mem);
+                    got += mem.weights + mem.grads + mem.optimizer;
+                }
+                double want = stage == 1 ? N * 8 * psi + 8 * psi
+                                         : N * 4 * psi + 12 * psi + N * 4 * staging;
+                if (got != want)
+                    fail_msg("%s on %d ranks, tensor rank %d: %.0f bytes, the form %.0f", flags,
+                             n, k, got, want);
+            }
+            dt_plan_destroy(plan);
+        }
+        dt_plan_destroy(base);
+        dt_topology_destroy(t);
+    }
+    static const struct {
+        int ranks, zero;
+        const char *why;
+    } refused[] = {{4, 3, "--tp with --zero 3 is not implemented"}, {2, 1, "leaves one"}};
+    for (int i = 0; i < 2; i++) {
+        struct dt_topology *t = nodes(1, refused[i].ranks);
+        struct dt_plan_options o;
+        dt_plan_options_init(&o);
+        o.strategy = DT_STRAT_ALLREDUCE_RING;
+        o.tp = 2;
+        o.zero = refused[i].zero;
+        char why[512] = "";
+        assert_false(dt_strategy_fits_options(&o, m, t, refused[i].ranks, why, sizeof why));
+        if (!strstr(why, refused[i].why))
+            fail_msg("tp 2, zero %d on %d ranks: %s", o.zero, refused[i].ranks, why);
+        dt_topology_destroy(t);
+    }
+    dt_model_destroy(m);
+}
+
 /* --zero goes with ring, mpi-allreduce and ps-sharded only; the others say why not. */
 static void other_strategies_refused(void **state)
 {
@@ -298,6 +357,7 @@ int main(void)
         cmocka_unit_test(mixed_precision_traffic),
         cmocka_unit_test(stage1_with_pipelines),
         cmocka_unit_test(other_strategies_refused),
+        cmocka_unit_test(tensor_parallel_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,6 +132,21 @@ double dtk_softmax_xent_ch_forward(float *probs, const float *logits, const int 
                                    int C, long S);
 void dtk_softmax_xent_ch_backward(float *dlogits, const float *probs, const int *labels, int B,
                                   int C, long S, float scale);
+/* Vocabulary-parallel cross-entropy (Megatron-LM's vocab_parallel_cross_entropy) on G
+ * groups (tokens) of C logits, a rank's columns [first, first + C) of the vocabulary, of which
+ * the first `valid` are real (the rest padding, left out). The tensor group allreduces each
+ * statistic between the calls: mx (max), then target and sumexp (sum).
+ * max: each group's largest real logit (-FLT_MAX when it holds none);
+ * sums: its target's logit (0 unless this rank holds the label) and sum of exp(z - mx);
+ * finish: probs = exp(z - mx) / sumexp (padding 0), dlogits += (probs - onehot) x scale, and
+ * the mean over groups of mx + log(sumexp) - target (in double, as the whole softmax's). */
+void dtk_vocab_xent_max(float *mx, const float *logits, int G, int C, int valid);
+void dtk_vocab_xent_sums(float *target, float *sumexp, const float *logits, const float *mx,
+                         const int *labels, int G, int C, int valid, long first);
+double dtk_vocab_xent_finish(float *probs, float *dlogits, const float *logits,
+                             const float *mx, const float *target, const float *sumexp,
+                             const int *labels, int G, int C, int valid, long first,
+                             float scale);
 long dtk_count_correct_ch(const float *scores, const int *labels, int B, int C, long S);
 /* Sigmoid with binary cross-entropy on n independent outputs, labels 0 or 1 (a single sigmoid
  * output is a 2-class classifier, as in Keras): probs = sigmoid(logits); returns the mean
@@ -194,6 +209,12 @@ void dtk_embedding_forward(float *out, const int *ids, const float *table, int N
                            int D);
 void dtk_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int vocab,
                             int D);
+/* The same on a vocabulary shard (Megatron-LM's VocabParallelEmbedding): table holds rows
+ * [first, first + rows) of the whole; other ids give zero rows and no gradient. */
+void dtk_embedding_forward_rows(float *out, const int *ids, const float *table, int N,
+                                long first, long rows, int D);
+void dtk_embedding_backward_rows(float *dtable, const float *dout, const int *ids, int N,
+                                 long first, long rows, int D);
 /* learned rows added to every sample: out (B, T, D) += rows (T, D) (BERT's position table;
  * with T = 1 and B = samples x tokens, one token-type row added to every token). */
 void dtk_rows_add_forward(float *out, const float *rows, int B, int T, int D);

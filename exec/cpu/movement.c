@@ -91,21 +91,36 @@ void dtk_upsample_backward(float *dinp, const float *dout, int B, int C, int H, 
 void dtk_embedding_forward(float *out, const int *ids, const float *table, int N, int vocab,
                            int D)
 {
-    for (int n = 0; n < N; n++) {
-        float *o = out + (long)n * D;
-        if (ids[n] < 0 || ids[n] >= vocab)
-            memset(o, 0, (size_t)D * sizeof(float));
-        else
-            memcpy(o, table + (long)ids[n] * D, (size_t)D * sizeof(float));
-    }
+    dtk_embedding_forward_rows(out, ids, table, N, 0, vocab, D);
 }
 
 void dtk_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int vocab,
                             int D)
 {
-    for (int n = 0; n < N; n++)
-        if (ids[n] >= 0 && ids[n] < vocab)
-            dtk_accumulate(dtable + (long)ids[n] * D, dout + (long)n * D, D);
+    dtk_embedding_backward_rows(dtable, dout, ids, N, 0, vocab, D);
+}
+
+void dtk_embedding_forward_rows(float *out, const int *ids, const float *table, int N,
+                                long first, long rows, int D)
+{
+    for (int n = 0; n < N; n++) {
+        float *o = out + (long)n * D;
+        long id = ids[n] - first;
+        if (id < 0 || id >= rows)
+            memset(o, 0, (size_t)D * sizeof(float));
+        else
+            memcpy(o, table + id * D, (size_t)D * sizeof(float));
+    }
+}
+
+void dtk_embedding_backward_rows(float *dtable, const float *dout, const int *ids, int N,
+                                 long first, long rows, int D)
+{
+    for (int n = 0; n < N; n++) {
+        long id = ids[n] - first;
+        if (id >= 0 && id < rows)
+            dtk_accumulate(dtable + id * D, dout + (long)n * D, D);
+    }
 }
 
 void dtk_rows_add_forward(float *out, const float *rows, int B, int T, int D)

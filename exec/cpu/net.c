@@ -40,6 +40,8 @@ struct dtk_lay {
                                attention core: its width D (a head shard: D / count) */
     int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
+    long vocab_rows;        /* an embedding's token rows or a vocabulary shard's columns */
+    long vocab_first, vocab_valid; /* the first of them in the vocabulary, and the real ones */
     struct dtk_rng *drop_rng; /* a recomputed dropout: the stream's state at its forward of
                                  the rows from b0, at [b0] (max_batch entries); else NULL */
 };
@@ -60,6 +62,8 @@ struct dtk_net {
     enum { LOSS_SOFTMAX, LOSS_SIGMOID, LOSS_LOGITS } loss_kind;
     int lc, lgroups;
     long ls;
+    int classes;            /* labels are in [0, classes): lc, or V of a vocabulary shard */
+    bool vocab;             /* the last layer is a vocabulary shard: the loss in three parts */
     long labels_per_sample;
     struct dtk_lay *lay;
     const struct dt_layer_view *view; /* the plan's view of the rank (NULL: whole model) */
@@ -280,10 +284,14 @@ static long stage_need(const struct dtk_net *net, int i)
     return rows * net->max_batch + 2 * ly->nparams;
 }
 
-/* Parameters the kernels of layer i read at its offset. */
-static long layer_nparams(const struct dt_model *m, int i)
+/* Parameters the kernels of layer i read at its offset (a tied head: its table's, or the
+ * table's vocabulary shard). */
+static long layer_nparams(const struct dtk_net *net, int i)
 {
+    const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
+    if (L->tied && net->view)
+        return dt_shard_params(m, net->view, L->tied_layer);
     return L->tied ? m->layers[L->tied_layer].params : L->params;
 }
 
@@ -338,7 +346,20 @@ static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
 {
     ly->units = (int)L->units;
     ly->heads = L->heads;
-    if (dt_shard_splits_output(ly->shard_kind)) {
+    long V = L->kind == DT_L_EMBEDDING ? L->vocab : last_dim(&L->out_shape);
+    ly->vocab_rows = ly->vocab_valid = V;
+    ly->vocab_first = 0;
+    if (ly->shard_kind == DT_SHARD_VOCAB || ly->shard_kind == DT_SHARD_VOCAB_TABLE) {
+        ly->vocab_rows = dt_shard_vocab_rows(V, ly->shard_count);
+        ly->vocab_first = ly->shard_index * ly->vocab_rows;
+        ly->vocab_valid = dt_shard_vocab_valid(V, ly->shard_count, ly->shard_index);
+        if (ly->shard_kind == DT_SHARD_VOCAB) { /* the head's and the softmax's columns */
+            ly->out_sz = ly->out_sz / V * ly->vocab_rows;
+            ly->units = (int)ly->vocab_rows;
+            if (L->kind == DT_L_SOFTMAX)
+                ly->cols = (int)ly->vocab_rows;
+        }
+    } else if (dt_shard_splits_output(ly->shard_kind)) {
         ly->out_sz /= ly->shard_count;
         ly->units /= ly->shard_count;
         if (L->kind == DT_L_ATTENTION_CORE) {
@@ -541,13 +562,22 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->lgroups = os->rank == 2 ? (int)os->d[0] : 1;
     net->labels_per_sample = net->loss_kind == LOSS_SIGMOID ? net->lay[n - 1].out_sz
                                                             : net->lgroups * net->ls;
+    net->classes = net->lc;
+    net->vocab = net->lay[n - 1].shard_kind == DT_SHARD_VOCAB;
+    if (net->vocab)
+        net->lc = net->lay[n - 1].cols;
+    if (net->vocab && mixed(net)) {
+        dtk_net_destroy(net);
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "the vocabulary-parallel loss runs in fp32 "
+                       "only (bf16 and fp16 with --tp are not implemented yet)");
+    }
     /* (the last layer's probabilities are in its keep rows: dt_layer_keep) */
 
     /* One allocation each; the kernels' scratch apart (not a buffer of the plan). */
     size_t np = (size_t)net->n_params;
     long stage = 0;
     for (int i = 0; i < n; i++) {
-        net->lay[i].nparams = net->lay[i].runs ? layer_nparams(model, i) : 0;
+        net->lay[i].nparams = net->lay[i].runs ? layer_nparams(net, i) : 0;
         long need = mixed(net) && net->lay[i].runs ? stage_need(net, i) : 0;
         stage = need > stage ? need : stage;
     }
@@ -946,6 +976,8 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_SOFTMAX: {
         int C;
         long S;
+        if (ly->shard_kind == DT_SHARD_VOCAB)
+            break; /* the loss's parts write the probabilities (dtk_net_vocab_stats) */
         softmax_geometry(L, &C, &S);
         dtk_softmax_ch_forward(y, x, (int)(n / (C * S)), C, S);
         break;
@@ -996,11 +1028,13 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_EMBEDDING: {
         int T = ly->rows, D = ly->cols;
         const int *ids = net->tokens + (long)b0 * net->in_sz;
-        dtk_embedding_forward(y, ids, w, nb * T, (int)L->vocab, D);
-        const float *pos = w + L->vocab * D;
-        if (L->positions)
+        /* a vocabulary shard looks up the tokens it holds; shard 0 adds the other tables once
+         * (the allreduce after it sums the shards) */
+        dtk_embedding_forward_rows(y, ids, w, nb * T, ly->vocab_first, ly->vocab_valid, D);
+        const float *pos = w + ly->vocab_rows * D;
+        if (L->positions && ly->shard_index == 0)
             dtk_rows_add_forward(y, pos, nb, T, D);
-        if (L->token_types) /* no segment ids in the input: every token has type 0 */
+        if (L->token_types && ly->shard_index == 0) /* no segment ids: every token type 0 */
             dtk_rows_add_forward(y, pos + L->positions * D, nb * T, 1, D);
         break;
     }
@@ -1096,6 +1130,32 @@ static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
 
 static void backward_kernels(struct dtk_net *net, int i, int b0, int nb);
 
+/* Plane j of the vocabulary-parallel loss's statistics (dt_shard_loss_stats) from row b0. */
+static float *vocab_plane(const struct dtk_net *net, int j, int b0)
+{
+    const struct dtk_lay *ly = &net->lay[net->model->n_layers - 1];
+    return ly->aux + ((long)j * net->max_batch + b0) * net->lgroups;
+}
+
+void dtk_net_vocab_stats(struct dtk_net *net, bool sums, const int *labels, int b0, int nb)
+{
+    const int last = net->model->n_layers - 1;
+    const struct dtk_lay *ly = &net->lay[last];
+    const float *logits = in_rows(net, net->model->layers[last].in[0], b0);
+    int G = nb * net->lgroups, valid = (int)ly->vocab_valid;
+    if (!sums)
+        dtk_vocab_xent_max(vocab_plane(net, 0, b0), logits, G, net->lc, valid);
+    else
+        dtk_vocab_xent_sums(vocab_plane(net, 1, b0), vocab_plane(net, 2, b0), logits,
+                            vocab_plane(net, 0, b0), labels, G, net->lc, valid,
+                            ly->vocab_first);
+}
+
+void *dtk_net_keep(struct dtk_net *net, int i)
+{
+    return mixed(net) ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
+}
+
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err)
 {
@@ -1104,7 +1164,7 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
     const struct dt_layer *L = &m->layers[last];
     struct dtk_lay *ly = &net->lay[last];
     const long nl = (long)nb * net->labels_per_sample;
-    const int top = net->loss_kind == LOSS_SIGMOID ? 2 : net->lc;
+    const int top = net->loss_kind == LOSS_SIGMOID ? 2 : net->classes;
     if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch || !(denom > 0))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) or denominator %g invalid", b0,
                        b0 + nb, denom);
@@ -1136,7 +1196,12 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
         dlogits = din_rows(net, L->in[0], b0);
     }
     double l;
-    if (net->loss_kind == LOSS_SIGMOID) {
+    if (net->vocab) {
+        int G = nb * net->lgroups;
+        l = dtk_vocab_xent_finish(probs, dlogits, logits, vocab_plane(net, 0, b0),
+                                  vocab_plane(net, 1, b0), vocab_plane(net, 2, b0), labels, G,
+                                  net->lc, (int)ly->vocab_valid, ly->vocab_first, scale);
+    } else if (net->loss_kind == LOSS_SIGMOID) {
         l = dtk_sigmoid_bce_forward(probs, logits, labels, nl);
         if (dlogits)
             dtk_sigmoid_bce_backward(dlogits, probs, labels, nl, scale);
@@ -1290,8 +1355,8 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
     case DT_L_EMBEDDING: {
         int T = ly->rows, D = ly->cols;
         const int *ids = net->tokens + (long)b0 * net->in_sz;
-        dtk_embedding_backward(dw, dy, ids, nb * T, (int)L->vocab, D);
-        float *dpos = dw + L->vocab * D;
+        dtk_embedding_backward_rows(dw, dy, ids, nb * T, ly->vocab_first, ly->vocab_valid, D);
+        float *dpos = dw + ly->vocab_rows * D; /* every shard: dy is whole and the same */
         if (L->positions)
             dtk_rows_add_backward(dpos, dy, nb, T, D);
         if (L->token_types)
@@ -1349,6 +1414,13 @@ long dtk_net_correct_rows(const struct dtk_net *net, const int *labels, int b0, 
                         (long)B * ly->out_sz);
     }
     labels += (long)b0 * net->labels_per_sample;
+    if (net->vocab) { /* the target's logit is the group's largest (ties count as correct) */
+        long correct = 0;
+        const float *mx = vocab_plane(net, 0, b0), *target = vocab_plane(net, 1, b0);
+        for (long g = 0; g < (long)B * net->lgroups; g++)
+            correct += target[g] >= mx[g];
+        return correct;
+    }
     if (net->loss_kind == LOSS_SIGMOID) {
         long correct = 0, n = (long)B * net->labels_per_sample;
         for (long i = 0; i < n; i++)

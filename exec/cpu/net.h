@@ -146,6 +146,15 @@ void dtk_net_zero_grads(struct dtk_net *net);
 int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
                            double *loss, struct dt_error *err);
 void dtk_net_backward_layer(struct dtk_net *net, int i, int b0, int nb);
+/* The vocabulary-parallel loss's first two parts on rows [b0, b0 + nb) (plan.h's
+ * DT_LOSS_MAX, sums false: each token's largest logit of this shard; DT_LOSS_SUMS: its
+ * target's logit and sum of exponentials) into the last layer's kept statistics, which the
+ * tensor group allreduces before the next part; dtk_net_begin_backward is the third. Labels
+ * from row b0 on, as dtk_net_begin_backward reads them. */
+void dtk_net_vocab_stats(struct dtk_net *net, bool sums, const int *labels, int b0, int nb);
+/* What layer i keeps (float32, or its 2-byte storage under mixed precision): a KEEP region's
+ * buffer. */
+void *dtk_net_keep(struct dtk_net *net, int i);
 /* Whole batch after dtk_net_forward: zero grads, begin_backward(labels, 0, B, B) and every
  * layer in reverse. Returns the mean loss, or NaN (and no gradient) on a label out of range. */
 double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B);

@@ -4,6 +4,7 @@
  * (S = H*W) and the last axis of a (B, V) matrix (C = V, S = 1). Loss sums are in double. */
 #include "layers.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "parallel.h"
@@ -80,6 +81,50 @@ void dtk_softmax_xent_ch_backward(float *dlogits, const float *probs, const int 
             for (int j = 0; j < C; j++)
                 dlogits[o + j * S] += (probs[o + j * S] - (j == y ? 1.0f : 0.0f)) * scale;
         }
+}
+
+void dtk_vocab_xent_max(float *mx, const float *logits, int G, int C, int valid)
+{
+    for (int g = 0; g < G; g++) {
+        const float *z = logits + (long)g * C;
+        float m = -FLT_MAX;
+        for (int j = 0; j < valid; j++)
+            m = z[j] > m ? z[j] : m;
+        mx[g] = m;
+    }
+}
+
+void dtk_vocab_xent_sums(float *target, float *sumexp, const float *logits, const float *mx,
+                         const int *labels, int G, int C, int valid, long first)
+{
+    for (int g = 0; g < G; g++) {
+        const float *z = logits + (long)g * C;
+        float s = 0.0f;
+        for (int j = 0; j < valid; j++)
+            s += expf(z[j] - mx[g]);
+        sumexp[g] = s;
+        long y = labels[g] - first;
+        target[g] = y >= 0 && y < valid ? z[y] : 0.0f;
+    }
+}
+
+double dtk_vocab_xent_finish(float *probs, float *dlogits, const float *logits,
+                             const float *mx, const float *target, const float *sumexp,
+                             const int *labels, int G, int C, int valid, long first,
+                             float scale)
+{
+    double total = 0.0;
+    for (int g = 0; g < G; g++) {
+        long o = (long)g * C, y = labels[g] - first;
+        float inv = 1.0f / sumexp[g];
+        for (int j = 0; j < C; j++) {
+            probs[o + j] = j < valid ? expf(logits[o + j] - mx[g]) * inv : 0.0f;
+            if (dlogits)
+                dlogits[o + j] += (probs[o + j] - (j == y ? 1.0f : 0.0f)) * scale;
+        }
+        total += (double)mx[g] + log((double)sumexp[g]) - (double)target[g];
+    }
+    return G > 0 ? total / G : 0.0;
 }
 
 long dtk_count_correct_ch(const float *scores, const int *labels, int B, int C, long S)

@@ -104,6 +104,12 @@ enum dt_op_kind {
 #define DT_SCALER_INIT 65536.0
 #define DT_SCALER_GROWTH_INTERVAL 2000
 
+/* A LOSS op's part: the whole loss, or under a vocabulary-parallel head (dt/tensor.h) one of
+ * three with the tensor group's allreduces of per-token statistics between them: the local
+ * maximum logit, the target's logit and the sum of exponentials, then the loss and the logits'
+ * gradient from the group's statistics. */
+enum dt_loss_part { DT_LOSS_WHOLE, DT_LOSS_MAX, DT_LOSS_SUMS, DT_LOSS_FINISH };
+
 /* How a COLL combines its members' data (reduce, allreduce, reduce-scatter). */
 enum dt_reduction { DT_RED_SUM, DT_RED_MAX };
 
@@ -150,6 +156,8 @@ struct dt_op {
     int handle;              /* non-blocking op: its handle (unique per rank); WAIT: awaited */
     double bytes;            /* LOAD: bytes of input data copied */
     double scale;            /* LOSS: samples the step's gradient is averaged over */
+    enum dt_loss_part loss_part; /* LOSS: the whole loss, or a part of a vocabulary-parallel
+                                    one */
     struct dt_region grads;  /* UPDATE: its gradients when they are not at the parameters'
                                 offsets (ZeRO-2's gradient shard); count 0: same offsets */
     enum dt_precision precision; /* COMPUTE: the precision its math runs at (the plan's;

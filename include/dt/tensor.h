@@ -10,6 +10,15 @@
  * its three parts (DT_SHARD_QKV: rank k holds heads [k H/T, (k+1) H/T) of q, k and v), the
  * attention core runs on those heads (a column shard of its output) and the output
  * projection is row-parallel.
+ * The vocabulary is split too (Megatron-LM's VocabParallelEmbedding and vocab-parallel
+ * cross-entropy) where the model ends in a softmax loss on a dense LM head tied to the
+ * embedding of its token input: rank k holds token rows [k Vs, (k+1) Vs) of the table,
+ * Vs = ceil(V / T) (the last shard padded with zero rows that no token looks up and whose
+ * logits the loss leaves out; Megatron pads V to a multiple of 128 T instead), looks up the
+ * tokens it holds (zeros for the others; shard 0 adds the position rows, held whole by every
+ * rank) and an allreduce sums the lookups; the head computes the logits of its rows and the
+ * loss allreduces per token the maximum logit, the target's logit (from its owner) and the
+ * sum of exponentials (dtc_tensor_loss), so that no rank holds all V logits.
  * The shard fields of struct dt_layer_view (plan.h) say which part a rank's view holds; these
  * functions give the sizes and the packing that dtsim's buffer table and dtexec's network
  * share. */
@@ -22,8 +31,23 @@ enum dt_shard_kind {
     DT_SHARD_NONE,     /* the whole layer */
     DT_SHARD_COLUMNS,  /* output columns (last dimension) [index x n/count, +n/count) */
     DT_SHARD_ROWS,     /* a dense layer's input rows of its weight: a partial sum of the output */
-    DT_SHARD_QKV       /* a q|k|v projection's output columns: the COLUMNS shard of each third */
+    DT_SHARD_QKV,      /* a q|k|v projection's output columns: the COLUMNS shard of each third */
+    DT_SHARD_VOCAB,    /* the LM head's and the loss softmax's vocabulary columns [index x Vs,
+                          +Vs), Vs = dt_shard_vocab_rows (the last shards padded) */
+    DT_SHARD_VOCAB_TABLE /* an embedding's token rows [index x Vs, +Vs) (its other tables
+                          whole): its output is a partial sum */
 };
+
+/* Vocabulary rows (or logit columns) per rank when V is split over T ranks: ceil(V / T). */
+long dt_shard_vocab_rows(long vocab, int count);
+/* Of those, the real ones of shard index (the rest is padding): V - index x Vs, within
+ * [0, Vs]. */
+long dt_shard_vocab_valid(long vocab, int count, int index);
+/* Floats per sample of the vocabulary-parallel loss's statistics on a rank of view v (0 when
+ * the last layer is not a DT_SHARD_VOCAB shard): three planes of (rows x groups) floats,
+ * the per-token maximum logit, target logit and sum of exponentials (plane j at j x rows x
+ * groups of the last layer's KEEP buffer, after anything else it keeps). */
+long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v);
 
 /* Whether a shard of this kind holds a part of the layer's output (COLUMNS, QKV). */
 bool dt_shard_splits_output(int kind);
