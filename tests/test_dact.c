@@ -1,6 +1,7 @@
 /* Activation gradients by liveness (libdt/dact.c): the pool's size by hand for a chain, a
  * residual block and a 1F1B stage, and, for every zoo model under several strategies, that no
- * two pooled gradients live at once in the rank's step program share memory. */
+ * two pooled gradients live at once in the rank's step program share memory (and, on one
+ * device, that the greedy layout needs no more than the peak of live gradients). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -237,6 +238,11 @@ static int check_plan(const struct dt_model *m, const struct dt_topology *t, enu
     int spans = 0;
     for (int r = 0; r < plan->n_ranks; r++)
         spans += check_rank(plan, r, what);
+    if (s == DT_STRAT_SEQUENTIAL && !*flags) { /* the whole model: the layout meets the peak */
+        const struct dt_dact_layout *d = dt_plan_rank_dact(plan, 0);
+        if (d->pool != d->peak)
+            fail_msg("%s: pool %ld, peak %ld", what, d->pool, d->peak);
+    }
     (*plans)++;
     dt_plan_destroy(plan);
     return spans;

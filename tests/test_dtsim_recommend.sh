@@ -68,16 +68,18 @@ for f in table csv json; do
   done
 done
 grep -q "^Pipelines" "$tmp/w1.table" && ok "sweep has pipeline rows" || bad "no pipeline rows"
-# --recompute is searched: with 3 GiB per device nothing without it fits gpt2-124m's global
-# batch of 32 on 8 devices (accumulation and ZeRO included), and the winner recomputes; with
-# 4 GiB it need not and does not (its compute would grow by about a forward)
+# --recompute is searched: with 3 GiB per device the fastest config that fits gpt2-124m's
+# global batch of 32 on 8 devices recomputes (selective; those without it that fit are slower:
+# pipelines with their bubble, --tp 2 with 8 accumulated micro-batches); with 4 GiB it need
+# not and does not
 for lim in 3GiB 4GiB; do
   "$dtsim" --recommend -m "$top_srcdir/models/gpt2-124m.yaml" -t "$top_srcdir/topologies/1n8p.yaml" \
     --global-batch 32 --memory-limit $lim --top 1 -f csv >"$tmp/rc$lim.csv" 2>&1
 done
 win() { sed -n 2p "$tmp/rc$1.csv" | cut -d, -f"$(head -1 "$tmp/rc$1.csv" | tr , '\n' |
         grep -n '^recompute$' | cut -d: -f1)"; }
-[ "$(win 3GiB)" = full ] && ok "recompute wins at 3 GiB" || bad "3 GiB: $(head -2 "$tmp/rc3GiB.csv")"
+case "$(win 3GiB)" in full|selective) ok "recompute wins at 3 GiB" ;;
+  *) bad "3 GiB: $(head -2 "$tmp/rc3GiB.csv")" ;; esac
 [ "$(win 4GiB)" = none ] && ok "no recompute at 4 GiB" || bad "4 GiB: $(head -2 "$tmp/rc4GiB.csv")"
 expect_error "sweep split with a bad shape" "cannot reshape" \
   timeout 60 $MPIEXEC -n 2 "$dtsim" -t "$one" -m "$model" --sweep nodes=1,2 ppn=1,4000

@@ -44,7 +44,9 @@ enum dt_buf {
     DT_BUF_OPT,     /* optimizer state of the parameters it updates: per moment one block */
     DT_BUF_STATE,   /* non-trained state of its layers (batchnorm running statistics) */
     DT_BUF_ACT,     /* one layer's outputs: rows x output size (region names the layer) */
-    DT_BUF_DACT,    /* their gradients */
+    DT_BUF_DACT,    /* their gradients: layer -1, the pool of one slot's rows that the
+                       gradients live in turn share (struct dt_dact_layout); a layer: its own,
+                       for every slot */
     DT_BUF_KEEP,    /* what its layers keep for backward besides outputs (masks, statistics,
                        caches, argmax): floats and ints per row; layer -1: the recomputation
                        workspace (--recompute, struct dt_recompute_layout) */
