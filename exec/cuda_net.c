@@ -234,13 +234,19 @@ static const float *in_rows(struct dtx_cuda_net *g, int j, int b0)
     return dev(g, ly.act + (long)b0 * ly.out_sz);
 }
 
+/* Where row b0 of a layer's output gradient is: a pooled gradient holds one slot's rows. */
+static float *dact_rows(const struct dtk_net_layer *ly, int b0)
+{
+    return ly->dact + (long)(b0 % ly->dact_rows) * ly->out_sz;
+}
+
 /* Device rows from b0 of layer j's output gradient, NULL when nothing needs it. */
 static float *din_rows(struct dtx_cuda_net *g, int j, int b0)
 {
     struct dtk_net_layer ly;
     if (j < 0 || !(ly = info(g, j)).dact)
         return NULL;
-    return dev(g, ly.dact + (long)b0 * ly.out_sz);
+    return dev(g, dact_rows(&ly, b0));
 }
 
 /* The device address of a layer's parameters or their gradients; NULL for a layer without
@@ -252,7 +258,7 @@ static void *weights(struct dtx_cuda_net *g, const struct dt_layer *L, const flo
 
 static void zero_rows(struct dtx_cuda_net *g, const struct dtk_net_layer *ly, int b0, int nb)
 {
-    dtx_cuda_zero(g, ly->dact + (long)b0 * ly->out_sz,
+    dtx_cuda_zero(g, dact_rows(ly, b0),
                   (size_t)nb * (size_t)ly->out_sz * sizeof(float));
 }
 
@@ -337,7 +343,7 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
         return;
     const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
     float *dx = din_rows(g, L->in[0], b0), *dw = weights(g, L, ly.dw);
-    const float *dy = dev(g, ly.dact + (long)b0 * ly.out_sz);
+    const float *dy = dev(g, dact_rows(&ly, b0));
     struct dtk_conv_dims d = ly.cd;
     d.B = nb;
     struct dt_error e;
@@ -394,8 +400,9 @@ static double mean_loss(struct dtx_cuda_net *g, long rows)
     return s / (double)rows;
 }
 
-int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, int nb,
-                            double denom, double *loss, struct dt_error *err)
+/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds. */
+static int loss_rows(struct dtx_cuda_net *g, const int *labels, int b0, int nb, double denom,
+                     double *loss, bool grads, struct dt_error *err)
 {
     const int last = g->model->n_layers - 1;
     struct dtk_net_loss lo;
@@ -407,7 +414,7 @@ int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, i
     int rc = check_labels(labels, rows, lo.classes, err);
     if (rc)
         return rc;
-    for (int i = 0; i <= last; i++) {
+    for (int i = 0; i <= last && grads; i++) {
         struct dtk_net_layer li = info(g, i);
         if (li.dact && !li.alias && (li.zero_at >= last || i == last))
             zero_rows(g, &li, b0, nb);
@@ -417,8 +424,9 @@ int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, i
     float *probs = dev(g, lo.kind == DTK_LOSS_LOGITS ? lo.probs + off : ll.act + off);
     const float *logits = lo.kind == DTK_LOSS_LOGITS ? dev(g, ll.act + off)
                                                      : in_rows(g, g->model->layers[last].in[0], b0);
-    float *dlogits = lo.kind == DTK_LOSS_LOGITS ? din_rows(g, last, b0)
-                                                : din_rows(g, g->model->layers[last].in[0], b0);
+    float *dlogits = !grads ? NULL
+                     : lo.kind == DTK_LOSS_LOGITS ? din_rows(g, last, b0)
+                                                  : din_rows(g, g->model->layers[last].in[0], b0);
     const int *dlabels = dev(g, labels);
     struct dt_error e;
     if (!failed(g))
@@ -434,4 +442,16 @@ int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, i
     if (loss)
         *loss = l;
     return dtx_cuda_status(g, false, err);
+}
+
+int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, int nb,
+                            double denom, double *loss, struct dt_error *err)
+{
+    return loss_rows(g, labels, b0, nb, denom, loss, true, err);
+}
+
+int dtx_cuda_eval_loss(struct dtx_cuda_net *g, const int *labels, int b0, int nb, double *loss,
+                       struct dt_error *err)
+{
+    return loss_rows(g, labels, b0, nb, nb, loss, false, err);
 }

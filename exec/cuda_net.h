@@ -59,6 +59,10 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb);
  * downloaded into the host net (dtk_net_correct_rows reads them there). */
 int dtx_cuda_begin_backward(struct dtx_cuda_net *g, const int *labels, int b0, int nb,
                             double denom, double *loss, struct dt_error *err);
+/* dtk_net_eval_loss: the same without a gradient (eval rows may be more than a pooled
+ * gradient holds). */
+int dtx_cuda_eval_loss(struct dtx_cuda_net *g, const int *labels, int b0, int nb, double *loss,
+                       struct dt_error *err);
 
 /* ZERO, COPY (dst = src or dst += src, n floats) and UPDATE on mirrored host addresses. */
 void dtx_cuda_zero(struct dtx_cuda_net *g, void *host, size_t bytes);

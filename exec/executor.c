@@ -107,10 +107,13 @@ static enum dt_dtype dtype_of(const struct dtx_exec *ex, enum dt_buf b)
     return dt_buf_dtype(ex->plan->opt.precision, b);
 }
 
-/* The region's first element (its buffer's dtype says how wide elements are). */
+/* The region's first element (its buffer's dtype says how wide elements are; a pooled
+ * gradient holds one slot's rows). */
 static char *at(struct dtx_exec *ex, const struct dt_region *g)
 {
-    return buffer_of(ex, g) + (size_t)g->offset * dt_dtype_size(dtype_of(ex, g->buf));
+    long offset = g->buf == DT_BUF_DACT ? dtk_net_dact_offset(ex->net, g->layer, g->offset)
+                                        : g->offset;
+    return buffer_of(ex, g) + (size_t)offset * dt_dtype_size(dtype_of(ex, g->buf));
 }
 
 /* A sum of 2-byte floats for the MPI library's reductions: each hop adds in float32 and
@@ -311,7 +314,9 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, int 
                              .n_params = rp->n_params, .n_grads = rp->n_grads,
                              .owned = rp->owned, .n_owned = rp->n_owned, .opt_moments = 0,
                              .dtype = ex->dtype,
-                             .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks))};
+                             .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks)),
+                             .dact = dt_plan_rank_dact(plan, (int)(rp - plan->ranks)),
+                             .slot_rows = rp->slot_rows};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
     if (rc)
         return rc;
@@ -923,13 +928,16 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         /* eval chunks: the loss and accuracy of the real rows only */
         int n = real > 0 && real < o->samples ? real : o->samples;
         double mean;
-        /* begin_backward reads the labels of its rows from its pointer on */
-        /* training under mixed precision seeds the loss scale times the gradient */
-        double denom = real ? n : is_mixed(ex) ? o->scale / ex->scaler[DT_SCALER_SCALE]
-                                               : o->scale;
+        /* both read the labels of their rows from their pointer on; training under mixed
+         * precision seeds the loss scale times the gradient; eval seeds none */
+        double denom = is_mixed(ex) ? o->scale / ex->scaler[DT_SCALER_SCALE] : o->scale;
         const int *labels = ex->y + (long)b0 * ex->label_rows;
-        rc = ex->gpu ? dtx_cuda_begin_backward(ex->gpu, labels, b0, n, denom, &mean, err)
-                     : dtk_net_begin_backward(ex->net, labels, b0, n, denom, &mean, err);
+        if (ex->gpu)
+            rc = real ? dtx_cuda_eval_loss(ex->gpu, labels, b0, n, &mean, err)
+                      : dtx_cuda_begin_backward(ex->gpu, labels, b0, n, denom, &mean, err);
+        else
+            rc = real ? dtk_net_eval_loss(ex->net, labels, b0, n, &mean, err)
+                      : dtk_net_begin_backward(ex->net, labels, b0, n, denom, &mean, err);
         if (!rc) {
             out->loss_sum += mean * n;
             out->correct += dtk_net_correct_rows(ex->net, ex->y, b0, n);

@@ -24,6 +24,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/memory.c \
 	libdt/precision.c \
 	libdt/recompute.c \
+	libdt/dact.c \
 	libdt/plan_check.c \
 	libdt/compile.h \
 	libdt/collective.c \

@@ -216,6 +216,7 @@ void dt_plan_destroy(struct dt_plan *plan)
         free(plan->recompute[v]);
     }
     free(plan->recompute);
+    dt_plan_dact_free(plan);
     free(plan);
 }
 

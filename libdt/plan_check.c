@@ -30,10 +30,23 @@ static double buffer_size(const struct dt_plan *plan, int r, const struct dt_reg
     return dt_plan_buffer_elems(plan, r, g->buf);
 }
 
+/* A pooled gradient holds one slot: its region names rows of one slot (dt/plan.h). */
+static bool inside_slot(const struct dt_plan *plan, int r, const struct dt_region *g)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    long slot = dt_shard_act_floats(plan->model, plan->views[rp->view], g->layer) *
+                rp->slot_rows;
+    return g->offset + g->count <= slot * rp->slots &&
+           (g->count == 0 || g->offset / slot == (g->offset + g->count - 1) / slot);
+}
+
 static bool inside(const struct dt_plan *plan, int r, const struct dt_region *g)
 {
     if (g->buf < 0 || g->buf >= DT_BUF_COUNT || g->offset < 0 || g->count < 0)
         return false;
+    if (g->buf == DT_BUF_DACT && g->layer >= 0 && g->layer < plan->model->n_layers &&
+        dt_plan_dact_pooled(plan, r, g->layer))
+        return inside_slot(plan, r, g);
     return (double)g->offset + (double)g->count <= buffer_size(plan, r, g);
 }
 

@@ -105,15 +105,22 @@ int dtc_precision_buffers(struct dt_plan *plan, int r)
 }
 
 /* Bytes per sample of what the buffer table holds per row (dtc_finish_rank's entries of a
- * rank that runs every layer): outputs, their gradients, kept floats and ints, input, labels. */
+ * rank that runs every layer in one slot): outputs, their gradients (the pool and those of
+ * their own), kept floats and ints, input, labels. -1: out of memory. */
 static double bytes_per_sample(const struct dt_model *m, enum dt_precision p)
 {
     double S = (double)dt_dtype_size(dt_buf_dtype(p, DT_BUF_ACT)), n = 0;
+    struct dt_dact_layout d;
+    if (dt_dact_init(&d, m, NULL, NULL, 1, false))
+        return -1;
     for (int l = 0; l < m->n_layers; l++) {
         long act = dt_layer_act_floats(m, l), kf, ki;
+        bool own = dt_layer_needs_dact(m, l) && d.at[l] < 0;
         dt_layer_keep(m, l, &kf, &ki);
-        n += S * (double)(act * (dt_layer_needs_dact(m, l) ? 2 : 1) + kf) + 4.0 * (double)ki;
+        n += S * (double)(act * (own ? 2 : 1) + kf) + 4.0 * (double)ki;
     }
+    n += S * (double)d.pool;
+    dt_dact_free(&d);
     double in = (double)dt_shape_size(&m->input);
     return n + 4.0 * in * (m->input_is_tokens ? 2 : 1) + 4.0 * (double)dtc_labels_per_sample(m);
 }

@@ -272,6 +272,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     double rows = (double)rp->slots * rp->slot_rows, state = 0;
     int rc = dtc_recompute_program(plan, r);
     const struct dt_recompute_layout *rcmp = rc ? NULL : dt_plan_rank_recompute(plan, r);
+    const struct dt_dact_layout *dl = dt_plan_dact(plan, r); /* gradients: pool and own */
+    rc |= dl ? DT_OK : DT_ENOMEM;
     if (!rp->eval_rows)
         rp->eval_rows = (int)rows;
     enum dt_precision pr = plan->opt.precision;
@@ -292,7 +294,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         long act = dt_shard_act_floats(m, v, l), kf, ki;
         if (!rcmp || !rcmp->act_ws[l]) /* else in the recomputation workspace */
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
-        if (dt_layer_needs_dact(m, l))
+        if (dt_layer_needs_dact(m, l) && dl->at[l] < 0)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
         if (!v[l].runs || (rcmp && rcmp->keep_ws[l]))
             continue;
@@ -302,6 +304,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (ki)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
     }
+    if (!rc && dl->pool) /* one slot's rows */
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, -1, (double)dl->pool * rp->slot_rows);
     if (rcmp && rcmp->ws_floats)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1, (double)rcmp->ws_floats * rows);
     if (rcmp && rcmp->ws_ints)

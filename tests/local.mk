@@ -29,6 +29,13 @@ tests_test_plan_check_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_plan_check_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_plan_check_LDADD = $(PLAYER_TEST_LIBS)
 
+# Activation gradients by liveness: pool sizes by hand, no two live gradients overlapping.
+check_PROGRAMS += tests/test_dact
+TESTS += tests/test_dact
+tests_test_dact_SOURCES = tests/test_dact.c tests/testdata.c tests/testdata.h
+tests_test_dact_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_dact_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
 # Activation recomputation: the plan's buffer table and recompute ops (test_recompute), and
 # dtexec's weights equal --recompute none's with the allocations the plan gives.
 check_PROGRAMS += tests/test_recompute

@@ -445,14 +445,19 @@ static void test_stage_cuts(void **state)
 /* Ensure a stage's memory is the sum of its buffers, by hand, for gpipe with S = 2, M = 4,
  * batch 64 (4 slots of 16 rows = 64 rows) on the 8-layer chain, Adam:
  *   stage 0 (layers 0-3): weights 4 x 4,160 = 16,640 floats = 66,560 B, gradients the same,
- *     Adam's two moments 133,120 B; activations: outputs and their gradients of its 4
- *     layers, 2 x 4 x 64 floats x 64 rows = 32,768 floats = 131,072 B; input 64 x 64 floats
- *     = 16,384 B; receive buffers: its 4 summing receives of 16 x 64 floats, 16,384 B.
- *     Total 430,080 B.
+ *     Adam's two moments 133,120 B; activations: outputs of its 4 layers, 4 x 64 floats x 64
+ *     rows = 16,384 floats; the gradient of layer 3 (sent back to it by stage 1's summing
+ *     receives) for every slot, 4,096 floats; those of layers 0-2 in one slot's pool: two
+ *     adjacent ones live at once, 2 x 64 floats x 16 rows = 2,048 floats; 22,528 floats =
+ *     90,112 B; input 64 x 64 floats = 16,384 B; receive buffers: its 4 summing receives of
+ *     16 x 64 floats, 16,384 B. Total 389,120 B.
  *   stage 1 (layers 4-7): weights, gradients, moments as stage 0 (266,240 B); activations:
- *     outputs and gradients of layers 3 (received) to 7, 2 x 5 x 4,096 floats = 163,840 B,
- *     and the last layer's probabilities for its loss, 4,096 floats = 16,384 B; labels 64
- *     ints = 256 B; no receive buffers. Total 446,720 B. */
+ *     outputs of layers 3 (received) to 7, 5 x 4,096 floats; gradients for every slot of
+ *     layer 3 (sent back), 7 (seeded by each micro-batch's loss, in the forward: GPipe keeps
+ *     4 in flight) and 6 (zeroed there: the last layer reads it), 3 x 4,096 floats; 4 and 5
+ *     in the pool, 2,048 floats; 34,816 floats = 139,264 B; and the last layer's
+ *     probabilities for its loss, 4,096 floats = 16,384 B; labels 64 ints = 256 B; no receive
+ *     buffers. Total 422,144 B. */
 static void test_stage_memory(void **state)
 {
     struct fixture *f = *state;
@@ -461,17 +466,21 @@ static void test_stage_memory(void **state)
     dt_plan_rank_memory(plan, 0, &s0);
     dt_plan_rank_memory(plan, 1, &s1);
     assert_true(s0.weights == 66560 && s0.grads == 66560 && s0.optimizer == 133120);
-    assert_true(s0.activations == 131072 && s0.input == 16384 && s0.comm == 16384);
-    assert_true(s0.state == 0 && s0.total == 430080);
+    assert_true(s0.activations == 90112 && s0.input == 16384 && s0.comm == 16384);
+    assert_true(s0.state == 0 && s0.total == 389120);
+    assert_true(dt_plan_buffer_layer(plan, 0, DT_BUF_DACT, -1) == 2048);
     assert_true(s1.weights == 66560 && s1.grads == 66560 && s1.optimizer == 133120);
-    assert_true(s1.activations == 163840 + 16384 && s1.input == 256 && s1.comm == 0);
-    assert_true(s1.total == 446720);
+    assert_true(s1.activations == 139264 + 16384 && s1.input == 256 && s1.comm == 0);
+    assert_true(s1.total == 422144);
+    for (int l = 3; l < 8; l++)
+        assert_true(dt_plan_dact_pooled(plan, 1, l) == (l == 4 || l == 5));
     dt_plan_destroy(plan);
 }
 
 /* Ensure 1F1B needs less activation memory than GPipe when M > S: with S = 2 and M = 8,
  * stage 0 holds min(8, 2) = 2 slots instead of 8, so exactly a quarter of GPipe's
- * activations (and of its input staging). */
+ * activations per slot (and of its input staging); the gradient pool holds one slot in both
+ * (2 x 64 floats x 8 rows = 4,096 B). */
 static void test_1f1b_less_activation_memory(void **state)
 {
     struct fixture *f = *state;
@@ -480,7 +489,9 @@ static void test_1f1b_less_activation_memory(void **state)
     struct dt_memory mg, mb;
     dt_plan_rank_memory(g, 0, &mg);
     dt_plan_rank_memory(b, 0, &mb);
-    assert_true(mb.activations * 4 == mg.activations);
+    double pool = 4 * dt_plan_buffer_layer(g, 0, DT_BUF_DACT, -1);
+    assert_true(pool == 4096 && pool == 4 * dt_plan_buffer_layer(b, 0, DT_BUF_DACT, -1));
+    assert_true((mb.activations - pool) * 4 == mg.activations - pool);
     assert_true(mb.input * 4 == mg.input);
     assert_true(mb.weights == mg.weights && mb.optimizer == mg.optimizer);
     assert_true(mb.total < mg.total);
@@ -514,7 +525,8 @@ static void test_optimizer_memory(void **state)
 /* Ensure a layer keeps an output gradient (a DACT buffer) when any of its inputs needs one:
  * in d0 = dense(input), r1 = relu(input), a2 = add(r1, d0), d3 = dense(a2), r1 reads only
  * the input and needs none, but a2 needs one because d0 trains, although its first input
- * r1 does not (64 floats x 64 rows = 4,096 elements). */
+ * r1 does not. Its gradient is in the pool (written by d3's backward, read by its own: live
+ * with d3's and then with d0's), which holds two of the 64-float gradients for 64 rows. */
 static void test_dact_from_any_input(void **state)
 {
     struct fixture *f = *state;
@@ -533,7 +545,8 @@ static void test_dact_from_any_input(void **state)
     assert_true(dt_layer_needs_dact(m, 3));
     struct dt_plan *plan = build(m, f->t, DT_STRAT_SEQUENTIAL, "");
     assert_true(dt_plan_buffer_layer(plan, 0, DT_BUF_DACT, 1) == 0);
-    assert_true(dt_plan_buffer_layer(plan, 0, DT_BUF_DACT, 2) == 4096);
+    assert_true(dt_plan_dact_pooled(plan, 0, 2) && !dt_plan_dact_pooled(plan, 0, 1));
+    assert_true(dt_plan_buffer_layer(plan, 0, DT_BUF_DACT, -1) == 2 * 4096);
     dt_plan_destroy(plan);
     dt_model_destroy(m);
 }

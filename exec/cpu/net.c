@@ -21,6 +21,8 @@ struct dtk_lay {
                                view holds them apart: ZeRO-2's staging) */
     float *act, *dact;      /* (max_batch, out_sz); dact NULL when no gradient is needed */
     bool alias;             /* flatten: act/dact are the input's */
+    bool pooled;            /* dact holds one slot's rows, in the gradient pool (row b0 of the
+                               batch at b0 mod slot_rows) */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
     int owner;              /* the layer whose dact this is (itself unless a flatten view) */
     int zero_at;            /* owner only: the backward that zeroes dact first (its last
@@ -84,6 +86,7 @@ struct dtk_net {
     int n_staged;
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
     const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
+    int slot_rows;          /* rows of a pooled gradient */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
     struct dtk_rng *drop_rngs; /* the recomputed dropouts' drop_rng, one allocation */
 };
@@ -507,6 +510,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                 ly->need = true;
         ly->alias = L->kind == DT_L_FLATTEN && L->in[0] >= 0;
         ly->owner = ly->alias ? net->lay[L->in[0]].owner : i;
+        ly->pooled = ly->alias ? net->lay[ly->owner].pooled : v->dact && v->dact->at[i] >= 0;
         ly->zero_at = -1;
         if (!ly->alias && ly->runs) /* views write nothing: their readers write the owner's */
             for (int k = 0; k < L->n_in; k++)
@@ -523,7 +527,8 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             work = w;
         bool act_ws = v->recompute && v->recompute->act_ws[i];
         bool keep_ws = v->recompute && v->recompute->keep_ws[i];
-        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * ((ly->need ? 2 : 1) - act_ws)) +
+        long own = ly->need && !ly->pooled; /* a gradient of its own */
+        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (1 + own - act_ws)) +
                    (keep_ws ? 0 : aux);
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
@@ -551,7 +556,9 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->rcmp = v->recompute;
     long ws = net->rcmp ? net->rcmp->ws_floats * max_batch : 0;
     long iws = net->rcmp ? net->rcmp->ws_ints * max_batch : 0;
-    acts += ws;
+    net->slot_rows = v->dact ? v->slot_rows : max_batch;
+    long pool = v->dact ? v->dact->pool * net->slot_rows : 0;
+    acts += ws + pool;
     iacts += iws;
     const struct dt_layer *last = &model->layers[n - 1];
     const struct dt_shape *os = &last->out_shape;
@@ -613,9 +620,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
     }
 
-    /* Carve the arenas: the recomputation workspace first, then each layer's own. */
+    /* Carve the arenas: the recomputation workspace first, the gradient pool, then each
+     * layer's own. */
     float *sp = net->state;
-    long fp = ws;
+    long fp = ws + pool;
     int *ip = net->iarena + iws;
     struct dtk_rng *dp = net->drop_rngs;
     const struct dt_recompute_layout *rw = net->rcmp;
@@ -632,7 +640,9 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                 arena_at(net, rw->act_at[i] * max_batch, &ly->act, &ly->act16);
             else
                 carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
-            if (ly->need)
+            if (ly->pooled) /* the pool's, at the plan's offset */
+                arena_at(net, ws + v->dact->at[i] * net->slot_rows, &ly->dact, &ly->dact16);
+            else if (ly->need)
                 carve(net, &fp, ly->out_sz * max_batch, &ly->dact, &ly->dact16);
         }
         if (rw && rw->keep_ws[i]) {
@@ -730,6 +740,19 @@ float *dtk_net_dact(struct dtk_net *net, int i)
     return net->lay[i].dact;
 }
 
+/* The row of a layer's gradient storage that holds row b0 of the batch: a pooled gradient
+ * holds one slot's rows. */
+static long dact_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
+{
+    return ly->pooled ? b0 % net->slot_rows : b0;
+}
+
+long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
+{
+    const struct dtk_lay *ly = &net->lay[i];
+    return ly->pooled ? elem % (ly->out_sz * net->slot_rows) : elem;
+}
+
 /* ---- mixed precision: one op's float32 stage ---- */
 
 /* What an op writes, so what its stage rounds back into 2-byte storage (the rest it only
@@ -737,9 +760,20 @@ float *dtk_net_dact(struct dtk_net *net, int i)
 enum stage_op {
     STAGE_FORWARD, /* its output and what it keeps (its inputs are read) */
     STAGE_BACKWARD, /* the output gradients and the parameters' gradients */
-    STAGE_LOSS     /* everything staged (the loss writes probabilities, an output gradient,
+    STAGE_LOSS,    /* everything staged (the loss writes probabilities, an output gradient,
                       and a softmax output) */
+    STAGE_EVAL_LOSS /* the loss without gradients: probabilities and a softmax output */
 };
+
+static bool stages_grads(enum stage_op op)
+{
+    return op == STAGE_BACKWARD || op == STAGE_LOSS;
+}
+
+static bool is_loss(enum stage_op op)
+{
+    return op == STAGE_LOSS || op == STAGE_EVAL_LOSS;
+}
 
 /* Converts rows [b0, b0 + nb) of 2-byte storage h (row elements each) into the stage at
  * *cur, which keeps max_batch rows so that row b0 sits where the kernels look for it; rows
@@ -764,10 +798,12 @@ static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb
     struct dtk_lay *lo = &net->lay[o];
     if (lo->act || !lo->act16)
         return; /* staged already, or not held here */
-    bool grads = op != STAGE_FORWARD;
+    bool grads = stages_grads(op);
     float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb, act_written);
-    float *d = grads && lo->dact16 ? stage_rows(net, cur, lo->dact16, lo->out_sz, b0, nb, true)
-                                   : NULL;
+    float *d = grads && lo->dact16
+                   ? stage_rows(net, cur, lo->dact16, lo->out_sz, (int)dact_row(net, lo, b0), nb,
+                                true)
+                   : NULL;
     for (int k = o; k < net->model->n_layers; k++)
         if (net->lay[k].owner == o) {
             net->lay[k].act = a;
@@ -787,16 +823,16 @@ static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_o
     const struct dt_layer *L = &net->model->layers[i];
     struct dtk_lay *ly = &net->lay[i];
     float *cur = net->stage;
-    bool grads = op != STAGE_FORWARD, keeps = op != STAGE_BACKWARD;
+    bool grads = stages_grads(op), keeps = op != STAGE_BACKWARD;
     net->n_staged = 0;
     stage_output(net, &cur, ly->owner, b0, nb, op, keeps);
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= 0)
-            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, op == STAGE_LOSS);
+            stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, is_loss(op));
     if (ly->aux_row)
         ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb, keeps);
     if (i == net->model->n_layers - 1 && net->probs16)
-        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, op == STAGE_LOSS);
+        net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, is_loss(op));
     net->wstage = cur;
     dtk_half_to_f32(net->dtype, net->params16 + ly->poff, cur, ly->nparams);
     cur += ly->nparams;
@@ -845,7 +881,7 @@ static float *din_rows(struct dtk_net *net, int j, int b0)
 {
     if (j < 0 || !net->lay[j].dact)
         return NULL;
-    return net->lay[j].dact + (long)b0 * net->lay[j].out_sz;
+    return net->lay[j].dact + dact_row(net, &net->lay[j], b0) * net->lay[j].out_sz;
 }
 
 int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
@@ -1086,9 +1122,9 @@ void dtk_net_zero_grads(struct dtk_net *net)
         zero_floats(net->grads, net->n_grads);
 }
 
-static void zero_rows(struct dtk_lay *ly, int b0, int nb)
+static void zero_rows(const struct dtk_net *net, struct dtk_lay *ly, int b0, int nb)
 {
-    zero_floats(ly->dact + (long)b0 * ly->out_sz, (long)nb * ly->out_sz);
+    zero_floats(ly->dact + dact_row(net, ly, b0) * ly->out_sz, (long)nb * ly->out_sz);
 }
 
 /* Whether layer i's backward writes its input's gradient rows instead of adding to them: it
@@ -1124,7 +1160,7 @@ static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
         for (int q = 0; q < k; q++)
             seen |= L->in[q] >= 0 && net->lay[L->in[q]].owner == o;
         if (!seen && net->lay[o].zero_at == i && net->lay[o].dact)
-            zero_rows(&net->lay[o], b0, nb);
+            zero_rows(net, &net->lay[o], b0, nb);
     }
 }
 
@@ -1156,8 +1192,9 @@ void *dtk_net_keep(struct dtk_net *net, int i)
     return mixed(net) ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
 }
 
-int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
-                           double *loss, struct dt_error *err)
+/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds (begin_backward). */
+static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                     double *loss, bool grads, struct dt_error *err)
 {
     const struct dt_model *m = net->model;
     const int last = m->n_layers - 1;
@@ -1173,13 +1210,13 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
-    stage_layer(net, last, b0, nb, STAGE_LOSS);
+    stage_layer(net, last, b0, nb, grads ? STAGE_LOSS : STAGE_EVAL_LOSS);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */
-    for (int i = 0; i < m->n_layers; i++) {
+    for (int i = 0; i < m->n_layers && grads; i++) {
         struct dtk_lay *li = &net->lay[i];
         if (li->dact && !li->alias && (li->zero_at >= last || i == last))
-            zero_rows(li, b0, nb);
+            zero_rows(net, li, b0, nb);
     }
     const long off = (long)b0 * ly->out_sz;
     /* each sample's loss is the mean over its labelled positions; samples sum to denom */
@@ -1189,11 +1226,11 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
     if (net->loss_kind == LOSS_LOGITS) {
         probs = net->probs + off;
         logits = ly->act + off;
-        dlogits = ly->dact ? ly->dact + off : NULL;
+        dlogits = ly->dact && grads ? ly->dact + dact_row(net, ly, b0) * ly->out_sz : NULL;
     } else {
         probs = ly->act + off;
         logits = in_rows(net, L->in[0], b0);
-        dlogits = din_rows(net, L->in[0], b0);
+        dlogits = grads ? din_rows(net, L->in[0], b0) : NULL;
     }
     double l;
     if (net->vocab) {
@@ -1215,6 +1252,18 @@ int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int n
     if (loss)
         *loss = l;
     return DT_OK;
+}
+
+int dtk_net_begin_backward(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                           double *loss, struct dt_error *err)
+{
+    return loss_rows(net, labels, b0, nb, denom, loss, true, err);
+}
+
+int dtk_net_eval_loss(struct dtk_net *net, const int *labels, int b0, int nb, double *loss,
+                      struct dt_error *err)
+{
+    return loss_rows(net, labels, b0, nb, nb, loss, false, err);
 }
 
 void dtk_net_forward_layer(struct dtk_net *net, int i, int b0, int nb)
@@ -1247,7 +1296,7 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
     const float *w = layer_w(net, ly);
     float *dw = layer_dw(net, ly);
     const float *y = ly->act + (long)b0 * osz;
-    const float *dy = ly->dact + (long)b0 * osz;
+    const float *dy = ly->dact + dact_row(net, ly, b0) * osz;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;
     const int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
     struct dtk_conv_dims d = rows_dims(ly, nb);
@@ -1477,6 +1526,7 @@ void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out)
         .owner = ly->owner, .zero_at = ly->zero_at,
         .out_sz = ly->out_sz, .aux_row = ly->aux_row, .iaux_row = ly->iaux_row,
         .act = ly->act, .dact = ly->dact, .aux = ly->aux, .iaux = ly->iaux,
+        .dact_rows = ly->pooled ? net->slot_rows : net->max_batch,
         .w = mixed(net) ? NULL : net->params + ly->poff,
         .dw = mixed(net) ? NULL : net->grads + ly->goff,
         .cd = ly->cd, .rows = ly->rows, .cols = ly->cols, .units = ly->units,

@@ -69,6 +69,9 @@ struct dtk_net_view {
                                            DT_TYPE_F16 for mixed precision */
     const struct dt_recompute_layout *recompute; /* --recompute: the layers whose outputs and
                                            kept state share the workspace (NULL: none) */
+    const struct dt_dact_layout *dact;  /* the output gradients that share one slot's pool
+                                           (dt/plan.h; NULL: each layer its own, all rows) */
+    int slot_rows;                      /* with dact: the rows of one slot */
 };
 /* Builds the network of one rank: parameters and gradients of the layers it runs (packed at
  * the view's offsets, initialised as the whole model would be, so that stages start from the
@@ -104,6 +107,9 @@ long dtk_net_out_floats(const struct dtk_net *net, int i);
  * before or at i is trainable: nothing needs it). A pipeline stage receives into these. */
 float *dtk_net_act(struct dtk_net *net, int i);
 float *dtk_net_dact(struct dtk_net *net, int i);
+/* Where element elem of layer i's gradient rows (row b0 of the batch at b0 x its output
+ * floats) is in dtk_net_dact's storage: a pooled gradient holds one slot (dt/plan.h). */
+long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem);
 /* The stream that draws dropout masks (seeded from the creation seed; reseed it per rank). */
 struct dtk_rng *dtk_net_rng(struct dtk_net *net);
 /* Batchnorm running-statistics momentum, PyTorch's convention (weight of the new batch).
@@ -155,6 +161,10 @@ void dtk_net_vocab_stats(struct dtk_net *net, bool sums, const int *labels, int 
 /* What layer i keeps (float32, or its 2-byte storage under mixed precision): a KEEP region's
  * buffer. */
 void *dtk_net_keep(struct dtk_net *net, int i);
+/* The mean loss of rows [b0, b0 + nb) after their forward, with no gradient: evaluation,
+ * whose rows may be more than a pooled gradient holds. DT_EINPUT on a bad label. */
+int dtk_net_eval_loss(struct dtk_net *net, const int *labels, int b0, int nb, double *loss,
+                      struct dt_error *err);
 /* Whole batch after dtk_net_forward: zero grads, begin_backward(labels, 0, B, B) and every
  * layer in reverse. Returns the mean loss, or NaN (and no gradient) on a label out of range. */
 double dtk_net_loss_backward(struct dtk_net *net, const int *labels, int B);
@@ -193,6 +203,8 @@ struct dtk_net_layer {
                                         (>= the last layer: the loss does) */
     long out_sz, aux_row, iaux_row;  /* floats per sample: output, kept; ints kept */
     float *act, *dact, *aux;         /* dact NULL when no gradient is needed */
+    int dact_rows;                   /* rows dact holds: row b0 at b0 mod dact_rows (a pooled
+                                        gradient holds one slot's, dt/plan.h) */
     int *iaux;
     const float *w;                  /* its parameters (a tied layer: its table's) */
     float *dw;                       /* their gradients */

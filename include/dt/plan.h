@@ -44,7 +44,9 @@ enum dt_buf {
     DT_BUF_OPT,     /* optimizer state of the parameters it updates: per moment one block */
     DT_BUF_STATE,   /* non-trained state of its layers (batchnorm running statistics) */
     DT_BUF_ACT,     /* one layer's outputs: rows x output size (region names the layer) */
-    DT_BUF_DACT,    /* their gradients */
+    DT_BUF_DACT,    /* their gradients: layer -1, the pool of one slot's rows that the
+                       gradients live in turn share (struct dt_dact_layout); a layer: its own,
+                       for every slot */
     DT_BUF_KEEP,    /* what its layers keep for backward besides outputs (masks, statistics,
                        caches, argmax): floats and ints per row; layer -1: the recomputation
                        workspace (--recompute, struct dt_recompute_layout) */
@@ -317,6 +319,8 @@ struct dt_plan {
     bool probe;
     int n_recompute;                    /* --recompute: each view's layout (NULL until a rank */
     struct dt_recompute_layout **recompute;    /* of the view asks: dt_plan_recompute) */
+    int n_dact;                         /* activation-gradient layouts per view and slot */
+    struct dt_dact_layout **dact;       /* rule (dt_plan_dact: [2 view + (slots > 1)]) */
     struct dt_plan_pool *pool;          /* the arrays ranks share (plan_share.c) */
 };
 
@@ -455,6 +459,42 @@ void dt_recompute_free(struct dt_recompute_layout *rc);
 const struct dt_recompute_layout *dt_plan_recompute(struct dt_plan *plan, int view);
 /* The layout of a rank of a built plan (NULL when nothing is recomputed there). */
 const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *plan, int rank);
+/* Activation gradients by liveness (dact.c). Only one micro-batch runs backward at a time on
+ * a rank, and frameworks free an activation gradient once the layer's backward has read it:
+ * layer j's gradient is live from the backward of its last reader (the first to write it; the
+ * loss for the last layer and its inputs) to its own backward. The gradients of a rank's
+ * layers share one pool of one slot's rows (DT_BUF_DACT, layer -1), each at an offset that no
+ * gradient live at the same time overlaps (greedy by size, first fit). A layer keeps a buffer
+ * of its own for every slot (DT_BUF_DACT, its index) when its gradient outlives one slot's
+ * contiguous backward: it crosses ranks (received from a later stage's readers, or sent back
+ * to an earlier stage: a non-blocking SEND/RECV writes or reads it at any time before its
+ * WAIT), a reader in another chunk of the stage reads it, it is written by the loss while
+ * other micro-batches are in flight (several slots), or no layer of the rank writes it. A
+ * DACT region of a pooled layer names the rows of its slot (slot x slot_rows + row, as
+ * every activation region) and lies inside one slot; the executor finds row r at r mod
+ * slot_rows of the layer's place in the pool. */
+struct dt_dact_layout {
+    int n_layers;
+    long *at;       /* per layer: its gradient's offset in the pool in elements per row; -1:
+                       a buffer of its own (or none) */
+    long pool;      /* the pool's elements per row */
+    long peak;      /* the most elements per row live at once (pool >= peak) */
+};
+/* The layout of a view's gradients (v NULL: every layer whole); chunk_first: the plan's
+ * chunks (n_chunks + 1 first layers; NULL: one chunk); multi_slot: the rank holds several
+ * slots. DT_ENOMEM or DT_OK. */
+int dt_dact_init(struct dt_dact_layout *d, const struct dt_model *m,
+                 const struct dt_layer_view *v, const int *chunk_first, int n_chunks,
+                 bool multi_slot);
+void dt_dact_free(struct dt_dact_layout *d);
+/* The layout of rank r's gradients (computed once per view and slot rule; NULL out of
+ * memory), and that of a built plan's rank (NULL: none computed, every layer its own). */
+const struct dt_dact_layout *dt_plan_dact(struct dt_plan *plan, int rank);
+const struct dt_dact_layout *dt_plan_rank_dact(const struct dt_plan *plan, int rank);
+void dt_plan_dact_free(struct dt_plan *plan);
+/* Whether layer l's gradient is in rank r's pool. */
+bool dt_plan_dact_pooled(const struct dt_plan *plan, int rank, int l);
+
 /* Sharing (plan_share.c): a finished rank's step program, eval program and buffer table are
  * stored once per distinct content in the plan's pool and the rank points at them; at 16,384
  * ranks of data parallelism this takes the plan from about 1.8 GB to a few MB. dt_plan_build
