@@ -16,6 +16,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/plan.c \
 	libdt/plan_share.c \
 	libdt/strategy.c \
+	libdt/rail.c \
 	libdt/pipeline.c \
 	libdt/zero.c \
 	libdt/tensor.c \

@@ -11,6 +11,8 @@
 
 static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                     char *why, size_t whylen);
+static bool rail_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                      char *why, size_t whylen);
 
 /* pipeline, data_parallel, fits, compile and gradient algorithm of each family (one device:
  * none; the pipelines': --grad-alg, see dtc_grad_alg) */
@@ -59,6 +61,11 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
      "double binary tree allreduce: two trees each reduce and broadcast half, pipelined in "
      "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)",
      DATA_PARALLEL(DT_ALG_TREE)},
+    {"rail-ring",
+     "multi-level ring allreduce: ring reduce-scatter in each node, ring allreduce of each "
+     "rank's 1/g across the nodes along its rail, ring allgather in the node (NCCL at scale)",
+     "Rashidi et al. 2020 (ASTRA-sim multi-dimensional collectives); Jeaugey 2019 (NCCL)",
+     false, true, rail_fits, dtc_compile_data_parallel, DT_ALG_RING},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -118,6 +125,8 @@ bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_
             return false;
         }
     }
+    if (s == DT_STRAT_ALLREDUCE_RAIL_RING)
+        return dtc_rail_fits(topo, n_ranks, why, whylen);
     return true;
 }
 
@@ -165,6 +174,18 @@ static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, i
         return false;
     }
     return dtc_tensor_fits(o, m, n_ranks, why, whylen);
+}
+
+/* rail-ring: its groups are whole nodes and rails, so no tensor groups inside them. */
+static bool rail_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                      char *why, size_t whylen)
+{
+    if (o->tp > 1) {
+        snprintf(why, whylen, "--tp does not compose with rail-ring (its groups are whole "
+                 "nodes and rails)");
+        return false;
+    }
+    return dp_fits(o, m, n_ranks, why, whylen);
 }
 
 /* ---- emitters ---- */
@@ -422,7 +443,7 @@ static int node_groups(struct dt_plan *plan, int p, int *node_group_of_rank, int
 /* The gradient exchange over the rank's data-parallel group `world` (-1: it has no peers)
  * and its update, after its backward passes. */
 static int synchronise(struct dt_plan *plan, int r, int world, const int *node_group,
-                       int leaders, int n_handles)
+                       int leaders, const int *rail_group, int n_handles)
 {
     struct dt_rank_plan *rp = &plan->ranks[r];
     enum dt_strategy s = world < 0 ? DT_STRAT_SEQUENTIAL : plan->strategy;
@@ -462,6 +483,9 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
                                             0, P));
         break;
     }
+    case DT_STRAT_ALLREDUCE_RAIL_RING:
+        rc = dtc_rail_allreduce(plan, r, node_group[r], rail_group[r], P);
+        break;
     case DT_STRAT_PS_CENTRAL:
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
         if (!rc)
@@ -498,10 +522,12 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     const struct dt_plan_options *opt = &plan->opt;
     const int T = opt->tp > 1 ? opt->tp : 1, D = p / T;
     int *node_group = calloc((size_t)p, sizeof *node_group);
+    int *rail_group = calloc((size_t)p, sizeof *rail_group);
     int *all = malloc((size_t)p * sizeof *all);
-    int rc = node_group && all ? DT_OK : DT_ENOMEM;
+    int rc = node_group && rail_group && all ? DT_OK : DT_ENOMEM;
     if (opt->zero) { /* the same family, its state sharded (zero.c) */
         free(node_group);
+        free(rail_group);
         free(all);
         return dtc_compile_zero(plan, err);
     }
@@ -525,7 +551,9 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     int world = rc || T > 1 ? -1 : dt_plan_add_group(plan, p, all), leaders = -1;
     if (!rc && ((world < 0 && T == 1) ||
                 (plan->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
-                 node_groups(plan, p, node_group, &leaders))))
+                 node_groups(plan, p, node_group, &leaders)) ||
+                (plan->strategy == DT_STRAT_ALLREDUCE_RAIL_RING &&
+                 dtc_rail_groups(plan, node_group, rail_group))))
         rc = DT_ENOMEM;
     for (int r = 0; r < p && !rc; r++) {
         struct dt_rank_plan *rp = &plan->ranks[r];
@@ -539,7 +567,7 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
                              &n_handles);
         }
         if (!rc)
-            rc = synchronise(plan, r, dp, node_group, leaders, n_handles);
+            rc = synchronise(plan, r, dp, node_group, leaders, rail_group, n_handles);
         if (!rc)
             rc = eval_whole(plan, r, T > 1 ? &tp : NULL);
         if (!rc)
@@ -547,6 +575,7 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
         plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
     }
     free(node_group);
+    free(rail_group);
     free(all);
     dtc_tensor_free(&tp);
     return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;

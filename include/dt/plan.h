@@ -244,6 +244,7 @@ enum dt_strategy {
     DT_STRAT_1F1B,
     DT_STRAT_INTERLEAVED,
     DT_STRAT_ALLREDUCE_TREE,
+    DT_STRAT_ALLREDUCE_RAIL_RING, /* multi-level ring: in the node, per rail, in the node */
     DT_STRAT_COUNT
 };
 
