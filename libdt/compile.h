@@ -106,13 +106,5 @@ int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, str
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);
 
-/* The multi-level ring allreduce (rail.c): whether n_ranks ranks of topo run it (2 nodes or
- * more, as many ranks on each); its node and rail groups (node_group[r], rail_group[r]);
- * rank r's gradient exchange over them: reduce-scatter in the node, allreduce of its chunk
- * along its rail, allgather in the node. */
-struct dt_topology;
-bool dtc_rail_fits(const struct dt_topology *topo, int n_ranks, char *why, size_t whylen);
-int dtc_rail_groups(struct dt_plan *plan, int *node_group, int *rail_group);
-int dtc_rail_allreduce(struct dt_plan *plan, int r, int node_group, int rail_group, long count);
 
 #endif

@@ -16,7 +16,6 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/plan.c \
 	libdt/plan_share.c \
 	libdt/strategy.c \
-	libdt/rail.c \
 	libdt/pipeline.c \
 	libdt/zero.c \
 	libdt/tensor.c \

@@ -65,7 +65,7 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
      "multi-level ring allreduce: ring reduce-scatter in each node, ring allreduce of each "
      "rank's 1/g across the nodes along its rail, ring allgather in the node (NCCL at scale)",
      "Rashidi et al. 2020 (ASTRA-sim multi-dimensional collectives); Jeaugey 2019 (NCCL)",
-     false, true, rail_fits, dtc_compile_data_parallel, DT_ALG_RING},
+     false, true, rail_fits, dtc_compile_data_parallel, DT_ALG_RAIL_RING},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -104,6 +104,29 @@ enum dt_coll_alg dtc_grad_alg(const struct dt_plan_options *o)
     return o->grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : o->grad_alg;
 }
 
+/* rail-ring: 2 nodes or more, as many ranks on each (its rails). */
+static bool rail_nodes_fit(const struct dt_topology *topo, int n_ranks, char *why,
+                           size_t whylen)
+{
+    int nodes = dt_topology_node_of(topo, n_ranks - 1) + 1;
+    int g = dt_topology_node_ranks(topo, 0);
+    if (nodes < 2) {
+        snprintf(why, whylen, "rail-ring needs ranks on at least 2 nodes");
+        return false;
+    }
+    for (int node = 0; node < nodes; node++) {
+        int first = dt_topology_node_first_rank(topo, node);
+        int here = dt_topology_node_ranks(topo, node);
+        here = first + here > n_ranks ? n_ranks - first : here;
+        if (here != g) {
+            snprintf(why, whylen, "rail-ring needs the same number of ranks on every node "
+                     "(node 0 has %d, node %d %d)", g, node, here);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_ranks,
                       char *why, size_t whylen)
 {
@@ -126,7 +149,7 @@ bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_
         }
     }
     if (s == DT_STRAT_ALLREDUCE_RAIL_RING)
-        return dtc_rail_fits(topo, n_ranks, why, whylen);
+        return rail_nodes_fit(topo, n_ranks, why, whylen);
     return true;
 }
 
@@ -443,7 +466,7 @@ static int node_groups(struct dt_plan *plan, int p, int *node_group_of_rank, int
 /* The gradient exchange over the rank's data-parallel group `world` (-1: it has no peers)
  * and its update, after its backward passes. */
 static int synchronise(struct dt_plan *plan, int r, int world, const int *node_group,
-                       int leaders, const int *rail_group, int n_handles)
+                       int leaders, int n_handles)
 {
     struct dt_rank_plan *rp = &plan->ranks[r];
     enum dt_strategy s = world < 0 ? DT_STRAT_SEQUENTIAL : plan->strategy;
@@ -483,9 +506,13 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
                                             0, P));
         break;
     }
-    case DT_STRAT_ALLREDUCE_RAIL_RING:
-        rc = dtc_rail_allreduce(plan, r, node_group[r], rail_group[r], P);
+    case DT_STRAT_ALLREDUCE_RAIL_RING: { /* one op over all: every rank's program alike */
+        struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, world, 0, DT_BUF_GRADS,
+                                   0, P);
+        op.root = dt_topology_node_ranks(plan->topo, 0); /* members per node */
+        rc = dtc_push(plan, r, op);
         break;
+    }
     case DT_STRAT_PS_CENTRAL:
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, world, 0, DT_BUF_GRADS, 0, P));
         if (!rc)
@@ -522,12 +549,10 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     const struct dt_plan_options *opt = &plan->opt;
     const int T = opt->tp > 1 ? opt->tp : 1, D = p / T;
     int *node_group = calloc((size_t)p, sizeof *node_group);
-    int *rail_group = calloc((size_t)p, sizeof *rail_group);
     int *all = malloc((size_t)p * sizeof *all);
-    int rc = node_group && rail_group && all ? DT_OK : DT_ENOMEM;
+    int rc = node_group && all ? DT_OK : DT_ENOMEM;
     if (opt->zero) { /* the same family, its state sharded (zero.c) */
         free(node_group);
-        free(rail_group);
         free(all);
         return dtc_compile_zero(plan, err);
     }
@@ -551,9 +576,7 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
     int world = rc || T > 1 ? -1 : dt_plan_add_group(plan, p, all), leaders = -1;
     if (!rc && ((world < 0 && T == 1) ||
                 (plan->strategy == DT_STRAT_ALLREDUCE_HIERARCHICAL &&
-                 node_groups(plan, p, node_group, &leaders)) ||
-                (plan->strategy == DT_STRAT_ALLREDUCE_RAIL_RING &&
-                 dtc_rail_groups(plan, node_group, rail_group))))
+                 node_groups(plan, p, node_group, &leaders))))
         rc = DT_ENOMEM;
     for (int r = 0; r < p && !rc; r++) {
         struct dt_rank_plan *rp = &plan->ranks[r];
@@ -567,7 +590,7 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
                              &n_handles);
         }
         if (!rc)
-            rc = synchronise(plan, r, dp, node_group, leaders, rail_group, n_handles);
+            rc = synchronise(plan, r, dp, node_group, leaders, n_handles);
         if (!rc)
             rc = eval_whole(plan, r, T > 1 ? &tp : NULL);
         if (!rc)
@@ -575,7 +598,6 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
         plan->next_handle = n_handles > plan->next_handle ? n_handles : plan->next_handle;
     }
     free(node_group);
-    free(rail_group);
     free(all);
     dtc_tensor_free(&tp);
     return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
