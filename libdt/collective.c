@@ -110,16 +110,32 @@ static void skip_after(struct dt_schedule *s, int n_steps, int hi)
     s->seen += n_steps - hi;
 }
 
-/* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
-static int ring_reduce_scatter(int p, int me, long n, struct dt_schedule *s)
+/* A ring of p members of the group, member k being group index base + k * stride, over the
+ * floats [off, off + n): the whole group (base 0, stride 1) or a sub-ring of it (rail-ring). */
+struct ring {
+    int p, me, base, stride;
+    long off, n;
+};
+
+static struct ring flat_ring(int p, int me, long n) { return (struct ring){p, me, 0, 1, 0, n}; }
+
+/* The ring's right and left neighbours as group indices. */
+static int ring_peer(const struct ring *r, int step)
 {
-    int right = mod(me + 1, p), left = mod(me - 1, p), lo, hi;
+    return r->base + mod(r->me + step, r->p) * r->stride;
+}
+
+/* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
+static int ring_reduce_scatter(const struct ring *r, struct dt_schedule *s)
+{
+    int p = r->p, me = r->me, lo, hi;
     window_steps(s, p - 1, &lo, &hi);
     for (int step = lo; step < hi; step++) {
         long so, sl, ro, rl;
-        dt_chunk(n, p, mod(me - step - 1, p), &so, &sl);
-        dt_chunk(n, p, mod(me - step - 2, p), &ro, &rl);
-        int rc = sendrecv(s, right, so, sl, left, ro, rl, true);
+        dt_chunk(r->n, p, mod(me - step - 1, p), &so, &sl);
+        dt_chunk(r->n, p, mod(me - step - 2, p), &ro, &rl);
+        int rc = sendrecv(s, ring_peer(r, 1), r->off + so, sl, ring_peer(r, -1), r->off + ro, rl,
+                          true);
         if (rc)
             return rc;
     }
@@ -128,20 +144,39 @@ static int ring_reduce_scatter(int p, int me, long n, struct dt_schedule *s)
 }
 
 /* Ring allgather: member me starts with chunk me and ends with all. */
-static int ring_allgather(int p, int me, long n, struct dt_schedule *s)
+static int ring_allgather(const struct ring *r, struct dt_schedule *s)
 {
-    int right = mod(me + 1, p), left = mod(me - 1, p), lo, hi;
+    int p = r->p, me = r->me, lo, hi;
     window_steps(s, p - 1, &lo, &hi);
     for (int step = lo; step < hi; step++) {
         long so, sl, ro, rl;
-        dt_chunk(n, p, mod(me - step, p), &so, &sl);
-        dt_chunk(n, p, mod(me - step - 1, p), &ro, &rl);
-        int rc = sendrecv(s, right, so, sl, left, ro, rl, false);
+        dt_chunk(r->n, p, mod(me - step, p), &so, &sl);
+        dt_chunk(r->n, p, mod(me - step - 1, p), &ro, &rl);
+        int rc = sendrecv(s, ring_peer(r, 1), r->off + so, sl, ring_peer(r, -1), r->off + ro, rl,
+                          false);
         if (rc)
             return rc;
     }
     skip_after(s, p - 1, hi);
     return DT_OK;
+}
+
+/* The multi-level ring allreduce over nodes of g consecutive members: a ring reduce-scatter
+ * inside the node leaves local member i the node's sum of chunk i; a ring allreduce of chunk
+ * i along rail i (member i of every node) sums it over the nodes; a ring allgather inside the
+ * node spreads the chunks. 2(g-1) + 2(p/g - 1) rounds (NCCL's and ASTRA-sim's
+ * multi-dimensional ring). */
+static int rail_ring_allreduce(int p, int g, int me, long n, struct dt_schedule *s)
+{
+    int node = me / g, i = me % g;
+    struct ring in_node = {g, i, node * g, 1, 0, n}, rail = {p / g, node, i, g, 0, 0};
+    dt_chunk(n, g, i, &rail.off, &rail.n);
+    int rc = ring_reduce_scatter(&in_node, s);
+    if (!rc)
+        rc = ring_reduce_scatter(&rail, s);
+    if (!rc)
+        rc = ring_allgather(&rail, s);
+    return rc ? rc : ring_allgather(&in_node, s);
 }
 
 static int pof2_below(int p)
@@ -519,17 +554,23 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
         return dt_fail(err, DT_EINTERNAL, NULL, 0, 0,
                        "bad collective arguments (p=%d me=%d root=%d count=%ld)", p, me, root,
                        count);
+    if (alg == DT_ALG_RAIL_RING && root > 0 && p % root != 0)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "rail-ring: %d members are not nodes of %d", p, root);
     if (alg == DT_ALG_LIBRARY)
         alg = dt_coll_library_choice(kind, p, count);
     if (p == 1)
         return DT_OK;
     int rc = -1;
+    struct ring ring = flat_ring(p, me, count);
     switch (kind) {
     case DT_COLL_ALLREDUCE:
         if (alg == DT_ALG_RING) {
-            rc = ring_reduce_scatter(p, me, count, s);
+            rc = ring_reduce_scatter(&ring, s);
             if (!rc)
-                rc = ring_allgather(p, me, count, s);
+                rc = ring_allgather(&ring, s);
+        } else if (alg == DT_ALG_RAIL_RING) {
+            rc = rail_ring_allreduce(p, root ? root : p, me, count, s);
         } else if (alg == DT_ALG_RECURSIVE_DOUBLING) {
             rc = recursive_doubling_allreduce(p, me, count, s);
         } else if (alg == DT_ALG_RABENSEIFNER) {
@@ -556,13 +597,13 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
         break;
     case DT_COLL_REDUCE_SCATTER:
         if (alg == DT_ALG_RING)
-            rc = ring_reduce_scatter(p, me, count, s);
+            rc = ring_reduce_scatter(&ring, s);
         else if (alg == DT_ALG_DIRECT)
             rc = direct(true, p, me, count, s);
         break;
     case DT_COLL_ALLGATHER:
         if (alg == DT_ALG_RING)
-            rc = ring_allgather(p, me, count, s);
+            rc = ring_allgather(&ring, s);
         else if (alg == DT_ALG_DIRECT)
             rc = direct(false, p, me, count, s);
         break;

@@ -106,4 +106,5 @@ int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, str
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);
 
+
 #endif

@@ -88,6 +88,17 @@ static long ring_widest(enum dt_coll_kind kind, long n, int p, int me)
     }
 }
 
+/* The rail-ring's three rings (collective.c): in the node, along the member's rail on its
+ * chunk, in the node again. */
+static long rail_ring_widest(long n, int p, int g, int me)
+{
+    g = g > 0 ? g : p;
+    long off, len, w = ring_widest(DT_COLL_ALLREDUCE, n, g, me % g);
+    dt_chunk(n, g, me % g, &off, &len);
+    long rail = p / g > 1 ? ring_widest(DT_COLL_ALLREDUCE, len, p / g, me / g) : 0;
+    return g > 1 && w > rail ? w : rail;
+}
+
 long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
 {
     if (op->kind == DT_OP_SEND)
@@ -101,6 +112,8 @@ long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
         dt_chunk(op->region.count, group_size, me, &off, &len);
         return op->coll == DT_COLL_REDUCE_SCATTER ? len : 0;
     }
+    if (op->alg == DT_ALG_RAIL_RING && op->coll == DT_COLL_ALLREDUCE && group_size > 1)
+        return rail_ring_widest(op->region.count, group_size, op->root, me);
     if (op->alg == DT_ALG_RING && group_size > 1 &&
         (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
          op->coll == DT_COLL_ALLGATHER))

@@ -45,7 +45,7 @@ const char *dt_coll_kind_name(enum dt_coll_kind k)
 const char *dt_coll_alg_name(enum dt_coll_alg a)
 {
     static const char *const n[] = {"linear", "binomial", "ring", "recursive-doubling",
-                                    "rabenseifner", "direct", "library", "tree"};
+                                    "rabenseifner", "direct", "library", "tree", "rail-ring"};
     _Static_assert(sizeof n / sizeof n[0] == DT_ALG_COUNT, "a name for every algorithm");
     return a < DT_ALG_COUNT ? n[a] : "?";
 }

@@ -11,6 +11,8 @@
 
 static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                     char *why, size_t whylen);
+static bool rail_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                      char *why, size_t whylen);
 
 /* pipeline, data_parallel, fits, compile and gradient algorithm of each family (one device:
  * none; the pipelines': --grad-alg, see dtc_grad_alg) */
@@ -59,6 +61,11 @@ static const struct dt_strategy_info registry[DT_STRAT_COUNT] = {
      "double binary tree allreduce: two trees each reduce and broadcast half, pipelined in "
      "chunks (NCCL 2.4)", "Sanders et al. 2009; Jeaugey 2019 (NCCL 2.4)",
      DATA_PARALLEL(DT_ALG_TREE)},
+    {"rail-ring",
+     "multi-level ring allreduce: ring reduce-scatter in each node, ring allreduce of each "
+     "rank's 1/g across the nodes along its rail, ring allgather in the node (NCCL at scale)",
+     "Rashidi et al. 2020 (ASTRA-sim multi-dimensional collectives); Jeaugey 2019 (NCCL)",
+     false, true, rail_fits, dtc_compile_data_parallel, DT_ALG_RAIL_RING},
 };
 
 const struct dt_strategy_info *dt_strategy_info(enum dt_strategy s) { return &registry[s]; }
@@ -97,6 +104,29 @@ enum dt_coll_alg dtc_grad_alg(const struct dt_plan_options *o)
     return o->grad_alg == DT_ALG_LINEAR ? DT_ALG_RING : o->grad_alg;
 }
 
+/* rail-ring: 2 nodes or more, as many ranks on each (its rails). */
+static bool rail_nodes_fit(const struct dt_topology *topo, int n_ranks, char *why,
+                           size_t whylen)
+{
+    int nodes = dt_topology_node_of(topo, n_ranks - 1) + 1;
+    int g = dt_topology_node_ranks(topo, 0);
+    if (nodes < 2) {
+        snprintf(why, whylen, "rail-ring needs ranks on at least 2 nodes");
+        return false;
+    }
+    for (int node = 0; node < nodes; node++) {
+        int first = dt_topology_node_first_rank(topo, node);
+        int here = dt_topology_node_ranks(topo, node);
+        here = first + here > n_ranks ? n_ranks - first : here;
+        if (here != g) {
+            snprintf(why, whylen, "rail-ring needs the same number of ranks on every node "
+                     "(node 0 has %d, node %d %d)", g, node, here);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_ranks,
                       char *why, size_t whylen)
 {
@@ -118,6 +148,8 @@ bool dt_strategy_fits(enum dt_strategy s, const struct dt_topology *topo, int n_
             return false;
         }
     }
+    if (s == DT_STRAT_ALLREDUCE_RAIL_RING)
+        return rail_nodes_fit(topo, n_ranks, why, whylen);
     return true;
 }
 
@@ -165,6 +197,18 @@ static bool dp_fits(const struct dt_plan_options *o, const struct dt_model *m, i
         return false;
     }
     return dtc_tensor_fits(o, m, n_ranks, why, whylen);
+}
+
+/* rail-ring: its groups are whole nodes and rails, so no tensor groups inside them. */
+static bool rail_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
+                      char *why, size_t whylen)
+{
+    if (o->tp > 1) {
+        snprintf(why, whylen, "--tp does not compose with rail-ring (its groups are whole "
+                 "nodes and rails)");
+        return false;
+    }
+    return dp_fits(o, m, n_ranks, why, whylen);
 }
 
 /* ---- emitters ---- */
@@ -464,6 +508,13 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
         if (!rc)
             rc = dtc_push(plan, r, dtc_coll(DT_COLL_BCAST, a, node_group[r], 0, DT_BUF_GRADS,
                                             0, P));
+        break;
+    }
+    case DT_STRAT_ALLREDUCE_RAIL_RING: { /* one op over all: every rank's program alike */
+        struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, world, 0, DT_BUF_GRADS,
+                                   0, P);
+        op.root = dt_topology_node_ranks(plan->topo, 0); /* members per node */
+        rc = dtc_push(plan, r, op);
         break;
     }
     case DT_STRAT_PS_CENTRAL:

@@ -1,15 +1,16 @@
 #!/bin/sh
 # Benchmark: dtsim end to end on H100 fat-trees of 1k to 16k GPUs (h100-128n-fattree with
-# 128 ... 2,048 nodes of 8), ResNet-50, ring and hierarchical, one iteration, every flow
+# 128 ... 2,048 nodes of 8), ResNet-50, hierarchical, rail-ring and ring, one iteration, every flow
 # simulated: wall and CPU time and peak RSS per run (GNU time), as a table, and a gnuplot
 # plot when gnuplot is there. Usage: bench_scale.sh DTSIM [OUTDIR]
 # BENCH_SCALE_NODES (default "128 256 512 1024 2048") and BENCH_SCALE_STRATEGIES (default
-# "hierarchical ring") choose the runs: the 16k ring moves 5.4e8 flows and takes minutes.
+# "hierarchical rail-ring ring") choose the runs: the 16k ring moves 5.4e8 flows and takes
+# minutes, the rail-ring 6.7e7.
 set -eu
 top=${top_srcdir:-.}
 dtsim=$1 out=${2:-.}
 nodes=${BENCH_SCALE_NODES:-128 256 512 1024 2048}
-strategies=${BENCH_SCALE_STRATEGIES:-hierarchical ring}
+strategies=${BENCH_SCALE_STRATEGIES:-hierarchical rail-ring ring}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 table=$out/bench-scale.dat

@@ -384,6 +384,19 @@ static int finish_round(struct player *p, int ai)
     return post_round(p, ai);
 }
 
+/* Rank's index in group g, or -1: at once in a group of consecutive ranks (the world, a
+ * node), else by a scan (a scan every time made a 16k-rank collective's starts quadratic). */
+static int group_index(const struct dt_group *g, int rank)
+{
+    long guess = (long)rank - g->ranks[0];
+    if (guess >= 0 && guess < g->n && g->ranks[guess] == rank)
+        return (int)guess;
+    for (int i = 0; i < g->n; i++)
+        if (g->ranks[i] == rank)
+            return i;
+    return -1;
+}
+
 static int start_activity(struct player *p, int rank, int op_index, int *out)
 {
     const struct dt_op *op = &p->plan->ranks[rank].ops[op_index];
@@ -417,10 +430,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         const struct dt_group *g = &p->plan->groups[op->group];
         a->group = op->group;
         a->seq = next_seq(p, rank, op->group, -1);
-        a->me = -1;
-        for (int i = 0; i < g->n; i++)
-            if (g->ranks[i] == rank)
-                a->me = i;
+        a->me = group_index(g, rank);
         if (a->me < 0)
             return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
                            op->group);

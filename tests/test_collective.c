@@ -163,7 +163,7 @@ static void test_allreduce_all_algorithms(void **state)
 {
     (void)state;
     enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_RECURSIVE_DOUBLING, DT_ALG_RABENSEIFNER,
-                               DT_ALG_DIRECT, DT_ALG_LIBRARY, DT_ALG_TREE};
+                               DT_ALG_DIRECT, DT_ALG_LIBRARY, DT_ALG_TREE, DT_ALG_RAIL_RING};
     for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++)
         for (int p = 1; p <= 9; p++)
             for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
@@ -197,6 +197,46 @@ static void test_tree_pipelined(void **state)
         assert_int_equal(dt_tree_rounds(1 << lg, n), 2 * (4 + lg - 1));
         dt_schedule_free(&s);
     }
+}
+
+/* Ensure the multi-level ring (rail-ring: the op's root is members per node) leaves the
+ * exact sum on every member for nodes of 1 to 4 members and 1 to 5 nodes, counts below and
+ * above the members, each window alone its round of the whole (the lazy expansion); that a
+ * member has 2(g-1) + 2(n-1) rounds, the first g - 1 inside its node (peers of its node),
+ * then 2(n-1) along its rail (peers of its local index); and that nodes that do not divide
+ * the group are refused. */
+static void check_windows(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int root,
+                          long n);
+
+static void test_rail_ring(void **state)
+{
+    (void)state;
+    for (int g = 1; g <= 4; g++)
+        for (int nodes = 1; nodes <= 5; nodes++) {
+            int p = g * nodes;
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                run(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, p, g < p ? g : 0, counts[c]);
+            check_windows(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, p, g < p ? g : 0, 1001);
+        }
+    struct dt_schedule s;
+    struct dt_error err;
+    dt_schedule_init(&s);
+    const int g = 8, nodes = 6, me = 8 * 2 + 5; /* local member 5 of node 2 */
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, g * nodes, me, g,
+                                      1 << 20, &s, &err), DT_OK);
+    assert_int_equal(s.n_rounds, 2 * (g - 1) + 2 * (nodes - 1));
+    for (int r = 0; r < s.n_rounds; r++)
+        for (int i = s.round_start[r]; i < s.round_start[r + 1]; i++) {
+            int peer = s.xfers[i].peer;
+            bool rail = r >= g - 1 && r < g - 1 + 2 * (nodes - 1);
+            if (rail ? peer % g != 5 || peer / g == 2 : peer / g != 2 || peer == me)
+                fail_msg("round %d: peer %d is not on member %d's %s", r, peer, me,
+                         rail ? "rail" : "node");
+        }
+    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, 10, 0, 4, 100, &s,
+                                      &err), DT_EINPUT);
+    assert_non_null(strstr(err.msg, "rail-ring"));
+    dt_schedule_free(&s);
 }
 
 /* Ensure that reduce and bcast (linear and binomial) are right for every root. */
@@ -340,6 +380,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_all_algorithms),
         cmocka_unit_test(test_tree_pipelined),
+        cmocka_unit_test(test_rail_ring),
         cmocka_unit_test(test_reduce_bcast_every_root),
         cmocka_unit_test(test_reduce_scatter_allgather),
         cmocka_unit_test(test_ring_round_structure),

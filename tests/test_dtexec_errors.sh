@@ -50,6 +50,10 @@ expect "missing topology" "nowhere.yaml" 2 --model "$model" --synthetic 64 --top
 expect "sequential on 2 ranks" "sequential" 2 --model "$model" --synthetic 64 --strategy sequential
 expect "ring on 1 rank" "at least 2 ranks" 1 --model "$model" --synthetic 64 --strategy ring
 expect "hierarchical on 1 node" "2 nodes" 2 --model "$model" --synthetic 64 --strategy hierarchical
+expect "rail-ring on 1 node" "at least 2 nodes" 2 --model "$model" --synthetic 64 \
+  --strategy rail-ring
+expect "rail-ring on uneven nodes" "same number of ranks" 3 --model "$model" --synthetic 64 \
+  --strategy rail-ring --topology "$top_srcdir/topologies/2n2p.yaml"
 expect "strong batch below ranks" "smaller than" 2 --model "$model" --synthetic 64 --batch 1 \
   --scaling strong --strategy ring
 expect "buckets with a parameter server" "buckets" 2 --model "$model" --synthetic 64 \

@@ -224,7 +224,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     /* Ensure that every (kind, algorithm) pair the expansion accepts leaves the closed-form
-     * result, from a blocking op and from a non-blocking op completed at its WAIT. */
+     * result, from a blocking op and from a non-blocking op completed at its WAIT; reduce and
+     * bcast from every root, the rail-ring on every node size that divides the ranks (its
+     * root: 0, all in one node; 1, one per node; 2 on 4 ranks, 2 nodes of 2). */
     static const struct {
         enum dt_coll_kind kind;
         enum dt_coll_alg alg;
@@ -238,14 +240,16 @@ int main(int argc, char **argv)
         {DT_COLL_BCAST, DT_ALG_LIBRARY},        {DT_COLL_REDUCE_SCATTER, DT_ALG_RING},
         {DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT}, {DT_COLL_REDUCE_SCATTER, DT_ALG_LIBRARY},
         {DT_COLL_ALLGATHER, DT_ALG_RING},       {DT_COLL_ALLGATHER, DT_ALG_DIRECT},
-        {DT_COLL_ALLGATHER, DT_ALG_LIBRARY},
+        {DT_COLL_ALLGATHER, DT_ALG_LIBRARY},    {DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING},
     };
     int n_cases = (int)(sizeof cases / sizeof *cases);
     for (int i = 0; i < n_cases; i++)
         for (int nb = 0; nb < 2; nb++) {
-            bool rooted = cases[i].kind == DT_COLL_REDUCE || cases[i].kind == DT_COLL_BCAST;
+            bool rooted = cases[i].kind == DT_COLL_REDUCE || cases[i].kind == DT_COLL_BCAST ||
+                          cases[i].alg == DT_ALG_RAIL_RING;
             for (int root = 0; root < (rooted ? size : 1); root++)
-                coll_case(cases[i].kind, cases[i].alg, root, nb);
+                if (cases[i].alg != DT_ALG_RAIL_RING || root == 0 || size % root == 0)
+                    coll_case(cases[i].kind, cases[i].alg, root, nb);
         }
     /* Ensure that point-to-point ops move the region, adding or overwriting, blocking or not. */
     for (int sum = 0; sum < 2; sum++)

@@ -45,6 +45,19 @@ else bad "strong: $(cat "$tmp/strong.out")"; fi
 if exec_run tree4 4 --batch 32 --scaling strong --strategy tree; then weights_same seq tree4
 else bad "tree4: $(cat "$tmp/tree4.out")"; fi
 
+# The multi-level ring on 2 "nodes" of 2 ranks (2n2p): ring reduce-scatter in the node,
+# allreduce of each rank's half along its rail (ranks 0-2 and 1-3), allgather in the node;
+# every rank allocates its plan's buffers. Control: without its collectives the ranks'
+# weights part (--check-sync stops the run).
+same seq rail-ring 4 --batch 32 --scaling strong --strategy rail-ring \
+  --topology "$top_srcdir/topologies/2n2p.yaml"
+if exec_run rail-ring-nocoll 4 --batch 32 --scaling strong --strategy rail-ring \
+     --topology "$top_srcdir/topologies/2n2p.yaml" --drop-op coll; then
+  bad "control rail-ring-nocoll: trained to the end without its collectives"
+elif grep -q "different parameters" "$tmp/rail-ring-nocoll.out"; then
+  ok "control rail-ring-nocoll: $(cat "$tmp/rail-ring-nocoll.out")"
+else bad "control rail-ring-nocoll: $(cat "$tmp/rail-ring-nocoll.out")"; fi
+
 # Control: another seed gives other weights, and the comparison says so.
 exec_ok control 1 --batch 32 --seed 8 && weights_differ seq control
 

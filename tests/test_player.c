@@ -26,7 +26,8 @@
  * uncontended message of b bytes: alpha = 2.5 us, time = alpha + b / 10e9. */
 static const double ALPHA = 2.5e-6, BETA_BPS = 10e9;
 
-static struct dt_topology *cluster(int nodes, int ppn, const char *intra_bw, const char *nic_bw)
+static struct dt_topology *cluster_nics(int nodes, int ppn, int nics, const char *intra_bw,
+                                        const char *nic_bw)
 {
     char text[2048];
     snprintf(text, sizeof text,
@@ -35,15 +36,20 @@ static struct dt_topology *cluster(int nodes, int ppn, const char *intra_bw, con
              "    device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
              " memory_bw: 900 GB/s}\n"
              "    intra: {kind: nvswitch, bandwidth: %s, latency: 1 us, sharing: crossbar}\n"
-             "    nic: {kind: infiniband, bandwidth: %s, latency: 2 us, count: 1}\n"
+             "    nic: {kind: infiniband, bandwidth: %s, latency: 2 us, count: %d}\n"
              "    data_read: 1 GB/s\n"
              "network: {kind: switch, latency: 0.5 us}\n",
-             nodes, ppn, intra_bw, nic_bw);
+             nodes, ppn, intra_bw, nic_bw, nics);
     struct dt_topology *t;
     struct dt_error err;
     if (dt_topology_load_string("test.yaml", text, &t, &err) != DT_OK)
         fail_msg("topology: %s", err.msg);
     return t;
+}
+
+static struct dt_topology *cluster(int nodes, int ppn, const char *intra_bw, const char *nic_bw)
+{
+    return cluster_nics(nodes, ppn, 1, intra_bw, nic_bw);
 }
 
 /* A plan of every rank of t with no model and no ops (dt_plan_alloc's). */
@@ -186,6 +192,52 @@ static void test_tree_closed_form(void **state)
             fail_msg("p = %d: %.12g s, want 2 log2(p) alpha = %.12g s", 1 << lg, t,
                      2 * lg * ALPHA);
     }
+}
+
+/* The collectives of a strategy's plan for model m on t, alone in a plan of their own (on
+ * copies of its groups): what the strategy's gradient exchange costs without compute. */
+static struct dt_plan *collectives_of(const struct dt_model *m, const struct dt_topology *t,
+                                      enum dt_strategy s)
+{
+    struct dt_plan_options po;
+    dt_plan_options_init(&po);
+    po.strategy = s;
+    po.batch = 32;
+    struct dt_plan *full, *plan = empty_plan(t);
+    struct dt_error err;
+    if (dt_plan_build(m, t, &po, &full, &err) != DT_OK)
+        fail_msg("plan: %s", err.msg);
+    for (int g = 0; g < full->n_groups; g++)
+        assert_int_equal(dt_plan_add_group(plan, full->groups[g].n, full->groups[g].ranks), g);
+    for (int r = 0; r < full->n_ranks; r++)
+        for (int i = 0; i < full->ranks[r].n_ops; i++)
+            if (full->ranks[r].ops[i].kind == DT_OP_COLL)
+                assert_int_equal(dt_plan_push(plan, r, &full->ranks[r].ops[i]), DT_OK);
+    dt_plan_destroy(full);
+    return plan;
+}
+
+/* Ensure that the multi-level ring (rail-ring) on N nodes of g devices costs its three
+ * phases: a ring reduce-scatter of n bytes among the g devices of a node, g - 1 steps of n/g
+ * at 1 us + n/(g B_intra); a ring allreduce of n/g bytes along each rail, 2(N-1) steps of
+ * n/(gN) at alpha + n/(gN B_nic) when every device has its own NIC (g NICs), or with the g
+ * rails' flows sharing the node's one NIC, alpha + n/(N B_nic); and an allgather like the
+ * reduce-scatter. cnn21k's 21,840 gradients split evenly in 8 and 16. */
+static void test_rail_ring_closed_form(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("cnn21k");
+    const double n = 4.0 * 21840, b_intra = 100e9, alpha_intra = 1e-6;
+    static const int shapes[][3] = {{2, 4, 4}, {4, 4, 4}, {2, 4, 1}, {4, 2, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int N = shapes[i][0], g = shapes[i][1], nics = shapes[i][2];
+        struct dt_topology *t = cluster_nics(N, g, nics, "100 GB/s", "10 GB/s");
+        double rail_bytes = nics == g ? n / (g * N) : n / N;
+        double want = 2 * (g - 1) * (alpha_intra + n / g / b_intra) +
+                      2 * (N - 1) * (ALPHA + rail_bytes / BETA_BPS);
+        assert_close(play(collectives_of(m, t, DT_STRAT_ALLREDUCE_RAIL_RING)), want);
+    }
+    dt_model_destroy(m);
 }
 
 /* Ensure that binomial reduce and bcast take ceil(log2 p)(alpha + n beta). */
@@ -640,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_recursive_doubling_closed_form),
         cmocka_unit_test(test_rabenseifner_closed_form),
         cmocka_unit_test(test_tree_closed_form),
+        cmocka_unit_test(test_rail_ring_closed_form),
         cmocka_unit_test(test_binomial_closed_form),
         cmocka_unit_test(test_linear_reduce_contends_at_root),
         cmocka_unit_test(test_hierarchical_beats_ring_on_slow_network),

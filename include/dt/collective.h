@@ -38,9 +38,10 @@ void dt_schedule_init(struct dt_schedule *s);
 void dt_schedule_free(struct dt_schedule *s);
 
 /* Fills s with member `me`'s rounds for collective kind/alg over p members on `count`
- * floats (root: group index for reduce/bcast). DT_ALG_LIBRARY is resolved first with
- * dt_coll_library_choice. Returns DT_EINPUT for a combination that does not exist (e.g.
- * bcast by ring). */
+ * floats (root: group index for reduce/bcast; for an allreduce by DT_ALG_RAIL_RING the
+ * members per node, consecutive in the group, 0 meaning all p). DT_ALG_LIBRARY is resolved
+ * first with dt_coll_library_choice. Returns DT_EINPUT for a combination that does not
+ * exist (e.g. bcast by ring, a rail-ring whose nodes do not divide p). */
 int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
                      long count, struct dt_schedule *s, struct dt_error *err);
 

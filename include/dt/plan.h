@@ -132,6 +132,8 @@ enum dt_coll_alg {
     DT_ALG_DIRECT,       /* reduce-scatter/allgather by direct exchange (sharded PS) */
     DT_ALG_LIBRARY,      /* the MPI library's own collective (dtsim models MPICH's choice) */
     DT_ALG_TREE,         /* NCCL's double binary tree allreduce (dt/collective.h) */
+    DT_ALG_RAIL_RING,    /* multi-level ring allreduce: in the node, along rails, in the node
+                            (the op's root: members per node) */
     DT_ALG_COUNT
 };
 
@@ -153,7 +155,8 @@ struct dt_op {
     enum dt_coll_alg alg;    /* COLL */
     enum dt_reduction reduction; /* COLL: sum (default) or max */
     int group;               /* COLL: index into plan->groups */
-    int root;                /* COLL reduce/bcast: index of the root within the group */
+    int root;                /* COLL reduce/bcast: index of the root within the group;
+                                allreduce by DT_ALG_RAIL_RING: members per node (0: all) */
     bool nonblocking;        /* COLL/SEND/RECV: completes at a WAIT */
     int handle;              /* non-blocking op: its handle (unique per rank); WAIT: awaited */
     double bytes;            /* LOAD: bytes of input data copied */
@@ -246,6 +249,7 @@ enum dt_strategy {
     DT_STRAT_1F1B,
     DT_STRAT_INTERLEAVED,
     DT_STRAT_ALLREDUCE_TREE,
+    DT_STRAT_ALLREDUCE_RAIL_RING, /* multi-level ring: in the node, per rail, in the node */
     DT_STRAT_COUNT
 };
 
