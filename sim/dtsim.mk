@@ -65,3 +65,12 @@ EXTRA_DIST += sim/bench_scale.sh
 BENCH_TARGETS += bench-scale
 bench-scale: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_scale.sh ./dtsim$(EXEEXT) .
+
+# The symmetric estimate against the full simulation (sim/symmetry.c).
+check_PROGRAMS += tests/test_symmetry
+TESTS += tests/test_symmetry
+tests_test_symmetry_SOURCES = tests/test_symmetry.c sim/symmetry.c sim/bound.c sim/player.c sim/epoch.c \
+	sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c tests/testdata.h
+tests_test_symmetry_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_symmetry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_symmetry_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
