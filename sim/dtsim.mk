@@ -74,3 +74,10 @@ tests_test_symmetry_SOURCES = tests/test_symmetry.c sim/symmetry.c sim/bound.c s
 tests_test_symmetry_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_symmetry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_symmetry_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# Benchmark: the GPT-3 175B / 1,024-GPU --recommend search (REC_MEMORY_LIMIT=... to set it).
+EXTRA_DIST += sim/bench_recommend.sh
+BENCH_TARGETS += bench-recommend
+bench-recommend: dtsim$(EXEEXT)
+	$(SHELL) $(top_srcdir)/sim/bench_recommend.sh ./dtsim$(EXEEXT)
+.PHONY: bench-recommend
