@@ -67,6 +67,7 @@ struct options {
     long global_batch;            /* --recommend: samples per step (0: -b x devices) */
     double memory_limit;          /* --memory-limit bytes (0: the smallest device's) */
     int top;                      /* --top N */
+    bool precision_given;         /* --precision: --recommend searches that one only */
     int links;                    /* --links N: the N busiest links of each strategy (0: no) */
     bool estimate;                /* --estimate: forecast each simulation's run time, run none */
 };
@@ -379,6 +380,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                     dt_error_print(prog, &perr);
                     return 2;
                 }
+                o->precision_given |= strcmp(par[c - 0x400].name, "precision") == 0;
                 break;
             }
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, argv[optind - 1]);
@@ -1174,6 +1176,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
     }
     struct dt_rec_request rq = {
         .model = model, .topo = topo, .base = o->par, .group_cp = gcp,
+        .precision_given = o->precision_given,
         .global_batch = o->global_batch ? o->global_batch : (long)o->par.batch * topo->n_ranks,
         .memory_limit = limit, .dataset_size = o->dataset_size, .epochs = o->epochs,
         .top = o->top ? o->top : 5, .part = part, .parts = parts,

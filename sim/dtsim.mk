@@ -3,7 +3,8 @@ bin_PROGRAMS += dtsim
 dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommend.h sim/split.c \
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
 	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h \
-	sim/links.c sim/links.h sim/estimate.c sim/estimate.h
+	sim/links.c sim/links.h sim/estimate.c sim/estimate.h sim/bound.c sim/bound.h \
+	sim/symmetry.c sim/symmetry.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -64,3 +65,19 @@ EXTRA_DIST += sim/bench_scale.sh
 BENCH_TARGETS += bench-scale
 bench-scale: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_scale.sh ./dtsim$(EXEEXT) .
+
+# The symmetric estimate against the full simulation (sim/symmetry.c).
+check_PROGRAMS += tests/test_symmetry
+TESTS += tests/test_symmetry
+tests_test_symmetry_SOURCES = tests/test_symmetry.c sim/symmetry.c sim/bound.c sim/player.c sim/epoch.c \
+	sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c tests/testdata.h
+tests_test_symmetry_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_symmetry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_symmetry_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# Benchmark: the GPT-3 175B / 1,024-GPU --recommend search (REC_MEMORY_LIMIT=... to set it).
+EXTRA_DIST += sim/bench_recommend.sh
+BENCH_TARGETS += bench-recommend
+bench-recommend: dtsim$(EXEEXT)
+	$(SHELL) $(top_srcdir)/sim/bench_recommend.sh ./dtsim$(EXEEXT)
+.PHONY: bench-recommend

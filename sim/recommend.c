@@ -3,18 +3,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bound.h"
 #include "dt/table.h"
 #include "epoch.h"
 #include "player.h"
 #include "recommend.h"
+#include "symmetry.h"
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
 /* What a process learns about one candidate; summed over processes (each candidate's values
  * come from exactly one), so every field is a double. */
-enum { V_STATUS, V_MEM, V_BOUND, V_ITER, V_COMPUTE, V_COMM, V_IDLE, V_COUNT };
-enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS }; /* V_STATUS - 1 once evaluated */
+enum { V_STATUS, V_MEM, V_BOUND, V_ITER, V_COMPUTE, V_COMM, V_IDLE, V_ESTIMATE, V_COUNT };
+enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS }; /* V_STATUS - 1 once compiled; 0: not (pruned) */
+/* Decided before any compile, by every process alike (V_STATUS < 0, never combined): refused
+ * by its strategy, or over the memory limit by its parameters' states alone (bound.h). */
+#define ST_NOT_APPLICABLE (-1)
+#define ST_OVER_BY_BOUND (-2)
+
+/* Candidates compiled per round of the search, whatever the number of processes (so that
+ * which are pruned, and the counts printed, do not depend on it). */
+#define ROUND 8
+/* Pipelines on more ranks than this are estimated from one replica (symmetry.h). */
+#define SYMMETRY_MIN_RANKS 128
 
 struct candidate {
     struct dt_plan_options opt;
@@ -29,6 +41,8 @@ struct search {
     int n, cap;
     int n_families;
     char families[512][48];
+    struct dt_rec_bound_cache bounds;
+    bool prec_searched[DT_PREC_COUNT];
 };
 
 static int family_of(struct search *s, const struct dt_plan_options *o)
@@ -62,9 +76,19 @@ static int add(struct search *s, const struct dt_plan_options *o)
     c->family = family_of(s, o);
     const struct dt_rec_request *rq = s->rq;
     if (!dt_strategy_fits_options(o, rq->model, rq->topo, dt_plan_ranks(o, rq->topo), c->why,
-                                  sizeof c->why))
-        c->v[V_STATUS] = -1; /* refused: known to every process without evaluating */
-    return 0;
+                                  sizeof c->why)) {
+        c->v[V_STATUS] = ST_NOT_APPLICABLE;
+        return 0;
+    }
+    c->v[V_MEM] = dt_rec_memory_bound(rq->model, rq->topo, o);
+    if (rq->memory_limit > 0 && c->v[V_MEM] > rq->memory_limit) {
+        c->v[V_STATUS] = ST_OVER_BY_BOUND;
+        return 0;
+    }
+    c->v[V_MEM] = 0;
+    c->v[V_BOUND] = dt_rec_bound(rq->model, rq->topo, rq->group_cp, o, rq->global_batch,
+                                 &s->bounds);
+    return c->v[V_BOUND] < 0 ? -1 : 0;
 }
 
 /* The knobs of the data-parallel family at one tensor width: accumulation, buckets. */
@@ -111,8 +135,8 @@ static int add_pipeline(struct search *s, struct dt_plan_options o, int ranks)
     return 0;
 }
 
-/* Every candidate, in an order that depends only on the inputs. */
-static int enumerate(struct search *s)
+/* Every strategy x tensor width x ZeRO x recompute at one precision. */
+static int enumerate_at(struct search *s, enum dt_precision prec)
 {
     const struct dt_rec_request *rq = s->rq;
     int n = rq->topo->n_ranks, ppn = rq->topo->groups[0].devices;
@@ -132,6 +156,7 @@ static int enumerate(struct search *s)
                     o.tp = tp > 1 ? tp : 0;
                     o.zero = zero;
                     o.recompute = (enum dt_recompute)rc;
+                    o.precision = prec;
                     int err = info->pipeline ? add_pipeline(s, o, n / tp)
                                              : add_data_parallel(s, o, n / tp);
                     if (err)
@@ -139,6 +164,30 @@ static int enumerate(struct search *s)
                 }
         }
     }
+    return 0;
+}
+
+/* The precisions searched: the one the user gave, else each the devices have a peak for
+ * (fp64 aside: no one trains in it). */
+static void precisions(struct search *s)
+{
+    const struct dt_rec_request *rq = s->rq;
+    const enum dt_precision all[] = {DT_FP32, DT_TF32, DT_BF16, DT_FP16, DT_FP8};
+    for (int i = 0; i < 5; i++) {
+        bool has = rq->precision_given ? all[i] == rq->base.precision : true;
+        for (int g = 0; g < rq->topo->n_groups && has; g++)
+            has = rq->topo->groups[g].device.peak_flops[all[i]] > 0 || all[i] == DT_FP32;
+        s->prec_searched[all[i]] = has;
+    }
+}
+
+/* Every candidate, in an order that depends only on the inputs. */
+static int enumerate(struct search *s)
+{
+    precisions(s);
+    for (int p = 0; p < DT_PREC_COUNT; p++)
+        if (s->prec_searched[p] && enumerate_at(s, (enum dt_precision)p))
+            return -1;
     return 0;
 }
 
@@ -160,8 +209,9 @@ static double compute_bound(const struct dt_plan *plan, const struct dt_cost_par
     return worst;
 }
 
-/* Compiles a candidate's probe: its largest rank's memory and compute bound. */
-static int measure(const struct search *s, struct candidate *c, struct dt_error *err)
+/* Compiles a candidate's probe: its largest rank's memory and (*bound) compute bound. */
+static int measure(const struct search *s, struct candidate *c, double *bound,
+                   struct dt_error *err)
 {
     struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
     int rc = dt_plan_probe(s->rq->model, s->rq->topo, &c->opt, &plan, err);
@@ -180,13 +230,31 @@ static int measure(const struct search *s, struct candidate *c, struct dt_error 
     c->v[V_MEM] = mem;
     bool over = s->rq->memory_limit > 0 && mem > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
-    c->v[V_BOUND] = over ? 0 : compute_bound(plan, s->rq->group_cp);
+    *bound = over ? 0 : compute_bound(plan, s->rq->group_cp);
     dt_plan_destroy(plan);
     return DT_OK;
 }
 
+/* The symmetric estimate (symmetry.h) of a large pipeline. */
+static int estimate(const struct search *s, struct candidate *c, struct dt_error *err)
+{
+    struct dt_sym_result r;
+    int rc = dt_sym_estimate(s->rq->model, s->rq->topo, s->rq->group_cp, &c->opt, &r, err);
+    if (!rc) {
+        c->v[V_ITER] = r.iter_s;
+        c->v[V_COMPUTE] = r.compute_s;
+        c->v[V_COMM] = r.comm_s;
+        c->v[V_IDLE] = r.idle_s;
+        c->v[V_ESTIMATE] = 1;
+    }
+    return rc;
+}
+
 static int simulate(const struct search *s, struct candidate *c, struct dt_error *err)
 {
+    if (dt_plan_ranks(&c->opt, s->rq->topo) > SYMMETRY_MIN_RANKS &&
+        dt_sym_applies(&c->opt, s->rq->topo))
+        return estimate(s, c, err);
     struct dt_plan *plan;
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc)
@@ -209,6 +277,15 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
 }
 
 static bool fits(const struct candidate *c) { return c->v[V_STATUS] == 1 + ST_FITS; }
+static bool pruned(const struct candidate *c) { return c->v[V_STATUS] == 0; }
+static bool over_memory(const struct candidate *c)
+{
+    return c->v[V_STATUS] == 1 + ST_OVER_MEMORY || c->v[V_STATUS] == ST_OVER_BY_BOUND;
+}
+static bool not_applicable(const struct candidate *c)
+{
+    return c->v[V_STATUS] == ST_NOT_APPLICABLE || c->v[V_STATUS] == 1 + ST_REFUSED;
+}
 static bool simulated(const struct candidate *c) { return c->v[V_ITER] > 0; }
 
 static bool mine(const struct search *s, int i) { return i % s->rq->parts == s->rq->part; }
@@ -233,19 +310,6 @@ static int combine(struct search *s)
     return rc;
 }
 
-/* The least-compute fitting member of each family (ties: the first). */
-static void family_leads(const struct search *s, int *lead)
-{
-    for (int f = 0; f < s->n_families; f++)
-        lead[f] = -1;
-    for (int i = 0; i < s->n; i++) {
-        const struct candidate *c = &s->c[i];
-        int *l = &lead[c->family];
-        if (fits(c) && (*l < 0 || c->v[V_BOUND] < s->c[*l].v[V_BOUND]))
-            *l = i;
-    }
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -268,57 +332,71 @@ static double nth_best(const struct search *s, int top)
     return u;
 }
 
-/* Evaluates: compile all, simulate the family leads, then everything the bound cannot rule
- * out. *n_simulated counts the simulations (all processes). */
-static int evaluate(struct search *s, int *n_simulated, struct dt_error *err)
+/* Compiles one candidate and simulates it when it fits and its compiled compute bound does
+ * not rule it out against the N-th best so far. */
+static int evaluate_one(const struct search *s, struct candidate *c, double nth,
+                        struct dt_error *err)
 {
-    int rc = 0;
-    for (int i = 0; i < s->n && !rc; i++)
-        if (s->c[i].v[V_STATUS] == 0 && mine(s, i))
-            rc = measure(s, &s->c[i], err);
-    if (rc || (rc = combine(s)))
+    double bound = 0;
+    int rc = measure(s, c, &bound, err);
+    if (rc || !fits(c) || bound > nth)
         return rc;
-    int *lead = malloc((size_t)(s->n_families + 1) * sizeof *lead);
-    if (!lead)
-        return -1;
-    family_leads(s, lead);
-    for (int f = 0; f < s->n_families && !rc; f++)
-        if (lead[f] >= 0 && mine(s, lead[f]))
-            rc = simulate(s, &s->c[lead[f]], err);
-    free(lead);
-    if (rc || (rc = combine(s)))
-        return rc;
-    double bound = nth_best(s, s->rq->top);
-    for (int i = 0; i < s->n && !rc; i++) {
-        struct candidate *c = &s->c[i];
-        if (fits(c) && !simulated(c) && c->v[V_BOUND] < bound && mine(s, i))
-            rc = simulate(s, c, err);
-    }
-    if (rc || (rc = combine(s)))
-        return rc;
-    *n_simulated = 0;
-    for (int i = 0; i < s->n; i++)
-        *n_simulated += simulated(&s->c[i]);
-    return 0;
+    return simulate(s, c, err);
 }
 
-struct by_iter {
-    double iter_s;
+/* A candidate's index under a key: the search's orders (ties: enumeration order). */
+struct keyed {
+    double key;
     int index;
 };
 
-static int cmp_by_iter(const void *a, const void *b)
+static int cmp_keyed(const void *a, const void *b)
 {
-    const struct by_iter *x = a, *y = b;
-    if (x->iter_s != y->iter_s)
-        return x->iter_s < y->iter_s ? -1 : 1;
+    const struct keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
     return x->index - y->index;
+}
+
+/* Branch and bound: the candidates in the order of their lower bound (bound.h), ROUND at a
+ * time (split over the processes, then combined), until the next bound exceeds the N-th
+ * best iteration found: none of the rest can enter the table, and they are not compiled.
+ * Rounds are the same for any number of processes, so the table and the counts are too.
+ * *n_simulated counts the simulations (all processes). */
+static int evaluate(struct search *s, int *n_simulated, struct dt_error *err)
+{
+    struct keyed *order = malloc((size_t)(s->n + 1) * sizeof *order);
+    int k = 0, rc = 0;
+    if (!order)
+        return -1;
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].v[V_STATUS] == 0)
+            order[k++] = (struct keyed){s->c[i].v[V_BOUND], i};
+    qsort(order, (size_t)k, sizeof *order, cmp_keyed);
+    double nth = INFINITY;
+    for (int at = 0; at < k && !rc && order[at].key <= nth;) {
+        int end = at;
+        while (end < k && end - at < ROUND && order[end].key <= nth)
+            end++;
+        for (int j = at; j < end && !rc; j++)
+            if (mine(s, order[j].index))
+                rc = evaluate_one(s, &s->c[order[j].index], nth, err);
+        if (!rc)
+            rc = combine(s);
+        nth = nth_best(s, s->rq->top);
+        at = end;
+    }
+    free(order);
+    *n_simulated = 0;
+    for (int i = 0; i < s->n; i++)
+        *n_simulated += simulated(&s->c[i]);
+    return rc;
 }
 
 /* Indices of the simulated candidates, fastest first (ties: enumeration order). */
 static int ranked(const struct search *s, int **out)
 {
-    struct by_iter *b = malloc((size_t)(s->n + 1) * sizeof *b);
+    struct keyed *b = malloc((size_t)(s->n + 1) * sizeof *b);
     int *idx = malloc((size_t)(s->n + 1) * sizeof *idx), k = 0;
     if (!b || !idx) {
         free(b);
@@ -327,8 +405,8 @@ static int ranked(const struct search *s, int **out)
     }
     for (int i = 0; i < s->n; i++)
         if (simulated(&s->c[i]))
-            b[k++] = (struct by_iter){s->c[i].v[V_ITER], i};
-    qsort(b, (size_t)k, sizeof *b, cmp_by_iter);
+            b[k++] = (struct keyed){s->c[i].v[V_ITER], i};
+    qsort(b, (size_t)k, sizeof *b, cmp_keyed);
     for (int j = 0; j < k; j++)
         idx[j] = b[j].index;
     free(b);
@@ -349,6 +427,7 @@ static void config_cells(struct dt_table *t, const struct dt_plan_options *o, in
     dt_table_cell(t, "%s", o->bucket_bytes > 0 ? "25 MiB" : "-");
     dt_table_cell(t, "%d", o->zero);
     dt_table_cell(t, "%s", dt_recompute_name(o->recompute));
+    dt_table_cell(t, "%s", dt_precision_name(o->precision));
 }
 
 static double epoch_s(const struct dt_rec_request *rq, double iter_s)
@@ -361,19 +440,19 @@ static int print_top(const struct search *s, const int *idx, int k, FILE *out)
     const struct dt_rec_request *rq = s->rq;
     double price = dt_topology_price_per_h(rq->topo);
     const char *heads[] = {"rank", "strategy", "dp", "tp", "pp", "micro-batches", "chunks", "bucket",
-                           "zero", "recompute", "iter (ms)", "epoch (s)", "mem (MiB)",
-                           "$/epoch"};
-    int ncols = price > 0 ? 14 : 13;
+                           "zero", "recompute", "precision", "iter (ms)", "epoch (s)",
+                           "mem (MiB)", "$/epoch"};
+    int ncols = price > 0 ? 15 : 14;
     struct dt_table *t = dt_table_new(ncols);
     if (!t)
         return -1;
     for (int c = 0; c < ncols; c++)
-        dt_table_column(t, c, heads[c], c == 1 || c == 7 || c == 9);
+        dt_table_column(t, c, heads[c], c == 1 || c == 7 || c == 9 || c == 10);
     for (int j = 0; j < k && j < rq->top; j++) {
         const struct candidate *c = &s->c[idx[j]];
         dt_table_cell(t, "%d", j + 1);
         config_cells(t, &c->opt, rq->topo->n_ranks);
-        dt_table_cell(t, "%.3f", c->v[V_ITER] * 1e3);
+        dt_table_cell(t, "%.3f%s", c->v[V_ITER] * 1e3, c->v[V_ESTIMATE] > 0 ? "*" : "");
         dt_table_cell(t, "%.2f", epoch_s(rq, c->v[V_ITER]));
         dt_table_cell(t, "%.1f", c->v[V_MEM] / MIB);
         if (price > 0)
@@ -410,9 +489,9 @@ static void family_misses(const struct search *s, int f, const struct candidate 
         const struct candidate *c = &s->c[i];
         if (c->family != f)
             continue;
-        if ((c->v[V_STATUS] < 0 || c->v[V_STATUS] == 1 + ST_REFUSED) && !*refused)
+        if (not_applicable(c) && !*refused)
             *refused = c;
-        if (c->v[V_STATUS] == 1 + ST_OVER_MEMORY &&
+        if (over_memory(c) &&
             (!*smallest || c->v[V_MEM] < (*smallest)->v[V_MEM]))
             *smallest = c;
     }
@@ -451,6 +530,77 @@ static void print_refused(const struct search *s, const bool *applies, FILE *out
     free(done);
 }
 
+/* The pruned candidate of least lower bound among those `member` accepts (NULL: none). */
+static const struct candidate *least_pruned(const struct search *s, int key,
+                                            bool (*member)(const struct candidate *, int))
+{
+    const struct candidate *least = NULL;
+    for (int i = 0; i < s->n; i++)
+        if (pruned(&s->c[i]) && member(&s->c[i], key) &&
+            (!least || s->c[i].v[V_BOUND] < least->v[V_BOUND]))
+            least = &s->c[i];
+    return least;
+}
+
+/* Why a group of candidates lost to rank 1: fb its best simulated (NULL: none), else its
+ * least-bound pruned member, else its smallest over the memory limit. */
+static void print_loss(const struct search *s, const struct candidate *best,
+                       const struct candidate *fb, const struct candidate *least,
+                       const struct candidate *smallest, FILE *out)
+{
+    if (fb == best) {
+        fprintf(out, "rank 1\n");
+    } else if (fb) {
+        double by;
+        const char *term = losing_term(fb, best, &by);
+        fprintf(out, "slower by %.1f %% (%.3f ms more %s)\n",
+                100 * (fb->v[V_ITER] / best->v[V_ITER] - 1), by * 1e3, term);
+    } else if (least) {
+        fprintf(out, "slower by at least %.1f %% (its least compute lower bound, %.3f ms, is "
+                     "above the %d-th best: not compiled)\n",
+                100 * (least->v[V_BOUND] / best->v[V_ITER] - 1), least->v[V_BOUND] * 1e3,
+                s->rq->top);
+    } else {
+        bool least_mem = smallest->v[V_STATUS] == ST_OVER_BY_BOUND;
+        fprintf(out, "does not fit: its smallest needs %s%.2f GiB per device, %s%.2f GiB over "
+                     "the limit%s\n", least_mem ? "at least " : "", smallest->v[V_MEM] / GIB,
+                least_mem ? "at least " : "", (smallest->v[V_MEM] - s->rq->memory_limit) / GIB,
+                least_mem ? " (its parameters' states alone)" : "");
+    }
+}
+
+static bool in_family(const struct candidate *c, int f) { return c->family == f; }
+static bool at_precision(const struct candidate *c, int p) { return (int)c->opt.precision == p; }
+
+/* A line per precision searched (when more than one is): its best config, or why it lost. */
+static void print_precisions(const struct search *s, const int *idx, int k, FILE *out)
+{
+    int searched = 0;
+    for (int p = 0; p < DT_PREC_COUNT; p++)
+        searched += s->prec_searched[p];
+    if (searched < 2)
+        return;
+    fprintf(out, "\nPrecisions (best member against rank 1):\n");
+    for (int p = 0; p < DT_PREC_COUNT; p++) {
+        if (!s->prec_searched[p])
+            continue;
+        const struct candidate *fb = NULL, *smallest = NULL;
+        for (int j = 0; j < k && !fb; j++)
+            if (at_precision(&s->c[idx[j]], p))
+                fb = &s->c[idx[j]];
+        for (int i = 0; i < s->n; i++)
+            if (at_precision(&s->c[i], p) && over_memory(&s->c[i]) &&
+                (!smallest || s->c[i].v[V_MEM] < smallest->v[V_MEM]))
+                smallest = &s->c[i];
+        const struct candidate *least = least_pruned(s, p, at_precision);
+        fprintf(out, "  %-28s ", dt_precision_name((enum dt_precision)p));
+        if (fb || least || smallest)
+            print_loss(s, &s->c[idx[0]], fb, least, smallest, out);
+        else
+            fprintf(out, "not applicable (no configuration compiles)\n");
+    }
+}
+
 /* A line per family: its best config, or why none of it made the table. */
 static void print_families(const struct search *s, const int *idx, int k, FILE *out)
 {
@@ -465,55 +615,49 @@ static void print_families(const struct search *s, const int *idx, int k, FILE *
             if (s->c[idx[j]].family == f)
                 fb = &s->c[idx[j]];
         family_misses(s, f, &smallest, &refused);
-        applies[f] = fb || smallest;
+        const struct candidate *least = least_pruned(s, f, in_family);
+        applies[f] = fb || smallest || least;
         if (!applies[f])
             continue;
         fprintf(out, "  %-28s ", s->families[f]);
-        if (fb == best) {
-            fprintf(out, "rank 1\n");
-        } else if (fb) {
-            double by;
-            const char *term = losing_term(fb, best, &by);
-            fprintf(out, "slower by %.1f %% (%.3f ms more %s)\n",
-                    100 * (fb->v[V_ITER] / best->v[V_ITER] - 1), by * 1e3, term);
-        } else {
-            fprintf(out, "does not fit: its smallest needs %.2f GiB per device, %.2f GiB over "
-                         "the limit\n", smallest->v[V_MEM] / GIB,
-                    (smallest->v[V_MEM] - s->rq->memory_limit) / GIB);
-        }
+        print_loss(s, best, fb, least, smallest, out);
     }
     print_refused(s, applies, out);
     free(applies);
+    print_precisions(s, idx, k, out);
 }
 
 static void print_csv(const struct search *s, const int *idx, int k, FILE *out)
 {
     const struct dt_rec_request *rq = s->rq;
     fprintf(out, "rank,strategy,dp,tp,pp,micro_batches,chunks,accumulate,bucket_B,zero,"
-                 "recompute,iter_s,epoch_s,memory_B,compute_s,comm_s,idle_s,usd_per_epoch\n");
+                 "recompute,iter_s,epoch_s,memory_B,compute_s,comm_s,idle_s,usd_per_epoch,"
+                 "precision,estimate\n");
     double price = dt_topology_price_per_h(rq->topo);
     for (int j = 0; j < k && j < rq->top; j++) {
         const struct candidate *c = &s->c[idx[j]];
         const struct dt_plan_options *o = &c->opt;
         int tp = o->tp > 1 ? o->tp : 1, pp = o->pp > 1 ? o->pp : 1;
-        fprintf(out, "%d,%s,%d,%d,%d,%d,%d,%d,%.0f,%d,%s,%.9g,%.9g,%.0f,%.9g,%.9g,%.9g,%.6g\n",
+        fprintf(out, "%d,%s,%d,%d,%d,%d,%d,%d,%.0f,%d,%s,%.9g,%.9g,%.0f,%.9g,%.9g,%.9g,%.6g,%s,%d"
+                     "\n",
                 j + 1, dt_strategy_name(o->strategy), rq->topo->n_ranks / (tp * pp), tp, pp,
                 o->micro_batches, o->chunks ? o->chunks : 1, o->accumulate, o->bucket_bytes,
                 o->zero, dt_recompute_name(o->recompute), c->v[V_ITER],
                 epoch_s(rq, c->v[V_ITER]), c->v[V_MEM], c->v[V_COMPUTE], c->v[V_COMM],
-                c->v[V_IDLE], price * epoch_s(rq, c->v[V_ITER]) / 3600);
+                c->v[V_IDLE], price * epoch_s(rq, c->v[V_ITER]) / 3600,
+                dt_precision_name(o->precision), c->v[V_ESTIMATE] > 0);
     }
 }
 
 static void print_json(const struct search *s, const int *idx, int k, int n_fit, int n_sim,
-                       FILE *out)
+                       int n_pruned, FILE *out)
 {
     const struct dt_rec_request *rq = s->rq;
     fprintf(out, "{\n  \"model\": \"%s\", \"topology\": \"%s\", \"ranks\": %d, "
                  "\"global_batch\": %ld, \"memory_limit_B\": %.0f,\n  \"candidates\": %d, "
-                 "\"fit\": %d, \"simulated\": %d,\n  \"recommendations\": [\n",
+                 "\"fit\": %d, \"simulated\": %d, \"pruned\": %d,\n  \"recommendations\": [\n",
             rq->model->name, rq->topo->name, rq->topo->n_ranks, rq->global_batch,
-            rq->memory_limit, s->n, n_fit, n_sim);
+            rq->memory_limit, s->n, n_fit, n_sim, n_pruned);
     int shown = k < rq->top ? k : rq->top;
     for (int j = 0; j < shown; j++) {
         const struct candidate *c = &s->c[idx[j]];
@@ -522,10 +666,11 @@ static void print_json(const struct search *s, const int *idx, int k, int n_fit,
         fprintf(out, "    {\"rank\": %d, \"strategy\": \"%s\", \"parallel\": \"%s\", "
                      "\"bucket_B\": %.0f, \"iter_s\": %.9g, \"epoch_s\": %.9g, "
                      "\"memory_B\": %.0f, \"compute_s\": %.9g, \"comm_s\": %.9g, "
-                     "\"idle_s\": %.9g}%s\n",
+                     "\"idle_s\": %.9g, \"estimate\": %s}%s\n",
                 j + 1, dt_strategy_name(c->opt.strategy), par, c->opt.bucket_bytes,
                 c->v[V_ITER], epoch_s(rq, c->v[V_ITER]), c->v[V_MEM], c->v[V_COMPUTE],
-                c->v[V_COMM], c->v[V_IDLE], j + 1 < shown ? "," : "");
+                c->v[V_COMM], c->v[V_IDLE], c->v[V_ESTIMATE] > 0 ? "true" : "false",
+                j + 1 < shown ? "," : "");
     }
     fprintf(out, "  ]\n}\n");
 }
@@ -533,11 +678,13 @@ static void print_json(const struct search *s, const int *idx, int k, int n_fit,
 static int report(const struct search *s, int n_sim, FILE *out, struct dt_error *err)
 {
     const struct dt_rec_request *rq = s->rq;
-    int n_fit = 0, n_over = 0, n_refused = 0;
+    int n_fit = 0, n_over = 0, n_refused = 0, n_pruned = 0, n_est = 0;
     for (int i = 0; i < s->n; i++) {
         n_fit += fits(&s->c[i]);
-        n_over += s->c[i].v[V_STATUS] == 1 + ST_OVER_MEMORY;
-        n_refused += s->c[i].v[V_STATUS] < 0 || s->c[i].v[V_STATUS] == 1 + ST_REFUSED;
+        n_pruned += pruned(&s->c[i]);
+        n_est += s->c[i].v[V_ESTIMATE] > 0;
+        n_over += over_memory(&s->c[i]);
+        n_refused += not_applicable(&s->c[i]);
     }
     int *idx, k = ranked(s, &idx);
     if (k < 0)
@@ -552,7 +699,7 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
     if (rq->format == DT_REC_CSV) {
         print_csv(s, idx, k, out);
     } else if (rq->format == DT_REC_JSON) {
-        print_json(s, idx, k, n_fit, n_sim, out);
+        print_json(s, idx, k, n_fit, n_sim, n_pruned, out);
     } else {
         fprintf(out, "Recommendations for %s on %s (%d devices), global batch %ld",
                 rq->model->name, rq->topo->name, rq->topo->n_ranks, rq->global_batch);
@@ -560,10 +707,16 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
             fprintf(out, ", memory limit %.2f GiB per device", rq->memory_limit / GIB);
         fprintf(out, ":\n\n");
         rc = print_top(s, idx, k, out);
-        fprintf(out, "\n%d configurations: %d not applicable, %d over the memory limit, %d fit; "
-                     "%d simulated (the others' compute alone is no faster than the %d%s best)\n",
-                s->n, n_refused, n_over, n_fit, n_sim, rq->top,
-                rq->top == 1 ? "st" : rq->top == 2 ? "nd" : rq->top == 3 ? "rd" : "th");
+        const char *nth = rq->top == 1 ? "st" : rq->top == 2 ? "nd" : rq->top == 3 ? "rd" : "th";
+        fprintf(out, "\n%d configurations: %d not applicable, %d pruned uncompiled (a lower bound "
+                     "of their compute is above the %d%s best), %d over the memory limit, %d "
+                     "fit; %d simulated (the others' compiled compute is above the %d%s best)\n",
+                s->n, n_refused, n_pruned, rq->top, nth, n_over, n_fit, n_sim, rq->top, nth);
+        if (n_est)
+            fprintf(out, "*: %d estimate%s, not simulations: pipelines on over %d devices "
+                         "simulate one data-parallel replica and add the replicas' gradient "
+                         "allreduce in closed form (symmetry mode, dtsim(1))\n",
+                    n_est, n_est > 1 ? "s" : "", SYMMETRY_MIN_RANKS);
         print_families(s, idx, k, out);
     }
     free(idx);
@@ -580,5 +733,6 @@ int dt_recommend(const struct dt_rec_request *rq, FILE *out, struct dt_error *er
     if (!rc && rq->part == 0)
         rc = report(&s, n_sim, out, err);
     free(s.c);
+    dt_rec_bound_free(&s.bounds);
     return rc;
 }

@@ -24,6 +24,8 @@ struct dt_rec_request {
     const struct dt_model *model;
     const struct dt_topology *topo;
     struct dt_plan_options base;   /* the user's config: optimizer, precision, ... */
+    bool precision_given;          /* search base.precision only (else every one the devices
+                                    * have a peak for) */
     const struct dt_cost_params *group_cp; /* per node group of topo; the first group's are
                                             * the plan's default (network, eager limit) */
     long global_batch;             /* samples per step, every config */

@@ -1,0 +1,113 @@
+/* Lower bound of a config's iteration from layer costs (see bound.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "bound.h"
+
+/* One rank's cheapest cost of layer l's forward and backward on `rows` samples over the
+ * node groups, at the cheaper of whole and 1/T share (a replicated layer runs whole). */
+static double layer_min_cost(const struct dt_model *m, const struct dt_topology *topo,
+                             const struct dt_cost_params *group_cp, enum dt_precision prec,
+                             int l, int rows, int T, bool backward)
+{
+    double best = INFINITY;
+    for (int g = 0; g < topo->n_groups; g++) {
+        const struct dt_device_spec *dev = &topo->groups[g].device;
+        for (int shards = 1; shards <= T; shards = shards < T ? T : T + 1) {
+            struct dt_op f = {.kind = DT_OP_COMPUTE, .phase = DT_PH_FORWARD, .layer = l,
+                              .samples = rows, .precision = prec, .shards = shards};
+            struct dt_op b = f;
+            b.phase = DT_PH_BACKWARD;
+            double c = dt_cost_compute(&group_cp[g], dev, m, &f) +
+                       (backward ? dt_cost_compute(&group_cp[g], dev, m, &b) : 0);
+            best = c < best ? c : best;
+        }
+    }
+    return best;
+}
+
+/* w: one micro-batch of `rows` through the whole model on one rank of a tensor group. */
+static double model_work(const struct dt_model *m, const struct dt_topology *topo,
+                         const struct dt_cost_params *group_cp, enum dt_precision prec,
+                         int rows, int T)
+{
+    int first_train = 0; /* layers before the first with parameters have no backward */
+    while (first_train < m->n_layers && m->layers[first_train].params == 0)
+        first_train++;
+    double w = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        if (!dt_layer_is_view(&m->layers[l]))
+            w += layer_min_cost(m, topo, group_cp, prec, l, rows, T, l >= first_train);
+    return w;
+}
+
+/* model_work through the cache; -1 when out of memory. */
+static double cached_work(const struct dt_model *m, const struct dt_topology *topo,
+                          const struct dt_cost_params *group_cp, enum dt_precision prec,
+                          int rows, int T, struct dt_rec_bound_cache *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].prec == (int)prec && c->e[i].rows == rows && c->e[i].tp == T)
+            return c->e[i].w;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        struct dt_rec_work *e = realloc(c->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return -1;
+        c->e = e;
+        c->cap = cap;
+    }
+    double w = model_work(m, topo, group_cp, prec, rows, T);
+    c->e[c->n++] = (struct dt_rec_work){(int)prec, rows, T, w};
+    return w;
+}
+
+void dt_rec_bound_free(struct dt_rec_bound_cache *c)
+{
+    free(c->e);
+    *c = (struct dt_rec_bound_cache){0};
+}
+
+double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
+                    const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
+                    long global_batch, struct dt_rec_bound_cache *cache)
+{
+    const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
+    int T = o->tp > 1 ? o->tp : 1;
+    int S = info->pipeline ? (o->pp > 1 ? o->pp : 2) : 1;
+    int ranks = dt_plan_ranks(o, topo);
+    int D = info->pipeline && o->dp ? o->dp : ranks / (T * S);
+    int micro = info->pipeline ? (o->micro_batches ? o->micro_batches : S)
+                               : (o->accumulate > 1 ? o->accumulate : 1);
+    if (D < 1 || global_batch < (long)D * micro)
+        return 0;
+    /* replica 0's rows, split as the compile splits them (dt_chunk): the largest share */
+    long len = global_batch / D + (global_batch % D > 0);
+    int small = (int)(len / micro), n_big = (int)(len % micro);
+    double w = cached_work(m, topo, group_cp, o->precision, small, T, cache);
+    double w_big = n_big ? cached_work(m, topo, group_cp, o->precision, small + 1, T, cache) : 0;
+    if (w < 0 || w_big < 0)
+        return -1;
+    double sum = (micro - n_big) * w + n_big * w_big;
+    if (!info->pipeline)
+        return sum;
+    if (o->strategy == DT_STRAT_INTERLEAVED)
+        return sum / S;
+    return w / (1 - pow(1 - 1.0 / micro, S)); /* every micro-batch at least the smaller */
+}
+
+double dt_rec_memory_bound(const struct dt_model *m, const struct dt_topology *topo,
+                           const struct dt_plan_options *o)
+{
+    const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
+    int T = o->tp > 1 ? o->tp : 1;
+    int S = info->pipeline ? (o->pp > 1 ? o->pp : 2) : 1;
+    int D = info->pipeline && o->dp ? o->dp : dt_plan_ranks(o, topo) / (T * S);
+    double w = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_PARAMS));
+    double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
+    double state = 4.0 * dt_optimizer_moments(o->optimizer) +
+                   (dt_plan_mixed(o->precision) ? 4.0 : 0); /* moments, fp32 master */
+    double per_param = (o->zero >= 3 ? w / D : w) + (o->zero >= 2 ? g / D : g) +
+                       (o->zero >= 1 ? state / D : state);
+    return per_param * (double)m->total_params / ((double)S * T);
+}

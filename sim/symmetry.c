@@ -1,0 +1,73 @@
+/* One replica simulated, the replicas' allreduce in closed form (see symmetry.h). */
+#include "symmetry.h"
+
+#include "epoch.h"
+#include "player.h"
+
+static int replicas(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    int T = o->tp > 1 ? o->tp : 1, S = o->pp > 1 ? o->pp : 2;
+    return o->dp ? o->dp : dt_plan_ranks(o, topo) / (T * S);
+}
+
+bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
+    bool ring = !o->grad_alg_given || o->grad_alg == DT_ALG_RING || o->grad_alg == DT_ALG_LINEAR;
+    return info->pipeline && o->strategy != DT_STRAT_NAIVE_MP && ring && o->zero <= 1 &&
+           replicas(o, topo) > 1;
+}
+
+/* Seconds of a ring allreduce of `bytes` over D replicas whose neighbours are `stride` ranks
+ * apart: 2 (D - 1) steps of bytes / D, each at the slowest hop's bandwidth and latency. */
+static double ring_allreduce_s(const struct dt_topology *topo, int D, int stride, double bytes)
+{
+    const struct dt_node_group *g = &topo->groups[0];
+    bool across = (long)D * stride > g->devices;
+    double bw = g->intra.bw_Bps, lat = g->intra.lat_s;
+    if (across) { /* the node's NICs shared by its devices, each sending at once */
+        double share = g->nics < g->devices ? (double)g->nics / g->devices : 1.0;
+        bw = g->nic.bw_Bps * share;
+        lat = 2 * g->nic.lat_s + (2 * topo->net.levels - 1) * topo->net.switch_lat_s;
+    }
+    return 2.0 * (D - 1) * (bytes / D / bw + lat);
+}
+
+int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
+                    const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
+                    struct dt_sym_result *out, struct dt_error *err)
+{
+    int D = replicas(o, topo), T = o->tp > 1 ? o->tp : 1;
+    struct dt_plan_options one = *o;
+    one.dp = 1;
+    one.n_ranks = 0;
+    one.zero = 0; /* one replica shards nothing; ZeRO-1's exchange is the allreduce below */
+    one.batch = (int)(o->batch / D); /* strong scaling: this replica's share of the step */
+    struct dt_plan *plan;
+    int rc = dt_plan_build(m, topo, &one, &plan, err);
+    if (rc)
+        return rc;
+    double grads = 0;
+    for (int r = 0; r < plan->n_ranks; r++) {
+        struct dt_memory mem;
+        dt_plan_rank_memory(plan, r, &mem);
+        grads = mem.grads > grads ? mem.grads : grads;
+    }
+    struct dt_sim_result res;
+    struct dt_sim_options so = {.group_cp = group_cp};
+    rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
+    if (!rc) {
+        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, grads)};
+        for (int r = 0; r < res.n_ranks; r++) {
+            out->compute_s += res.rank[r].compute_s / res.n_ranks;
+            out->comm_s += res.rank[r].comm_s / res.n_ranks;
+            out->idle_s += res.rank[r].idle_s / res.n_ranks;
+        }
+        out->comm_s += out->allreduce_s;
+        double iter = res.iter_s + out->allreduce_s, read = dt_step_read_s(plan, &group_cp[0]);
+        out->iter_s = iter > read ? iter : read;
+        dt_sim_result_free(&res);
+    }
+    dt_plan_destroy(plan);
+    return rc;
+}

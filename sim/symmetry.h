@@ -1,0 +1,31 @@
+/* The symmetric estimate of a pipeline's iteration (dtsim --recommend on large clusters):
+ * the data-parallel replicas of a pipeline run the same program on equal shares of the
+ * batch, so one replica (S stages x T tensor ranks, the first of the topology's ranks) is
+ * simulated whole, without the replicas' gradient allreduce, and that allreduce is added in
+ * closed form: the ring's 2 (D - 1) steps of n / D bytes each (ZeRO-1's reduce-scatter plus
+ * allgather move the same), n the largest stage's gradient bytes, at the network's per-rank
+ * bandwidth and latency when the D replicas span nodes (the node's when they do not).
+ * An estimate, not a simulation: the ring's reduction passes, the stages' allreduces
+ * overlapping one another's remaining backward, the replica's placement on nodes nearer
+ * than Megatron's order puts them, and ZeRO-1's smaller update are left out
+ * (tests/test_dtsim_recommend.sh holds it to the full simulation on small shapes). */
+#ifndef DT_SIM_SYMMETRY_H
+#define DT_SIM_SYMMETRY_H
+
+#include "dt/costmodel.h"
+#include "dt/plan.h"
+
+/* Whether the estimate applies to o: a pipeline (gpipe, 1f1b, interleaved) with D > 1
+ * replicas under the ring allreduce. */
+bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo);
+
+/* Iteration, and per-rank means of compute, communication and idle seconds (the replica's,
+ * communication plus the allreduce). */
+struct dt_sym_result {
+    double iter_s, compute_s, comm_s, idle_s, allreduce_s;
+};
+int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
+                    const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
+                    struct dt_sym_result *out, struct dt_error *err);
+
+#endif
