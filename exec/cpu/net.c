@@ -753,6 +753,9 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
     return ly->pooled ? elem % (ly->out_sz * net->slot_rows) : elem;
 }
 
+uint16_t *dtk_net_act16(struct dtk_net *net, int i) { return net->lay[i].act16; }
+uint16_t *dtk_net_dact16(struct dtk_net *net, int i) { return net->lay[i].dact16; }
+
 /* ---- mixed precision: one op's float32 stage ---- */
 
 /* What an op writes, so what its stage rounds back into 2-byte storage (the rest it only
