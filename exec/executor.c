@@ -1120,10 +1120,14 @@ static MPI_Comm replica_comm(const struct dtx_exec *ex)
     return g >= 0 && g < ex->plan->n_groups ? ex->gcomm[g] : MPI_COMM_NULL;
 }
 
-/* Whether the replicas hold the same master weights: each updates all it holds (no ZeRO). */
+/* Whether replicas hold the same master weights: every rank updates all it holds (not ZeRO,
+ * not a parameter server's one updating rank). The same answer on every rank. */
 static bool replicated_master(const struct dtx_exec *ex)
 {
-    return !ex->rp->owned && ex->rp->n_updated == ex->rp->n_params;
+    bool all = true;
+    for (int r = 0; r < ex->plan->n_ranks && all; r++)
+        all = !ex->plan->ranks[r].owned && ex->plan->ranks[r].n_updated == ex->plan->ranks[r].n_params;
+    return all;
 }
 
 bool dtx_exec_params_agree(struct dtx_exec *ex)

@@ -62,6 +62,7 @@ split() { # (exec_run sets $name and $np: names of their own here)
   sn=$1 snp=$2; shift 2
   exec_ok "$sn-fp32" "$snp" "$@" && same "$sn-fp32" "$sn-bf16" "$snp" "$@" --precision bf16
 }
+split ps-central 2 $tpm --strategy ps-central  # one rank updates: the others hold no master
 split tp2 2 $tpm --strategy ring --tp 2
 split gpipe 2 $tpm --strategy gpipe
 split pp2-tp2 4 $tpm --strategy 1f1b --pp 2 --tp 2
