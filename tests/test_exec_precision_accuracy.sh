@@ -58,8 +58,8 @@ if run mlp-fp32 $mlp; then
   run mlp-bf16 $mlp --precision bf16 && compare mlp-fp32 mlp-bf16 0.01 0.80
   run mlp-fp16 $mlp --precision fp16 && compare mlp-fp32 mlp-fp16 0.01 0.80
 fi
-# (under AddressSanitizer the two 100-step CNN runs and their 10,000-image tests take minutes: its bf16
-# kernels are checked there by test_exec_precision.sh's 6 cnn690k steps)
+# (under AddressSanitizer the two 100-step CNN runs and their 10,000-image tests take
+# minutes: its bf16 kernels are checked there by test_exec_precision.sh's 6 cnn690k steps)
 cnn="--model cnn690k --batch 64 --max-iters 100"
 if nm "$dtexec" 2>/dev/null | grep -q __asan_init; then
   echo "skip: cnn690k under AddressSanitizer"
