@@ -411,10 +411,6 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
     else if (!rc && o->par.precision == DT_TF32)
         rc = bad(msg, len, "--precision", "tf32 is simulated only (dtsim); dtexec executes "
                  "fp32, bf16 and fp16");
-    else if (!rc && mixed && (o->par.tp > 1 || o->par.zero))
-        rc = bad(msg, len, "--precision", "%s with %s is simulated only so far (dtsim); dtexec "
-                 "executes mixed precision for data parallelism of whole replicas",
-                 dt_precision_name(o->par.precision), o->par.tp > 1 ? "--tp" : "--zero");
     else if (!rc && mixed && (o->checkpoint || o->resume))
         rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--resume",
                  "checkpoints hold fp32 runs only so far (not --precision %s)",
@@ -943,10 +939,6 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
         po.n_ranks = w->size;
         rc = dt_plan_build(R->model, R->topo, &po, &R->plan, err);
     }
-    if (!rc && dt_plan_mixed(o->par.precision) && dt_strategy_info(s)->pipeline)
-        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--precision: %s with %s is simulated only so "
-                     "far (dtsim); dtexec executes mixed precision for the data-parallel "
-                     "strategies", dt_precision_name(o->par.precision), dt_strategy_name(s));
     if (!rc && o->cuda)
         rc = cuda_usable(R->plan, err);
     if ((rc = agree(w, rc, err)))

@@ -74,6 +74,7 @@ struct dtx_exec {
     /* mixed precision (executor.h) */
     enum dt_dtype dtype;          /* of parameters, gradients, activations: F32 or 2-byte */
     float *master, *scaler;       /* fp32 master weights (n_updated) and DT_SCALER_* */
+    float *wide;                  /* the 2-byte parameters widened (float_params) */
     MPI_Op half_sum;              /* MPI_OP_NULL without mixed precision */
     long overflow_at, skipped;    /* testing: the step whose gradients overflow; steps skipped */
     struct dtx_cuda_net *gpu;     /* --device cuda: the net's buffers on the GPU (NULL: CPU) */
@@ -93,8 +94,11 @@ static char *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
     case DT_BUF_GRADS:
         return h ? (char *)dtk_net_grads16(ex->net) : (char *)dtk_net_grads(ex->net);
     case DT_BUF_OPT: return (char *)ex->opt_state;
-    case DT_BUF_ACT: return (char *)dtk_net_act(ex->net, g->layer);
-    case DT_BUF_DACT: return (char *)dtk_net_dact(ex->net, g->layer);
+    case DT_BUF_ACT:
+        return h ? (char *)dtk_net_act16(ex->net, g->layer) : (char *)dtk_net_act(ex->net, g->layer);
+    case DT_BUF_DACT:
+        return h ? (char *)dtk_net_dact16(ex->net, g->layer)
+                 : (char *)dtk_net_dact(ex->net, g->layer);
     case DT_BUF_KEEP: return (char *)dtk_net_keep(ex->net, g->layer);
     case DT_BUF_MASTER: return (char *)ex->master;
     case DT_BUF_SCALER: return (char *)ex->scaler;
@@ -266,18 +270,31 @@ static int setup_program(struct dtx_exec *ex, struct program *pg, const struct d
     return rc;
 }
 
-/* Mixed precision: the master weights (from the 2-byte parameters, as Megatron-LM's
- * mixed-precision optimizer makes them), the loss scaler, the MPI sum of 2-byte floats. */
+/* The master weights start as the 2-byte parameters they are cast into: each cast of the
+ * step program (COPY from MASTER to PARAMS, written after every UPDATE) read backwards. Whole
+ * replicas own every parameter; a ZeRO shard, a tensor-parallel shard or a stage only theirs. */
+static void init_master(struct dtx_exec *ex)
+{
+    const uint16_t *p = dtk_net_params16(ex->net);
+    for (int i = 0; i < ex->rp->n_ops; i++) {
+        const struct dt_op *o = &ex->rp->ops[i];
+        if (o->kind == DT_OP_COPY && o->region.buf == DT_BUF_MASTER)
+            dtk_half_to_f32(ex->dtype, p + o->dst.offset, ex->master + o->region.offset,
+                            o->region.count);
+    }
+}
+
+/* Mixed precision: the master weights, the loss scaler, the MPI sum of 2-byte floats, and
+ * the float32 image of the parameters the checks and the gather read (not a training buffer:
+ * outside the plan's table, like the gather's receive buffer). */
 static int allocate_mixed(struct dtx_exec *ex, struct dt_error *err)
 {
-    if (ex->rp->n_updated != ex->rp->n_params || ex->rp->n_owned)
-        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "mixed precision executes data "
-                       "parallelism of whole replicas only (no ZeRO shards)");
-    ex->master = malloc((size_t)(ex->opt_block + 1) * sizeof *ex->master);
+    ex->master = calloc((size_t)(ex->opt_block + 1), sizeof *ex->master);
     ex->scaler = calloc(DT_SCALER_ELEMS, sizeof *ex->scaler);
-    if (!ex->master || !ex->scaler)
+    ex->wide = malloc((size_t)(dtk_net_n_params(ex->net) + 1) * sizeof *ex->wide);
+    if (!ex->master || !ex->scaler || !ex->wide)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory for the master weights");
-    dtk_half_to_f32(ex->dtype, dtk_net_params16(ex->net), ex->master, ex->opt_block);
+    init_master(ex);
     ex->scaler[DT_SCALER_SCALE] = (float)DT_SCALER_INIT;
     MPI_Op_create(ex->dtype == DT_TYPE_BF16 ? bf16_sum : f16_sum, 1, &ex->half_sum);
     return DT_OK;
@@ -429,6 +446,7 @@ void dtx_exec_destroy(struct dtx_exec *ex)
     free(ex->opt_state);
     free(ex->master);
     free(ex->scaler);
+    free(ex->wide);
     if (ex->half_sum != MPI_OP_NULL)
         MPI_Op_free(&ex->half_sum);
     dtx_cuda_destroy(ex->gpu);
@@ -1073,14 +1091,18 @@ uint64_t dtx_params_hash(const float *p, long n)
 }
 
 
-/* The float32 weights: the parameters, or under mixed precision their master copy (whose
- * cast the 2-byte parameters are). */
+/* The float32 weights: the parameters, or under mixed precision the 2-byte parameters
+ * widened (exactly: every bf16 and fp16 value is a float), which every replica holds alike
+ * whether or not the master weights are sharded (ZeRO). */
 static float *float_params(struct dtx_exec *ex)
 {
     if (ex->gpu) /* --device cuda: the host copy, brought up to date */
         dtx_cuda_download(ex->gpu, dtk_net_params(ex->net),
                           (size_t)dtk_net_n_params(ex->net) * sizeof(float));
-    return is_mixed(ex) ? ex->master : dtk_net_params(ex->net);
+    if (!is_mixed(ex))
+        return dtk_net_params(ex->net);
+    dtk_half_to_f32(ex->dtype, dtk_net_params16(ex->net), ex->wide, dtk_net_n_params(ex->net));
+    return ex->wide;
 }
 
 void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step) { ex->overflow_at = step; }
@@ -1098,11 +1120,24 @@ static MPI_Comm replica_comm(const struct dtx_exec *ex)
     return g >= 0 && g < ex->plan->n_groups ? ex->gcomm[g] : MPI_COMM_NULL;
 }
 
+/* Whether replicas hold the same master weights: every rank updates all it holds (not ZeRO,
+ * not a parameter server's one updating rank). The same answer on every rank. */
+static bool replicated_master(const struct dtx_exec *ex)
+{
+    bool all = true;
+    for (int r = 0; r < ex->plan->n_ranks && all; r++)
+        all = !ex->plan->ranks[r].owned && ex->plan->ranks[r].n_updated == ex->plan->ranks[r].n_params;
+    return all;
+}
+
 bool dtx_exec_params_agree(struct dtx_exec *ex)
 {
     /* ranks that own shards (ZeRO-3) hold different parameters by design: nothing to compare */
     long n = ex->rp->owned ? 0 : dtk_net_n_params(ex->net);
-    uint64_t h = dtx_params_hash(float_params(ex), n), lo = h, hi = h;
+    uint64_t h = dtx_params_hash(float_params(ex), n), lo, hi;
+    if (is_mixed(ex) && replicated_master(ex)) /* and the master weights behind them */
+        h ^= dtx_params_hash(ex->master, ex->opt_block) * 3;
+    lo = hi = h;
     MPI_Comm rc = replica_comm(ex);
     if (rc != MPI_COMM_NULL) {
         dtx_watchdog_allreduce(ex->wd, &h, &lo, 1, MPI_UINT64_T, MPI_MIN, rc,

@@ -105,6 +105,8 @@ TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
 TESTS += tests/test_exec_repeatable.sh
 EXTRA_DIST += tests/test_exec_repeatable.sh
+TESTS += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
+EXTRA_DIST += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
 
 check_PROGRAMS += tests/test_probe
 TESTS += tests/test_probe

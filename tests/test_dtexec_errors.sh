@@ -35,11 +35,7 @@ expect "stray argument" "unexpected" 2 extra
 expect "unknown strategy" "nope" 2 --model "$model" --synthetic 64 --strategy nope
 expect "tf32 simulated only" "--precision: tf32 is simulated only" 2 --model "$model" \
   --synthetic 64 --precision tf32
-expect "bf16 pipelines not executed yet" "--precision: bf16 with gpipe is simulated only" 2 \
-  --model "$model" --synthetic 64 --batch 8 --precision bf16 --strategy gpipe
 expect "fp8 simulated only" "--precision: fp8 is simulated only" 2 --precision fp8
-expect "bf16 with tp not executed yet" "--precision: bf16 with --tp is simulated only" 2 \
-  --model tiny-gpt --synthetic 64 --batch 8 --precision bf16 --strategy ring --tp 2
 
 # Model, topology, strategy.
 expect "missing model" "no-such-model" 2 --model no-such-model.yaml --synthetic 64

@@ -30,7 +30,7 @@ struct dtk_lay {
     float *aux;             /* per-row saved state: aux_row floats per sample */
     uint16_t *act16, *dact16, *aux16; /* mixed precision: the 2-byte storage of act, dact and
                                aux; those point into the stage only while an op runs */
-    long nparams;           /* parameters its kernels read (a tied layer: its table's) */
+    long nparams;           /* parameters its kernels read (layer_nparams) */
     long aux_row;
     int *iaux;              /* per-row int state (maxpool argmax) */
     long iaux_row;
@@ -287,15 +287,19 @@ static long stage_need(const struct dtk_net *net, int i)
     return rows * net->max_batch + 2 * ly->nparams;
 }
 
-/* Parameters the kernels of layer i read at its offset (a tied head: its table's, or the
- * table's vocabulary shard). */
+/* Parameters the kernels of layer i read at its offset, what a mixed-precision op stages: a
+ * tensor-parallel rank's shard; a tied head's token rows of its table (or of the table's
+ * vocabulary shard), without the table's other rows (positions), which a pipeline stage's
+ * copy of the table does not hold. */
 static long layer_nparams(const struct dtk_net *net, int i)
 {
     const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
-    if (L->tied && net->view)
-        return dt_shard_params(m, net->view, L->tied_layer);
-    return L->tied ? m->layers[L->tied_layer].params : L->params;
+    if (!L->tied)
+        return net->view ? dt_shard_params(m, net->view, i) : L->params;
+    const struct dt_layer *T = &m->layers[L->tied_layer];
+    long tokens = dt_layer_weight_floats(m, L), others = T->params - tokens;
+    return net->view ? dt_shard_params(m, net->view, L->tied_layer) - others : tokens;
 }
 
 /* Points *f (float32) or *h (2-byte under mixed precision) at element pos of the arena. */
@@ -752,6 +756,9 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
     const struct dtk_lay *ly = &net->lay[i];
     return ly->pooled ? elem % (ly->out_sz * net->slot_rows) : elem;
 }
+
+uint16_t *dtk_net_act16(struct dtk_net *net, int i) { return net->lay[i].act16; }
+uint16_t *dtk_net_dact16(struct dtk_net *net, int i) { return net->lay[i].dact16; }
 
 /* ---- mixed precision: one op's float32 stage ---- */
 

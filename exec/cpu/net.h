@@ -101,6 +101,10 @@ float *dtk_net_state(struct dtk_net *net);
 enum dt_dtype dtk_net_dtype(const struct dtk_net *net);
 uint16_t *dtk_net_params16(struct dtk_net *net);
 uint16_t *dtk_net_grads16(struct dtk_net *net);
+/* Layer i's 2-byte output and its gradient (what tensor-parallel sums and pipeline stages
+ * send and receive under mixed precision; NULL as dtk_net_dact is). */
+uint16_t *dtk_net_act16(struct dtk_net *net, int i);
+uint16_t *dtk_net_dact16(struct dtk_net *net, int i);
 /* Floats per sample of layer i's output; layer -1 is the model's input. */
 long dtk_net_out_floats(const struct dtk_net *net, int i);
 /* Layer i's output (max_batch x dtk_net_out_floats) and its gradient (NULL when no layer
