@@ -75,7 +75,7 @@ struct dtx_exec {
     enum dt_dtype dtype;          /* of parameters, gradients, activations: F32 or 2-byte */
     float *master, *scaler;       /* fp32 master weights (n_updated) and DT_SCALER_* */
     float *wide;                  /* the 2-byte parameters widened (float_params) */
-    MPI_Op half_sum;              /* MPI_OP_NULL without mixed precision */
+    MPI_Op half_sum, half_max;    /* MPI_OP_NULL without mixed precision */
     long overflow_at, skipped;    /* testing: the step whose gradients overflow; steps skipped */
     struct dtx_cuda_net *gpu;     /* --device cuda: the net's buffers on the GPU (NULL: CPU) */
 };
@@ -132,6 +132,19 @@ static void f16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
     dtk_half_add(DT_TYPE_F16, inout, in, *len);
+}
+
+/* The largest of 2-byte floats (MPI_MAX knows no bf16 or fp16). */
+static void bf16_max(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    dtk_max_into(DT_TYPE_BF16, inout, in, *len);
+}
+
+static void f16_max(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    dtk_max_into(DT_TYPE_F16, inout, in, *len);
 }
 
 /* ---- setup ---- */
@@ -204,8 +217,8 @@ static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *gr
     c->dtype = dtype_of(ex, o->region.buf);
     c->esz = dt_dtype_size(c->dtype);
     c->type = c->dtype == DT_TYPE_F32 ? MPI_FLOAT : MPI_UINT16_T;
-    c->op = c->dtype != DT_TYPE_F32 ? ex->half_sum
-            : o->reduction == DT_RED_MAX ? MPI_MAX : MPI_SUM;
+    c->op = o->reduction == DT_RED_MAX ? (c->dtype == DT_TYPE_F32 ? MPI_MAX : ex->half_max)
+            : c->dtype != DT_TYPE_F32 ? ex->half_sum : MPI_SUM;
     dt_schedule_init(&c->sched);
     if (o->nonblocking)
         ex->handle[o->handle] = c;
@@ -297,6 +310,7 @@ static int allocate_mixed(struct dtx_exec *ex, struct dt_error *err)
     init_master(ex);
     ex->scaler[DT_SCALER_SCALE] = (float)DT_SCALER_INIT;
     MPI_Op_create(ex->dtype == DT_TYPE_BF16 ? bf16_sum : f16_sum, 1, &ex->half_sum);
+    MPI_Op_create(ex->dtype == DT_TYPE_BF16 ? bf16_max : f16_max, 1, &ex->half_max);
     return DT_OK;
 }
 
@@ -387,7 +401,7 @@ int dtx_exec_create_on(const struct dt_plan *plan, MPI_Comm comm,
     ex->size = size;
     ex->opt = *opt;
     ex->dtype = dt_buf_dtype(plan->opt.precision, DT_BUF_PARAMS);
-    ex->half_sum = MPI_OP_NULL;
+    ex->half_sum = ex->half_max = MPI_OP_NULL;
     ex->n_handles = plan->next_handle;
     ex->handle = calloc((size_t)(ex->n_handles ? ex->n_handles : 1), sizeof *ex->handle);
     int rc = ex->handle ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -449,6 +463,8 @@ void dtx_exec_destroy(struct dtx_exec *ex)
     free(ex->wide);
     if (ex->half_sum != MPI_OP_NULL)
         MPI_Op_free(&ex->half_sum);
+    if (ex->half_max != MPI_OP_NULL)
+        MPI_Op_free(&ex->half_max);
     dtx_cuda_destroy(ex->gpu);
     dtk_net_destroy(ex->net);
     free(ex);
@@ -496,11 +512,14 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
     }
 }
 
-/* Copies or adds n elements of a dtype (2-byte floats add in float32, rounding once). */
-static void combine(enum dt_dtype t, char *dst, const char *src, long n, bool sum)
+/* Copies, adds or (max) keeps the larger of n elements of a dtype (2-byte floats add in
+ * float32, rounding once). */
+static void combine(enum dt_dtype t, char *dst, const char *src, long n, bool sum, bool max)
 {
     if (!sum) {
         memcpy(dst, src, (size_t)n * dt_dtype_size(t));
+    } else if (max) {
+        dtk_max_into(t, dst, src, n);
     } else if (t != DT_TYPE_F32) {
         dtk_half_add(t, (uint16_t *)(void *)dst, (const uint16_t *)(const void *)src, n);
     } else {
@@ -522,7 +541,7 @@ static void finish_round(struct dtx_exec *ex, struct comm_state *c)
         if (t->send)
             continue;
         combine(c->dtype, base + (size_t)t->offset * c->esz, c->scratch + (size_t)roff * c->esz,
-                t->count, t->sum);
+                t->count, t->sum, c->o->reduction == DT_RED_MAX);
         roff += t->count;
     }
     c->round++;
@@ -626,7 +645,7 @@ static void land(struct dtx_exec *ex, struct comm_state *c)
     if (ex->gpu && sums) /* what the GPU added into those rows meanwhile */
         dtx_cuda_download(ex->gpu, at(ex, &c->where), bytes);
     if (sums)
-        combine(c->dtype, at(ex, &c->where), c->scratch, c->o->region.count, true);
+        combine(c->dtype, at(ex, &c->where), c->scratch, c->o->region.count, true, false);
     if (ex->gpu && c->o->kind != DT_OP_SEND && !c->landed) /* the host staged the result */
         dtx_cuda_upload(ex->gpu, at(ex, &c->where), bytes);
     c->landed = true;
@@ -861,7 +880,7 @@ static void copy_region(struct dtx_exec *ex, const struct dt_op *o)
     if (ex->gpu) /* fp32 only there */
         dtx_cuda_copy(ex->gpu, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
     else if (from == to)
-        combine(from, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
+        combine(from, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum, false);
     else if (from == DT_TYPE_F32 && !o->sum)
         dtk_f32_to_half(to, (const float *)(void *)at(ex, &o->region),
                         (uint16_t *)(void *)at(ex, &o->dst), o->region.count);

@@ -103,6 +103,12 @@ static void fill(void)
 }
 
 static double sum_at(long k) { return 1000.0 * size * (size + 1) / 2 + (double)size * k; }
+/* The reduction's result at k: the sum, or the largest rank's value under DT_RED_MAX. */
+static enum dt_reduction reduction;
+static double reduced_at(long k)
+{
+    return reduction == DT_RED_MAX ? 1000.0 * size + (double)k : sum_at(k);
+}
 
 /* Floats outside [OFF, OFF + COUNT) keep this rank's initial values. */
 static void check_outside(const char *what)
@@ -116,12 +122,14 @@ static void check_outside(const char *what)
 static void coll_case(enum dt_coll_kind kind, enum dt_coll_alg alg, int root, bool nonblocking)
 {
     char what[128];
-    snprintf(what, sizeof what, "%s/%s root %d%s", dt_coll_kind_name(kind),
-             dt_coll_alg_name(alg), root, nonblocking ? " nonblocking" : "");
+    snprintf(what, sizeof what, "%s/%s root %d%s%s", dt_coll_kind_name(kind),
+             dt_coll_alg_name(alg), root, nonblocking ? " nonblocking" : "",
+             reduction == DT_RED_MAX ? " max" : "");
     struct dt_plan *p = plan_new();
     for (int r = 0; r < size; r++) {
         struct dt_op op = {.kind = DT_OP_COLL, .coll = kind, .alg = alg, .group = 0, .root = root,
-                           .region = {DT_BUF_GRADS, OFF, COUNT}, .nonblocking = nonblocking};
+                           .region = {DT_BUF_GRADS, OFF, COUNT}, .nonblocking = nonblocking,
+                           .reduction = reduction};
         dt_plan_push(p, r, &op);
         if (nonblocking) {
             struct dt_op w = {.kind = DT_OP_WAIT, .handle = 0};
@@ -148,17 +156,17 @@ static void coll_case(enum dt_coll_kind kind, enum dt_coll_alg alg, int root, bo
     for (long k = 0; k < COUNT; k++) {
         double got = g[OFF + k], want;
         switch (kind) {
-        case DT_COLL_ALLREDUCE: want = sum_at(OFF + k); break;
+        case DT_COLL_ALLREDUCE: want = reduced_at(OFF + k); break;
         case DT_COLL_REDUCE:
             if (rank != root)
                 continue;
-            want = sum_at(OFF + k);
+            want = reduced_at(OFF + k);
             break;
         case DT_COLL_BCAST: want = 1000.0 * (root + 1) + OFF + k; break;
         case DT_COLL_REDUCE_SCATTER:
             if (k < mo || k >= mo + ml)
                 continue;
-            want = sum_at(OFF + k);
+            want = reduced_at(OFF + k);
             break;
         case DT_COLL_ALLGATHER: want = k + 7; break;
         default: want = -1; break;
@@ -251,6 +259,15 @@ int main(int argc, char **argv)
                 if (cases[i].alg != DT_ALG_RAIL_RING || root == 0 || size % root == 0)
                     coll_case(cases[i].kind, cases[i].alg, root, nb);
         }
+    /* Ensure that a MAX reduction (the vocabulary-parallel loss's largest logit) takes the
+     * largest value, not the sum, in every algorithm that reduces. */
+    reduction = DT_RED_MAX;
+    for (int i = 0; i < n_cases; i++)
+        if (cases[i].kind == DT_COLL_ALLREDUCE || cases[i].kind == DT_COLL_REDUCE ||
+            cases[i].kind == DT_COLL_REDUCE_SCATTER)
+            coll_case(cases[i].kind, cases[i].alg,
+                      cases[i].alg == DT_ALG_RAIL_RING ? 1 : 0, false);
+    reduction = DT_RED_SUM;
     /* Ensure that point-to-point ops move the region, adding or overwriting, blocking or not. */
     for (int sum = 0; sum < 2; sum++)
         for (int nb = 0; nb < 2; nb++)

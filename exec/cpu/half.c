@@ -98,6 +98,25 @@ void dtk_half_add(enum dt_dtype t, uint16_t *dst, const uint16_t *src, long n)
             dst[i] = dtk_f32_to_f16(dtk_f16_to_f32(dst[i]) + dtk_f16_to_f32(src[i]));
 }
 
+void dtk_max_into(enum dt_dtype t, void *dst, const void *src, long n)
+{
+    if (t == DT_TYPE_F32) {
+        float *d = dst;
+        const float *f = src;
+        for (long i = 0; i < n; i++)
+            d[i] = f[i] > d[i] ? f[i] : d[i];
+        return;
+    }
+    uint16_t *d = dst;
+    const uint16_t *h = src;
+    for (long i = 0; i < n; i++) {
+        float a = t == DT_TYPE_BF16 ? dtk_bf16_to_f32(d[i]) : dtk_f16_to_f32(d[i]);
+        float b = t == DT_TYPE_BF16 ? dtk_bf16_to_f32(h[i]) : dtk_f16_to_f32(h[i]);
+        if (b > a)
+            d[i] = h[i];
+    }
+}
+
 bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n)
 {
     uint16_t e = t == DT_TYPE_BF16 ? 0x7f80u : 0x7c00u; /* all-ones exponent */

@@ -22,6 +22,9 @@ void dtk_f32_to_half(enum dt_dtype t, const float *in, uint16_t *out, long n);
 /* Adds n elements of src into dst (both 2-byte), in float32, rounding once per element:
  * the sum a reduction of 2-byte gradients computes at each hop. */
 void dtk_half_add(enum dt_dtype t, uint16_t *dst, const uint16_t *src, long n);
+/* dst[i] = max(dst[i], src[i]) for n elements of dtype t (float32, bf16 or fp16): the MAX
+ * reductions (the vocabulary-parallel loss's largest logit, the loss scaler's overflow flag). */
+void dtk_max_into(enum dt_dtype t, void *dst, const void *src, long n);
 
 /* Whether any of n 2-byte floats is inf or NaN (the loss scaler's overflow check). */
 bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n);
