@@ -6,6 +6,7 @@ tests_test_collective_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/test_costmodel
 TESTS += tests/test_costmodel
+tests_test_costmodel_SOURCES = tests/test_costmodel.c tests/testdata.c tests/testdata.h
 tests_test_costmodel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_costmodel_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 

@@ -13,26 +13,13 @@
 
 #include "dt/costmodel.h"
 #include "dt/model.h"
-
-static struct dt_model *load_zoo(const char *name)
-{
-    const char *top = getenv("top_srcdir");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", top ? top : ".", name);
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load(path, &m, &err) != DT_OK) {
-        fprintf(stderr, "model %s: %s\n", path, err.msg);
-        return NULL;
-    }
-    return m;
-}
+#include "testdata.h"
 
 /* Group set-up: seed 002's network, loaded once for all tests (*state). */
 static int load_cnn690k(void **state)
 {
-    *state = load_zoo("cnn690k");
-    return *state ? 0 : -1;
+    *state = test_zoo_model("cnn690k"); /* a failure to load fails the group */
+    return 0;
 }
 
 static int free_model(void **state)
@@ -441,8 +428,7 @@ static void test_gpu_defaults(void **state)
 static void test_special_evals(void **state)
 {
     (void)state;
-    struct dt_model *m = load_zoo("tiny-gpt");
-    assert_non_null(m);
+    struct dt_model *m = test_zoo_model("tiny-gpt");
     int last = m->n_layers - 1;
     assert_int_equal(m->layers[8].kind, DT_L_GELU);
     assert_int_equal(m->layers[3].kind, DT_L_ATTENTION_CORE);

@@ -16,25 +16,17 @@
 #include "dt/tensor.h"
 #include "testdata.h"
 
-static struct dt_model *load(const char *text)
-{
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load_string("m.yaml", text, &m, &err) != DT_OK)
-        fail_msg("model: %s", err.msg);
-    return m;
-}
-
 /* Ensure a chain's pool is its two widest adjacent gradients: d0 100, r1 100, d2 60, r3 60,
  * d4 10 floats per row; layer j's gradient is live from j + 1's backward to its own, so the
  * peak is d0 + r1 = 200 floats per row (the old count: 330), x 8 rows of one slot. */
 static void test_chain_peak(void **state)
 {
     (void)state;
-    struct dt_model *m = load("name: m\nsource: test\ninput: {shape: [32]}\nclasses: 10\n"
-                              "layers:\n  - {kind: dense, name: d0, units: 100}\n"
-                              "  - {kind: relu, name: r1}\n  - {kind: dense, name: d2, units: 60}\n"
-                              "  - {kind: relu, name: r3}\n  - {kind: dense, name: d4, units: 10}\n");
+    struct dt_model *m = test_model_text(
+        "name: m\nsource: test\ninput: {shape: [32]}\nclasses: 10\n"
+        "layers:\n  - {kind: dense, name: d0, units: 100}\n"
+        "  - {kind: relu, name: r1}\n  - {kind: dense, name: d2, units: 60}\n"
+        "  - {kind: relu, name: r3}\n  - {kind: dense, name: d4, units: 10}\n");
     struct dt_topology *t = test_zoo_topology("2n4p");
     struct dt_plan *plan = test_plan(m, t, DT_STRAT_SEQUENTIAL, 8, "");
     const struct dt_dact_layout *d = dt_plan_rank_dact(plan, 0);
@@ -56,12 +48,13 @@ static void test_chain_peak(void **state)
 static void test_residual_peak(void **state)
 {
     (void)state;
-    struct dt_model *m = load("name: m\nsource: test\ninput: {shape: [16]}\nclasses: 10\n"
-                              "layers:\n  - {kind: dense, name: x, units: 32}\n"
-                              "  - {kind: dense, name: d1, units: 64}\n  - {kind: relu, name: r2}\n"
-                              "  - {kind: dense, name: d3, units: 32}\n"
-                              "  - {kind: add, name: a4, inputs: [x, d3]}\n"
-                              "  - {kind: dense, name: d5, units: 10}\n");
+    struct dt_model *m = test_model_text(
+        "name: m\nsource: test\ninput: {shape: [16]}\nclasses: 10\n"
+        "layers:\n  - {kind: dense, name: x, units: 32}\n"
+        "  - {kind: dense, name: d1, units: 64}\n  - {kind: relu, name: r2}\n"
+        "  - {kind: dense, name: d3, units: 32}\n"
+        "  - {kind: add, name: a4, inputs: [x, d3]}\n"
+        "  - {kind: dense, name: d5, units: 10}\n");
     struct dt_topology *t = test_zoo_topology("2n4p");
     struct dt_plan *plan = test_plan(m, t, DT_STRAT_SEQUENTIAL, 4, "");
     const struct dt_dact_layout *d = dt_plan_rank_dact(plan, 0);
@@ -79,16 +72,6 @@ static void test_residual_peak(void **state)
     dt_model_destroy(m);
 }
 
-static struct dt_model *chain8(void)
-{
-    char text[1024];
-    int n = snprintf(text, sizeof text, "name: c\nsource: test\ninput: {shape: [64]}\n"
-                     "classes: 64\nlayers:\n");
-    for (int l = 0; l < 8; l++)
-        n += snprintf(text + n, sizeof text - (size_t)n, "  - {kind: dense, units: 64}\n");
-    return load(text);
-}
-
 /* Ensure a 1F1B stage's pool holds one slot whatever the slots in flight: 8 dense layers of
  * 64 on 2 stages, 8 micro-batches of 8 rows. Stage 0 holds 2 slots (GPipe: 8); layer 3's
  * gradient comes back from stage 1 into each slot's rows (own: 64 x 8 rows x slots), layers
@@ -99,7 +82,7 @@ static struct dt_model *chain8(void)
 static void test_1f1b_stage(void **state)
 {
     (void)state;
-    struct dt_model *m = chain8();
+    struct dt_model *m = test_chain_model(8, 64);
     struct dt_topology *t = test_zoo_topology("2n4p");
     struct dt_plan *b = test_plan(m, t, DT_STRAT_1F1B, 64, "pp=2 dp=1 micro-batches=8");
     struct dt_plan *g = test_plan(m, t, DT_STRAT_GPIPE, 64, "pp=2 dp=1 micro-batches=8");

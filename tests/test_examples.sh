@@ -63,9 +63,10 @@ mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epoch
 mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2
 mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300 --resume ckpt	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2 --resume ckpt'
 
-# Examples documented to end with another exit status: "STATUS<tab>EXAMPLE" per line.
-# README, seed 001: resnet50-cifar10 fits no 8 GiB card in any of the three runs.
-expect_status='2	for cfg in "-s sequential -b 128" "-s ring -b 128" "-s gpipe --pp 2 --micro-batches 4 -b 256"; do _build/dtsim -t topologies/rtx3070x2.yaml -m resnet50-cifar10 $cfg; done'
+# Examples documented to end with another exit status: "STATUS<tab>EXAMPLE" per line (none
+# now: seed 001's resnet50-cifar10 loop, which exited 2, fits since activation gradients are
+# pooled, and the README's command now ends in a grep).
+expect_status=''
 
 # ---- extraction: "SOURCE:LINE<tab>COMMAND" per example ----------------------------------
 extract_readme() {

@@ -40,10 +40,7 @@ fi
 # weights with every rank holding its plan's buffers.
 pair() {
   pn=$1 pnp=$2; shift 2 # (exec_ok sets name and np)
-  exec_ok "$pn-cpu" "$pnp" "$@" --device cpu || return
-  exec_ok "$pn" "$pnp" "$@" --device "$dev" || return
-  weights_same "$pn-cpu" "$pn"
-  alloc_is_plan "$pn" "$pnp" "$@" --device "$dev"
+  exec_ok "$pn-cpu" "$pnp" "$@" --device cpu && same "$pn-cpu" "$pn" "$pnp" "$@" --device "$dev"
 }
 
 pair cnn-1 1 $tiny

@@ -34,15 +34,7 @@
  * weights + 64 biases = 4,160 parameters. */
 static struct dt_model *chain(int n)
 {
-    char text[4096];
-    int len = snprintf(text, sizeof text, "name: chain\nsource: test\ninput: {shape: [64]}\n"
-                                          "classes: 64\nlayers:\n");
-    for (int i = 0; i < n; i++)
-        len += snprintf(text + len, sizeof text - (size_t)len, "  - {kind: dense, units: 64}\n");
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load_string("chain.yaml", text, &m, &err) != DT_OK)
-        fail_msg("model: %s", err.msg);
+    struct dt_model *m = test_chain_model(n, 64);
     assert_int_equal(m->n_layers, n);
     return m;
 }
@@ -535,10 +527,7 @@ static void test_dact_from_any_input(void **state)
                        "  - {kind: relu, name: r1, input: input}\n"
                        "  - {kind: add, name: a2, inputs: [r1, d0]}\n"
                        "  - {kind: dense, name: d3, units: 64}\n";
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load_string("m.yaml", text, &m, &err) != DT_OK)
-        fail_msg("model: %s", err.msg);
+    struct dt_model *m = test_model_text(text);
     assert_true(dt_layer_needs_dact(m, 0));
     assert_false(dt_layer_needs_dact(m, 1));
     assert_true(dt_layer_needs_dact(m, 2));

@@ -199,14 +199,7 @@ static void test_tree_closed_form(void **state)
 static struct dt_plan *collectives_of(const struct dt_model *m, const struct dt_topology *t,
                                       enum dt_strategy s)
 {
-    struct dt_plan_options po;
-    dt_plan_options_init(&po);
-    po.strategy = s;
-    po.batch = 32;
-    struct dt_plan *full, *plan = empty_plan(t);
-    struct dt_error err;
-    if (dt_plan_build(m, t, &po, &full, &err) != DT_OK)
-        fail_msg("plan: %s", err.msg);
+    struct dt_plan *full = test_plan(m, t, s, 32, ""), *plan = empty_plan(t);
     for (int g = 0; g < full->n_groups; g++)
         assert_int_equal(dt_plan_add_group(plan, full->groups[g].n, full->groups[g].ranks), g);
     for (int r = 0; r < full->n_ranks; r++)

@@ -34,10 +34,7 @@ static struct dt_model *model(void)
     const char *text = "name: z\nsource: test\ninput: {shape: [64]}\nclasses: 64\nlayers:\n"
                        "  - {kind: dense, units: 64}\n  - {kind: dense, units: 128}\n"
                        "  - {kind: dense, units: 64}\n";
-    struct dt_model *m;
-    struct dt_error err;
-    if (dt_model_load_string("z.yaml", text, &m, &err) != DT_OK)
-        fail_msg("model: %s", err.msg);
+    struct dt_model *m = test_model_text(text);
     assert_int_equal(m->total_params, 20736);
     return m;
 }

@@ -27,6 +27,28 @@ struct dt_model *test_zoo_model(const char *name)
     return m;
 }
 
+struct dt_model *test_model_text(const char *text)
+{
+    struct dt_model *m;
+    struct dt_error err;
+    if (dt_model_load_string("test.yaml", text, &m, &err) != DT_OK)
+        fail_msg("model: %s", err.msg);
+    return m;
+}
+
+struct dt_model *test_chain_model(int n, int width)
+{
+    char text[4096];
+    int len = snprintf(text, sizeof text, "name: chain\nsource: test\ninput: {shape: [%d]}\n"
+                       "classes: %d\nlayers:\n", width, width);
+    for (int i = 0; i < n && len < (int)sizeof text; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len, "  - {kind: dense, units: %d}\n",
+                        width);
+    if (len >= (int)sizeof text)
+        fail_msg("a chain of %d layers does not fit the text buffer", n);
+    return test_model_text(text);
+}
+
 struct dt_topology *test_zoo_topology(const char *name)
 {
     char path[1024];

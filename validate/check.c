@@ -398,6 +398,7 @@ static double group_mape(const struct dtv_runset *set, const struct dtv_check *c
 }
 
 static const char *model_of(const struct dtv_run *r) { return r->model_name; }
+static const char *strategy_of(const struct dtv_run *r) { return dt_strategy_name(r->strategy); }
 
 /* MAPE per model and per family of parallel config, each group once, in order of first run. */
 static void print_groups(FILE *f, const struct dtv_runset *set, const struct dtv_check *c)
@@ -459,15 +460,10 @@ void dtv_check_print(FILE *f, const struct dtv_runset *set, const struct dtv_che
     fprintf(f, "\nMAPE of held-out runs (epoch time):\n");
     int covered = 0, with_iv = 0;
     for (int s = 0; s < DT_STRAT_COUNT; s++) {
-        double sum = 0;
-        int k = 0;
-        for (int i = 0; i < c->n; i++)
-            if (c->items[i].held_out && set->runs[c->items[i].run].strategy == (enum dt_strategy)s) {
-                sum += fabs(c->items[i].err_pct);
-                k++;
-            }
+        int k;
+        double mape = group_mape(set, c, strategy_of, dt_strategy_name(s), &k);
         if (k)
-            fprintf(f, "  %-22s %7.2f %%  (%d run%s)\n", dt_strategy_name(s), sum / k, k,
+            fprintf(f, "  %-22s %7.2f %%  (%d run%s)\n", dt_strategy_name(s), mape, k,
                     k > 1 ? "s" : "");
     }
     print_groups(f, set, c);
