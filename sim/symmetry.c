@@ -43,17 +43,13 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
     int rc = dt_plan_build(m, topo, &one, &plan, err);
     if (rc)
         return rc;
-    double grads = 0;
-    for (int r = 0; r < plan->n_ranks; r++) {
-        struct dt_memory mem;
-        dt_plan_rank_memory(plan, r, &mem);
-        grads = mem.grads > grads ? mem.grads : grads;
-    }
+    struct dt_memory peak;
+    dt_plan_peak_memory(plan, &peak);
     struct dt_sim_result res;
     struct dt_sim_options so = {.group_cp = group_cp};
     rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
     if (!rc) {
-        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, grads)};
+        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, peak.grads)};
         for (int r = 0; r < res.n_ranks; r++) {
             out->compute_s += res.rank[r].compute_s / res.n_ranks;
             out->comm_s += res.rank[r].comm_s / res.n_ranks;

@@ -528,6 +528,9 @@ struct dt_memory {
     double total;
 };
 void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory *m);
+/* Each field's largest value over the plan's ranks (not one rank's row: the largest total
+ * and the largest gradients may sit on different ranks). */
+void dt_plan_peak_memory(const struct dt_plan *plan, struct dt_memory *peak);
 
 /* Rows of one activation slot and elements per row that layer i keeps (dt_plan_rank_memory's
  * and exec/cpu/net.c's one size function). keep_ints: int elements per row. */
