@@ -177,3 +177,22 @@ void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory 
         m->total += bytes;
     }
 }
+
+static double larger(double a, double b) { return a > b ? a : b; }
+
+void dt_plan_peak_memory(const struct dt_plan *plan, struct dt_memory *peak)
+{
+    memset(peak, 0, sizeof *peak);
+    for (int r = 0; r < plan->n_ranks; r++) {
+        struct dt_memory m;
+        dt_plan_rank_memory(plan, r, &m);
+        peak->weights = larger(peak->weights, m.weights);
+        peak->grads = larger(peak->grads, m.grads);
+        peak->optimizer = larger(peak->optimizer, m.optimizer);
+        peak->activations = larger(peak->activations, m.activations);
+        peak->comm = larger(peak->comm, m.comm);
+        peak->input = larger(peak->input, m.input);
+        peak->state = larger(peak->state, m.state);
+        peak->total = larger(peak->total, m.total);
+    }
+}

@@ -618,15 +618,24 @@ int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *top
     return topo->n_ranks;
 }
 
+void dt_plan_shape(const struct dt_plan_options *o, const struct dt_topology *topo, int *T,
+                   int *S, int *D)
+{
+    bool pipeline = registry[o->strategy].pipeline;
+    *T = o->tp > 1 ? o->tp : 1;
+    *S = pipeline ? (o->pp > 1 ? o->pp : 2) : 1;
+    *D = pipeline && o->dp ? o->dp : dt_plan_ranks(o, topo) / (*T * *S);
+}
+
 /* Whether the middle data-parallel replicas are no larger than the first and the last (what
  * a probe assumes), by the registry's gradient algorithm (dtc_grad_alg): not in a tree
  * (binomial, hierarchical's node trees, NCCL's double tree: inner nodes sum more receives),
  * nor in recursive doubling or halving (the library's too) on a group that is not a power of
  * two (the extra ranks). */
-static bool replicas_alike(const struct dt_plan_options *o, int ranks)
+static bool replicas_alike(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
-    int t = o->tp > 1 ? o->tp : 1;
-    int d = o->pp ? (o->dp ? o->dp : ranks / o->pp / t) : ranks / t;
+    int t, stages, d;
+    dt_plan_shape(o, topo, &t, &stages, &d);
     switch (dtc_grad_alg(o)) {
     case DT_ALG_BINOMIAL:
     case DT_ALG_TREE: return false;
@@ -663,7 +672,7 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
     if (dt_plan_alloc(model, topo, opt, p, &plan))
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     plan->opt.accumulate = K;
-    plan->probe = probe && replicas_alike(opt, p);
+    plan->probe = probe && replicas_alike(opt, topo);
     int rc = registry[s].compile(plan, err);
     if (!rc && dt_plan_share(plan))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");

@@ -73,10 +73,8 @@ double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
                     long global_batch, struct dt_rec_bound_cache *cache)
 {
     const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
-    int T = o->tp > 1 ? o->tp : 1;
-    int S = info->pipeline ? (o->pp > 1 ? o->pp : 2) : 1;
-    int ranks = dt_plan_ranks(o, topo);
-    int D = info->pipeline && o->dp ? o->dp : ranks / (T * S);
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
     int micro = info->pipeline ? (o->micro_batches ? o->micro_batches : S)
                                : (o->accumulate > 1 ? o->accumulate : 1);
     if (D < 1 || global_batch < (long)D * micro)
@@ -99,10 +97,8 @@ double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
 double dt_rec_memory_bound(const struct dt_model *m, const struct dt_topology *topo,
                            const struct dt_plan_options *o)
 {
-    const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
-    int T = o->tp > 1 ? o->tp : 1;
-    int S = info->pipeline ? (o->pp > 1 ? o->pp : 2) : 1;
-    int D = info->pipeline && o->dp ? o->dp : dt_plan_ranks(o, topo) / (T * S);
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
     double w = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_PARAMS));
     double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
     double state = 4.0 * dt_optimizer_moments(o->optimizer) +

@@ -221,14 +221,10 @@ static int measure(const struct search *s, struct candidate *c, double *bound,
     }
     if (rc)
         return rc;
-    double mem = 0;
-    for (int r = 0; r < plan->n_ranks; r++) {
-        struct dt_memory m;
-        dt_plan_rank_memory(plan, r, &m);
-        mem = m.total > mem ? m.total : mem;
-    }
-    c->v[V_MEM] = mem;
-    bool over = s->rq->memory_limit > 0 && mem > s->rq->memory_limit;
+    struct dt_memory peak;
+    dt_plan_peak_memory(plan, &peak);
+    c->v[V_MEM] = peak.total;
+    bool over = s->rq->memory_limit > 0 && peak.total > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
     *bound = over ? 0 : compute_bound(plan, s->rq->group_cp);
     dt_plan_destroy(plan);

@@ -4,18 +4,13 @@
 #include "epoch.h"
 #include "player.h"
 
-static int replicas(const struct dt_plan_options *o, const struct dt_topology *topo)
-{
-    int T = o->tp > 1 ? o->tp : 1, S = o->pp > 1 ? o->pp : 2;
-    return o->dp ? o->dp : dt_plan_ranks(o, topo) / (T * S);
-}
-
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
     const struct dt_strategy_info *info = dt_strategy_info(o->strategy);
     bool ring = !o->grad_alg_given || o->grad_alg == DT_ALG_RING || o->grad_alg == DT_ALG_LINEAR;
-    return info->pipeline && o->strategy != DT_STRAT_NAIVE_MP && ring && o->zero <= 1 &&
-           replicas(o, topo) > 1;
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
+    return info->pipeline && o->strategy != DT_STRAT_NAIVE_MP && ring && o->zero <= 1 && D > 1;
 }
 
 /* Seconds of a ring allreduce of `bytes` over D replicas whose neighbours are `stride` ranks
@@ -37,7 +32,8 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
                     struct dt_sym_result *out, struct dt_error *err)
 {
-    int D = replicas(o, topo), T = o->tp > 1 ? o->tp : 1;
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
     struct dt_plan_options one = *o;
     one.dp = 1;
     one.n_ranks = 0;
@@ -47,17 +43,13 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
     int rc = dt_plan_build(m, topo, &one, &plan, err);
     if (rc)
         return rc;
-    double grads = 0;
-    for (int r = 0; r < plan->n_ranks; r++) {
-        struct dt_memory mem;
-        dt_plan_rank_memory(plan, r, &mem);
-        grads = mem.grads > grads ? mem.grads : grads;
-    }
+    struct dt_memory peak;
+    dt_plan_peak_memory(plan, &peak);
     struct dt_sim_result res;
     struct dt_sim_options so = {.group_cp = group_cp};
     rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
     if (!rc) {
-        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, grads)};
+        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, peak.grads)};
         for (int r = 0; r < res.n_ranks; r++) {
             out->compute_s += res.rank[r].compute_s / res.n_ranks;
             out->comm_s += res.rank[r].comm_s / res.n_ranks;

@@ -402,6 +402,11 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 /* The ranks a plan of these options uses on topo: n_ranks when set, 1 for sequential,
  * dp x pp (x tp) for a pipeline given --dp, else all of the topology's. */
 int dt_plan_ranks(const struct dt_plan_options *o, const struct dt_topology *topo);
+/* The parallel shape of those ranks: T tensor ranks, S stages (1 for the data-parallel
+ * strategies, --pp for a pipeline, 2 by default) and D data-parallel replicas (a pipeline's
+ * --dp, else the ranks / (S T)). */
+void dt_plan_shape(const struct dt_plan_options *o, const struct dt_topology *topo, int *T,
+                   int *S, int *D);
 
 /* Compiles a plan. The model and topology must outlive it. */
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
@@ -523,6 +528,9 @@ struct dt_memory {
     double total;
 };
 void dt_plan_rank_memory(const struct dt_plan *plan, int rank, struct dt_memory *m);
+/* Each field's largest value over the plan's ranks (not one rank's row: the largest total
+ * and the largest gradients may sit on different ranks). */
+void dt_plan_peak_memory(const struct dt_plan *plan, struct dt_memory *peak);
 
 /* Rows of one activation slot and elements per row that layer i keeps (dt_plan_rank_memory's
  * and exec/cpu/net.c's one size function). keep_ints: int elements per row. */
