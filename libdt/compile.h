@@ -9,6 +9,8 @@
 int dtc_push(struct dt_plan *plan, int rank, struct dt_op op);
 /* Appends an op to rank's eval program. */
 int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op);
+/* Appends an op to rank's eval program when eval, else to its step program. */
+int dtc_push_to(struct dt_plan *plan, int rank, struct dt_op op, bool eval);
 
 struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
                       enum dt_buf buf, long offset, long count);

@@ -192,7 +192,7 @@ static int tensor_after(const struct pipe *p, const struct emit *e, enum dt_phas
 
 static int push(struct dt_plan *plan, const struct emit *e, struct dt_op op)
 {
-    return e->eval ? dtc_push_eval(plan, e->rank, op) : dtc_push(plan, e->rank, op);
+    return dtc_push_to(plan, e->rank, op, e->eval);
 }
 
 static int wait_slot(struct dt_plan *plan, struct emit *e, int slot)

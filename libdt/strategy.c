@@ -233,6 +233,11 @@ int dtc_push_eval(struct dt_plan *plan, int rank, struct dt_op op)
     return dt_plan_push_eval(plan, rank, &op);
 }
 
+int dtc_push_to(struct dt_plan *plan, int rank, struct dt_op op, bool eval)
+{
+    return eval ? dtc_push_eval(plan, rank, op) : dtc_push(plan, rank, op);
+}
+
 struct dt_op dtc_coll(enum dt_coll_kind kind, enum dt_coll_alg alg, int group, int root,
                       enum dt_buf buf, long offset, long count)
 {

@@ -426,7 +426,7 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
     struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, buf,
                                (long)slot * rp->slot_rows * w, (long)rows * w);
     op.region.layer = at;
-    return eval ? dtc_push_eval(plan, r, op) : dtc_push(plan, r, op);
+    return dtc_push_to(plan, r, op, eval);
 }
 
 /* One part of the vocabulary-parallel loss, then the allreduces of its statistics planes
@@ -439,14 +439,14 @@ static int loss_part(struct dt_plan *plan, int r, const struct dtc_tensor *t, st
     long per_row = dt_shard_loss_stats(m, plan->views[rp->view]) / 3;
     long rows = (long)rp->slots * rp->slot_rows;
     loss.loss_part = part;
-    int rc = eval ? dtc_push_eval(plan, r, loss) : dtc_push(plan, r, loss);
+    int rc = dtc_push_to(plan, r, loss, eval);
     for (int j = from; j < to && !rc; j++) {
         struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, DT_BUF_KEEP,
                                    (j * rows + (long)loss.slot * rp->slot_rows) * per_row,
                                    (long)loss.samples * per_row);
         op.region.layer = m->n_layers - 1;
         op.reduction = red;
-        rc = eval ? dtc_push_eval(plan, r, op) : dtc_push(plan, r, op);
+        rc = dtc_push_to(plan, r, op, eval);
     }
     return rc;
 }
@@ -456,7 +456,7 @@ int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, str
 {
     const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
     if (!t || t->T <= 1 || !dt_shard_loss_stats(plan->model, v))
-        return eval ? dtc_push_eval(plan, r, loss) : dtc_push(plan, r, loss);
+        return dtc_push_to(plan, r, loss, eval);
     /* Megatron-LM's order: the maximum logit, then the target's and the sum of exponentials */
     int rc = loss_part(plan, r, t, loss, DT_LOSS_MAX, 0, 1, DT_RED_MAX, eval);
     if (!rc)

@@ -162,7 +162,7 @@ static int gather(struct zero *z, int r, int u, bool eval)
                  z->units[u].size)};
     int rc = DT_OK;
     for (int i = len ? 0 : 1; i < 2 && !rc; i++)
-        rc = eval ? dtc_push_eval(z->plan, r, ops[i]) : dtc_push(z->plan, r, ops[i]);
+        rc = dtc_push_to(z->plan, r, ops[i], eval);
     return rc;
 }
 
