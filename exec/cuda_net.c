@@ -314,23 +314,13 @@ void dtx_cuda_forward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     keep(g, rc, &e);
 }
 
-/* Zeroes the input gradient rows that layer i writes first (exec/cpu/net.c's
- * backward_zero_inputs; the GPU kernels always add, so a "set" is a zero and an add). */
+/* Zeroes the input gradient rows that layer i writes first (the GPU kernels always add). */
 static void zero_inputs(struct dtx_cuda_net *g, int i, int b0, int nb)
 {
-    const struct dt_layer *L = &g->model->layers[i];
-    if (i >= g->model->n_layers - 1 || info(g, i).alias)
-        return; /* begin_backward zeroed those */
-    for (int k = 0; k < L->n_in; k++) {
-        if (L->in[k] < 0)
-            continue;
-        int o = info(g, L->in[k]).owner;
-        bool seen = false;
-        for (int q = 0; q < k; q++)
-            seen |= L->in[q] >= 0 && info(g, L->in[q]).owner == o;
-        struct dtk_net_layer lo = info(g, o);
-        if (!seen && lo.zero_at == i && lo.dact)
-            zero_rows(g, &lo, b0, nb);
+    int o[DT_MAX_INPUTS], n = dtk_net_first_writes(g->host, i, o);
+    for (int k = 0; k < n; k++) {
+        struct dtk_net_layer lo = info(g, o[k]);
+        zero_rows(g, &lo, b0, nb);
     }
 }
 
@@ -416,7 +406,7 @@ static int loss_rows(struct dtx_cuda_net *g, const int *labels, int b0, int nb, 
         return rc;
     for (int i = 0; i <= last && grads; i++) {
         struct dtk_net_layer li = info(g, i);
-        if (li.dact && !li.alias && (li.zero_at >= last || i == last))
+        if (dtk_net_loss_zeroes(g->host, i))
             zero_rows(g, &li, b0, nb);
     }
     const struct dtk_net_layer ll = info(g, last);
