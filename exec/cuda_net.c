@@ -362,17 +362,6 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     keep(g, rc, &e);
 }
 
-/* Checks the labels of the rows as the CPU net does. */
-static int check_labels(const int *labels, long n, int classes, struct dt_error *err)
-{
-    for (long r = 0; r < n; r++)
-        if (labels[r] < 0 || labels[r] >= classes)
-            return dt_fail(err, DT_EINPUT, "", 0, 0,
-                           "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
-                           classes);
-    return DT_OK;
-}
-
 /* The mean of the rows' losses, downloaded (in double, as the CPU sums them). */
 static double mean_loss(struct dtx_cuda_net *g, long rows)
 {
@@ -398,10 +387,7 @@ static int loss_rows(struct dtx_cuda_net *g, const int *labels, int b0, int nb, 
     struct dtk_net_loss lo;
     dtk_net_loss_info(g->host, &lo);
     const long rows = (long)nb * lo.groups;
-    if (b0 < 0 || nb < 1 || b0 + nb > dtk_net_max_batch(g->host) || !(denom > 0))
-        return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) or denominator %g invalid", b0,
-                       b0 + nb, denom);
-    int rc = check_labels(labels, rows, lo.classes, err);
+    int rc = dtk_net_check_loss(g->host, labels, b0, nb, denom, err);
     if (rc)
         return rc;
     for (int i = 0; i <= last && grads; i++) {

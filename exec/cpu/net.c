@@ -1215,14 +1215,9 @@ void *dtk_net_keep(struct dtk_net *net, int i)
     return mixed(net) ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
 }
 
-/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds (begin_backward). */
-static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
-                     double *loss, bool grads, struct dt_error *err)
+int dtk_net_check_loss(const struct dtk_net *net, const int *labels, int b0, int nb,
+                       double denom, struct dt_error *err)
 {
-    const struct dt_model *m = net->model;
-    const int last = m->n_layers - 1;
-    const struct dt_layer *L = &m->layers[last];
-    struct dtk_lay *ly = &net->lay[last];
     const long nl = (long)nb * net->labels_per_sample;
     const int top = net->loss_kind == LOSS_SIGMOID ? 2 : net->classes;
     if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch || !(denom > 0))
@@ -1233,6 +1228,21 @@ static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, dou
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
+    return DT_OK;
+}
+
+/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds (begin_backward). */
+static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                     double *loss, bool grads, struct dt_error *err)
+{
+    const struct dt_model *m = net->model;
+    const int last = m->n_layers - 1;
+    const struct dt_layer *L = &m->layers[last];
+    struct dtk_lay *ly = &net->lay[last];
+    const long nl = (long)nb * net->labels_per_sample;
+    int rc = dtk_net_check_loss(net, labels, b0, nb, denom, err);
+    if (rc)
+        return rc;
     stage_layer(net, last, b0, nb, grads ? STAGE_LOSS : STAGE_EVAL_LOSS);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */

@@ -214,6 +214,9 @@ struct dtk_net_layer {
     int shard_kind, shard_index;     /* tensor parallelism (dt/tensor.h) */
 };
 void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out);
+/* dtk_net_begin_backward's checks of its rows, denominator and labels (DT_EINPUT). */
+int dtk_net_check_loss(const struct dtk_net *net, const int *labels, int b0, int nb,
+                       double denom, struct dt_error *err);
 /* Which output gradients a backend zeroes before its kernels add into them, each at its
  * first writer in the backward order: layer i's backward (the owners of the gradient rows it
  * writes first, each once, into owners; returns how many), or the loss (whether
