@@ -234,19 +234,14 @@ static const float *in_rows(struct dtx_cuda_net *g, int j, int b0)
     return dev(g, ly.act + (long)b0 * ly.out_sz);
 }
 
-/* Where row b0 of a layer's output gradient is: a pooled gradient holds one slot's rows. */
-static float *dact_rows(const struct dtk_net_layer *ly, int b0)
-{
-    return ly->dact + (long)(b0 % ly->dact_rows) * ly->out_sz;
-}
-
-/* Device rows from b0 of layer j's output gradient, NULL when nothing needs it. */
-static float *din_rows(struct dtx_cuda_net *g, int j, int b0)
+/* Host rows from b0 of layer j's output gradient (a pooled gradient holds one slot's rows);
+ * NULL when nothing needs it. */
+static float *dact_rows(struct dtx_cuda_net *g, int j, int b0)
 {
     struct dtk_net_layer ly;
     if (j < 0 || !(ly = info(g, j)).dact)
         return NULL;
-    return dev(g, dact_rows(&ly, b0));
+    return ly.dact + dtk_net_dact_offset(g->host, j, (long)b0 * ly.out_sz);
 }
 
 /* The device address of a layer's parameters or their gradients; NULL for a layer without
@@ -256,10 +251,9 @@ static void *weights(struct dtx_cuda_net *g, const struct dt_layer *L, const flo
     return L->params > 0 ? dev(g, host) : NULL;
 }
 
-static void zero_rows(struct dtx_cuda_net *g, const struct dtk_net_layer *ly, int b0, int nb)
+static void zero_rows(struct dtx_cuda_net *g, int j, int b0, int nb)
 {
-    dtx_cuda_zero(g, dact_rows(ly, b0),
-                  (size_t)nb * (size_t)ly->out_sz * sizeof(float));
+    dtx_cuda_zero(g, dact_rows(g, j, b0), (size_t)nb * (size_t)info(g, j).out_sz * sizeof(float));
 }
 
 static long conv_weights(const struct dtk_conv_dims *d)
@@ -318,10 +312,8 @@ void dtx_cuda_forward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
 static void zero_inputs(struct dtx_cuda_net *g, int i, int b0, int nb)
 {
     int o[DT_MAX_INPUTS], n = dtk_net_first_writes(g->host, i, o);
-    for (int k = 0; k < n; k++) {
-        struct dtk_net_layer lo = info(g, o[k]);
-        zero_rows(g, &lo, b0, nb);
-    }
+    for (int k = 0; k < n; k++)
+        zero_rows(g, o[k], b0, nb);
 }
 
 void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
@@ -332,8 +324,8 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     if (!ly.need || ly.alias || fused_softmax(g, i) || failed(g))
         return;
     const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
-    float *dx = din_rows(g, L->in[0], b0), *dw = weights(g, L, ly.dw);
-    const float *dy = dev(g, dact_rows(&ly, b0));
+    float *dx = dev(g, dact_rows(g, L->in[0], b0)), *dw = weights(g, L, ly.dw);
+    const float *dy = dev(g, dact_rows(g, i, b0));
     struct dtk_conv_dims d = ly.cd;
     d.B = nb;
     struct dt_error e;
@@ -390,19 +382,17 @@ static int loss_rows(struct dtx_cuda_net *g, const int *labels, int b0, int nb, 
     int rc = dtk_net_check_loss(g->host, labels, b0, nb, denom, err);
     if (rc)
         return rc;
-    for (int i = 0; i <= last && grads; i++) {
-        struct dtk_net_layer li = info(g, i);
+    for (int i = 0; i <= last && grads; i++)
         if (dtk_net_loss_zeroes(g->host, i))
-            zero_rows(g, &li, b0, nb);
-    }
+            zero_rows(g, i, b0, nb);
     const struct dtk_net_layer ll = info(g, last);
     const long off = (long)b0 * ll.out_sz;
     float *probs = dev(g, lo.kind == DTK_LOSS_LOGITS ? lo.probs + off : ll.act + off);
     const float *logits = lo.kind == DTK_LOSS_LOGITS ? dev(g, ll.act + off)
                                                      : in_rows(g, g->model->layers[last].in[0], b0);
-    float *dlogits = !grads ? NULL
-                     : lo.kind == DTK_LOSS_LOGITS ? din_rows(g, last, b0)
-                                                  : din_rows(g, g->model->layers[last].in[0], b0);
+    /* the gradient the loss seeds: of the logits, or of a fused softmax's input */
+    const int seeded = lo.kind == DTK_LOSS_LOGITS ? last : g->model->layers[last].in[0];
+    float *dlogits = grads ? dev(g, dact_rows(g, seeded, b0)) : NULL;
     const int *dlabels = dev(g, labels);
     struct dt_error e;
     if (!failed(g))

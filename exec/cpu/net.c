@@ -1556,7 +1556,6 @@ void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out)
         .runs = ly->runs, .holds = ly->holds, .alias = ly->alias, .need = ly->need,
         .out_sz = ly->out_sz, .aux_row = ly->aux_row, .iaux_row = ly->iaux_row,
         .act = ly->act, .dact = ly->dact, .aux = ly->aux, .iaux = ly->iaux,
-        .dact_rows = ly->pooled ? net->slot_rows : net->max_batch,
         .w = mixed(net) ? NULL : net->params + ly->poff,
         .dw = mixed(net) ? NULL : net->grads + ly->goff,
         .cd = ly->cd, .rows = ly->rows, .cols = ly->cols, .units = ly->units,

@@ -204,8 +204,6 @@ struct dtk_net_layer {
     bool runs, holds, alias, need;   /* alias: a flatten view of its input's buffers */
     long out_sz, aux_row, iaux_row;  /* floats per sample: output, kept; ints kept */
     float *act, *dact, *aux;         /* dact NULL when no gradient is needed */
-    int dact_rows;                   /* rows dact holds: row b0 at b0 mod dact_rows (a pooled
-                                        gradient holds one slot's, dt/plan.h) */
     int *iaux;
     const float *w;                  /* its parameters (a tied layer: its table's) */
     float *dw;                       /* their gradients */
