@@ -234,19 +234,14 @@ static const float *in_rows(struct dtx_cuda_net *g, int j, int b0)
     return dev(g, ly.act + (long)b0 * ly.out_sz);
 }
 
-/* Where row b0 of a layer's output gradient is: a pooled gradient holds one slot's rows. */
-static float *dact_rows(const struct dtk_net_layer *ly, int b0)
-{
-    return ly->dact + (long)(b0 % ly->dact_rows) * ly->out_sz;
-}
-
-/* Device rows from b0 of layer j's output gradient, NULL when nothing needs it. */
-static float *din_rows(struct dtx_cuda_net *g, int j, int b0)
+/* Host rows from b0 of layer j's output gradient (a pooled gradient holds one slot's rows);
+ * NULL when nothing needs it. */
+static float *dact_rows(struct dtx_cuda_net *g, int j, int b0)
 {
     struct dtk_net_layer ly;
     if (j < 0 || !(ly = info(g, j)).dact)
         return NULL;
-    return dev(g, dact_rows(&ly, b0));
+    return ly.dact + dtk_net_dact_offset(g->host, j, (long)b0 * ly.out_sz);
 }
 
 /* The device address of a layer's parameters or their gradients; NULL for a layer without
@@ -256,10 +251,9 @@ static void *weights(struct dtx_cuda_net *g, const struct dt_layer *L, const flo
     return L->params > 0 ? dev(g, host) : NULL;
 }
 
-static void zero_rows(struct dtx_cuda_net *g, const struct dtk_net_layer *ly, int b0, int nb)
+static void zero_rows(struct dtx_cuda_net *g, int j, int b0, int nb)
 {
-    dtx_cuda_zero(g, dact_rows(ly, b0),
-                  (size_t)nb * (size_t)ly->out_sz * sizeof(float));
+    dtx_cuda_zero(g, dact_rows(g, j, b0), (size_t)nb * (size_t)info(g, j).out_sz * sizeof(float));
 }
 
 static long conv_weights(const struct dtk_conv_dims *d)
@@ -314,24 +308,12 @@ void dtx_cuda_forward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     keep(g, rc, &e);
 }
 
-/* Zeroes the input gradient rows that layer i writes first (exec/cpu/net.c's
- * backward_zero_inputs; the GPU kernels always add, so a "set" is a zero and an add). */
+/* Zeroes the input gradient rows that layer i writes first (the GPU kernels always add). */
 static void zero_inputs(struct dtx_cuda_net *g, int i, int b0, int nb)
 {
-    const struct dt_layer *L = &g->model->layers[i];
-    if (i >= g->model->n_layers - 1 || info(g, i).alias)
-        return; /* begin_backward zeroed those */
-    for (int k = 0; k < L->n_in; k++) {
-        if (L->in[k] < 0)
-            continue;
-        int o = info(g, L->in[k]).owner;
-        bool seen = false;
-        for (int q = 0; q < k; q++)
-            seen |= L->in[q] >= 0 && info(g, L->in[q]).owner == o;
-        struct dtk_net_layer lo = info(g, o);
-        if (!seen && lo.zero_at == i && lo.dact)
-            zero_rows(g, &lo, b0, nb);
-    }
+    int o[DT_MAX_INPUTS], n = dtk_net_first_writes(g->host, i, o);
+    for (int k = 0; k < n; k++)
+        zero_rows(g, o[k], b0, nb);
 }
 
 void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
@@ -342,8 +324,8 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     if (!ly.need || ly.alias || fused_softmax(g, i) || failed(g))
         return;
     const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
-    float *dx = din_rows(g, L->in[0], b0), *dw = weights(g, L, ly.dw);
-    const float *dy = dev(g, dact_rows(&ly, b0));
+    float *dx = dev(g, dact_rows(g, L->in[0], b0)), *dw = weights(g, L, ly.dw);
+    const float *dy = dev(g, dact_rows(g, i, b0));
     struct dtk_conv_dims d = ly.cd;
     d.B = nb;
     struct dt_error e;
@@ -372,17 +354,6 @@ void dtx_cuda_backward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     keep(g, rc, &e);
 }
 
-/* Checks the labels of the rows as the CPU net does. */
-static int check_labels(const int *labels, long n, int classes, struct dt_error *err)
-{
-    for (long r = 0; r < n; r++)
-        if (labels[r] < 0 || labels[r] >= classes)
-            return dt_fail(err, DT_EINPUT, "", 0, 0,
-                           "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
-                           classes);
-    return DT_OK;
-}
-
 /* The mean of the rows' losses, downloaded (in double, as the CPU sums them). */
 static double mean_loss(struct dtx_cuda_net *g, long rows)
 {
@@ -408,25 +379,20 @@ static int loss_rows(struct dtx_cuda_net *g, const int *labels, int b0, int nb, 
     struct dtk_net_loss lo;
     dtk_net_loss_info(g->host, &lo);
     const long rows = (long)nb * lo.groups;
-    if (b0 < 0 || nb < 1 || b0 + nb > dtk_net_max_batch(g->host) || !(denom > 0))
-        return dt_fail(err, DT_EINPUT, "", 0, 0, "rows [%d, %d) or denominator %g invalid", b0,
-                       b0 + nb, denom);
-    int rc = check_labels(labels, rows, lo.classes, err);
+    int rc = dtk_net_check_loss(g->host, labels, b0, nb, denom, err);
     if (rc)
         return rc;
-    for (int i = 0; i <= last && grads; i++) {
-        struct dtk_net_layer li = info(g, i);
-        if (li.dact && !li.alias && (li.zero_at >= last || i == last))
-            zero_rows(g, &li, b0, nb);
-    }
+    for (int i = 0; i <= last && grads; i++)
+        if (dtk_net_loss_zeroes(g->host, i))
+            zero_rows(g, i, b0, nb);
     const struct dtk_net_layer ll = info(g, last);
     const long off = (long)b0 * ll.out_sz;
     float *probs = dev(g, lo.kind == DTK_LOSS_LOGITS ? lo.probs + off : ll.act + off);
     const float *logits = lo.kind == DTK_LOSS_LOGITS ? dev(g, ll.act + off)
                                                      : in_rows(g, g->model->layers[last].in[0], b0);
-    float *dlogits = !grads ? NULL
-                     : lo.kind == DTK_LOSS_LOGITS ? din_rows(g, last, b0)
-                                                  : din_rows(g, g->model->layers[last].in[0], b0);
+    /* the gradient the loss seeds: of the logits, or of a fused softmax's input */
+    const int seeded = lo.kind == DTK_LOSS_LOGITS ? last : g->model->layers[last].in[0];
+    float *dlogits = grads ? dev(g, dact_rows(g, seeded, b0)) : NULL;
     const int *dlabels = dev(g, labels);
     struct dt_error e;
     if (!failed(g))

@@ -1110,16 +1110,21 @@ uint64_t dtx_params_hash(const float *p, long n)
 }
 
 
+/* --device cuda: the host copy of n floats at p, brought up to date. */
+static float *downloaded(struct dtx_exec *ex, float *p, long n)
+{
+    if (ex->gpu && p)
+        dtx_cuda_download(ex->gpu, p, (size_t)n * sizeof *p);
+    return p;
+}
+
 /* The float32 weights: the parameters, or under mixed precision the 2-byte parameters
  * widened (exactly: every bf16 and fp16 value is a float), which every replica holds alike
  * whether or not the master weights are sharded (ZeRO). */
 static float *float_params(struct dtx_exec *ex)
 {
-    if (ex->gpu) /* --device cuda: the host copy, brought up to date */
-        dtx_cuda_download(ex->gpu, dtk_net_params(ex->net),
-                          (size_t)dtk_net_n_params(ex->net) * sizeof(float));
     if (!is_mixed(ex))
-        return dtk_net_params(ex->net);
+        return downloaded(ex, dtk_net_params(ex->net), dtk_net_n_params(ex->net));
     dtk_half_to_f32(ex->dtype, dtk_net_params16(ex->net), ex->wide, dtk_net_n_params(ex->net));
     return ex->wide;
 }
@@ -1178,14 +1183,6 @@ static long state_floats(const struct dtx_exec *ex)
     for (int l = 0; l < m->n_layers; l++)
         n += ex->plan->views[ex->rp->view][l].runs ? m->layers[l].state_floats : 0;
     return n;
-}
-
-/* --device cuda: the host copy of n floats at p, brought up to date. */
-static float *downloaded(struct dtx_exec *ex, float *p, long n)
-{
-    if (ex->gpu && p)
-        dtx_cuda_download(ex->gpu, p, (size_t)n * sizeof *p);
-    return p;
 }
 
 float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)

@@ -1150,25 +1150,41 @@ static bool backward_sets_input(const struct dtk_net *net, int i)
     return o->dact && o->zero_at == i;
 }
 
-/* Zeroes the input gradients that layer i is the first to write (each once), unless it
- * writes them whole. */
-static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
+int dtk_net_first_writes(const struct dtk_net *net, int i, int owners[DT_MAX_INPUTS])
 {
     const struct dt_layer *L = &net->model->layers[i];
+    int n = 0;
     if (i >= net->model->n_layers - 1 || net->lay[i].alias)
-        return; /* begin_backward did those */
-    if (backward_sets_input(net, i))
-        return;
+        return 0; /* begin_backward zeroes those */
     for (int k = 0; k < L->n_in; k++) {
         if (L->in[k] < 0)
             continue;
         int o = net->lay[L->in[k]].owner;
         bool seen = false;
-        for (int q = 0; q < k; q++)
-            seen |= L->in[q] >= 0 && net->lay[L->in[q]].owner == o;
+        for (int q = 0; q < n; q++)
+            seen |= owners[q] == o;
         if (!seen && net->lay[o].zero_at == i && net->lay[o].dact)
-            zero_rows(net, &net->lay[o], b0, nb);
+            owners[n++] = o;
     }
+    return n;
+}
+
+bool dtk_net_loss_zeroes(const struct dtk_net *net, int i)
+{
+    const struct dtk_lay *li = &net->lay[i];
+    const int last = net->model->n_layers - 1;
+    return li->dact && !li->alias && (li->zero_at >= last || i == last);
+}
+
+/* Zeroes the input gradients that layer i is the first to write, unless it writes them
+ * whole. */
+static void backward_zero_inputs(struct dtk_net *net, int i, int b0, int nb)
+{
+    if (backward_sets_input(net, i))
+        return;
+    int o[DT_MAX_INPUTS], n = dtk_net_first_writes(net, i, o);
+    for (int k = 0; k < n; k++)
+        zero_rows(net, &net->lay[o[k]], b0, nb);
 }
 
 static void backward_kernels(struct dtk_net *net, int i, int b0, int nb);
@@ -1199,14 +1215,9 @@ void *dtk_net_keep(struct dtk_net *net, int i)
     return mixed(net) ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
 }
 
-/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds (begin_backward). */
-static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
-                     double *loss, bool grads, struct dt_error *err)
+int dtk_net_check_loss(const struct dtk_net *net, const int *labels, int b0, int nb,
+                       double denom, struct dt_error *err)
 {
-    const struct dt_model *m = net->model;
-    const int last = m->n_layers - 1;
-    const struct dt_layer *L = &m->layers[last];
-    struct dtk_lay *ly = &net->lay[last];
     const long nl = (long)nb * net->labels_per_sample;
     const int top = net->loss_kind == LOSS_SIGMOID ? 2 : net->classes;
     if (b0 < 0 || nb < 1 || b0 + nb > net->max_batch || !(denom > 0))
@@ -1217,14 +1228,27 @@ static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, dou
             return dt_fail(err, DT_EINPUT, "", 0, 0,
                            "label %ld of the batch is %d, not a class in [0, %d)", r, labels[r],
                            top);
+    return DT_OK;
+}
+
+/* The loss of rows [b0, b0 + nb) and, with grads, the gradient it seeds (begin_backward). */
+static int loss_rows(struct dtk_net *net, const int *labels, int b0, int nb, double denom,
+                     double *loss, bool grads, struct dt_error *err)
+{
+    const struct dt_model *m = net->model;
+    const int last = m->n_layers - 1;
+    const struct dt_layer *L = &m->layers[last];
+    struct dtk_lay *ly = &net->lay[last];
+    const long nl = (long)nb * net->labels_per_sample;
+    int rc = dtk_net_check_loss(net, labels, b0, nb, denom, err);
+    if (rc)
+        return rc;
     stage_layer(net, last, b0, nb, grads ? STAGE_LOSS : STAGE_EVAL_LOSS);
     /* Gradients that the loss or the last layer writes first; the others are zeroed by the
      * backward of their last consumer, just before it accumulates into them (cache-warm). */
-    for (int i = 0; i < m->n_layers && grads; i++) {
-        struct dtk_lay *li = &net->lay[i];
-        if (li->dact && !li->alias && (li->zero_at >= last || i == last))
-            zero_rows(net, li, b0, nb);
-    }
+    for (int i = 0; i < m->n_layers && grads; i++)
+        if (dtk_net_loss_zeroes(net, i))
+            zero_rows(net, &net->lay[i], b0, nb);
     const long off = (long)b0 * ly->out_sz;
     /* each sample's loss is the mean over its labelled positions; samples sum to denom */
     const float scale = (float)(1.0 / (denom * (double)net->labels_per_sample));
@@ -1530,10 +1554,8 @@ void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out)
     const struct dtk_lay *ly = &net->lay[i];
     *out = (struct dtk_net_layer){
         .runs = ly->runs, .holds = ly->holds, .alias = ly->alias, .need = ly->need,
-        .owner = ly->owner, .zero_at = ly->zero_at,
         .out_sz = ly->out_sz, .aux_row = ly->aux_row, .iaux_row = ly->iaux_row,
         .act = ly->act, .dact = ly->dact, .aux = ly->aux, .iaux = ly->iaux,
-        .dact_rows = ly->pooled ? net->slot_rows : net->max_batch,
         .w = mixed(net) ? NULL : net->params + ly->poff,
         .dw = mixed(net) ? NULL : net->grads + ly->goff,
         .cd = ly->cd, .rows = ly->rows, .cols = ly->cols, .units = ly->units,

@@ -202,13 +202,8 @@ void dtk_net_blocks(const struct dtk_net *net, struct dtk_net_block b[DTK_NET_BL
 /* Layer i as the CPU kernels see it (full-batch pointers: rows from b0 are at + b0 x row). */
 struct dtk_net_layer {
     bool runs, holds, alias, need;   /* alias: a flatten view of its input's buffers */
-    int owner;                       /* the layer whose output gradient this is */
-    int zero_at;                     /* owner: the backward that zeroes its gradient rows first
-                                        (>= the last layer: the loss does) */
     long out_sz, aux_row, iaux_row;  /* floats per sample: output, kept; ints kept */
     float *act, *dact, *aux;         /* dact NULL when no gradient is needed */
-    int dact_rows;                   /* rows dact holds: row b0 at b0 mod dact_rows (a pooled
-                                        gradient holds one slot's, dt/plan.h) */
     int *iaux;
     const float *w;                  /* its parameters (a tied layer: its table's) */
     float *dw;                       /* their gradients */
@@ -217,6 +212,15 @@ struct dtk_net_layer {
     int shard_kind, shard_index;     /* tensor parallelism (dt/tensor.h) */
 };
 void dtk_net_layer_info(struct dtk_net *net, int i, struct dtk_net_layer *out);
+/* dtk_net_begin_backward's checks of its rows, denominator and labels (DT_EINPUT). */
+int dtk_net_check_loss(const struct dtk_net *net, const int *labels, int b0, int nb,
+                       double denom, struct dt_error *err);
+/* Which output gradients a backend zeroes before its kernels add into them, each at its
+ * first writer in the backward order: layer i's backward (the owners of the gradient rows it
+ * writes first, each once, into owners; returns how many), or the loss (whether
+ * dtk_net_begin_backward zeroes layer i's rows). */
+int dtk_net_first_writes(const struct dtk_net *net, int i, int owners[DT_MAX_INPUTS]);
+bool dtk_net_loss_zeroes(const struct dtk_net *net, int i);
 
 /* The loss on the last output (see the head of this file). */
 enum dtk_loss_kind { DTK_LOSS_SOFTMAX, DTK_LOSS_SIGMOID, DTK_LOSS_LOGITS };
