@@ -26,6 +26,11 @@
  * mixed-precision ZeRO optimizer does.
  * Traffic: stages 1-2 a reduce-scatter and an allgather of psi (plain data parallelism's
  * allreduce), stage 3 one more allgather (1.5x).
+ * A tied table (GPT's token embedding, read again by the output layer) gets its gradient
+ * from the head's backward long before its own unit closes, and at stage 3 the head reads its
+ * parameters: at stages 2-3 the table's unit has a staging of its own ("hold", after the
+ * shared one) that stays from the head's backward (stage 3: from the table's forward) to the
+ * unit's reduce-scatter, as DeepSpeed keeps such a parameter's gradient until its last use.
  * With --tp T (stages 1 and 2) the ranks form p / T replicas of T tensor ranks (tensor.c) and
  * each tensor rank's parameters (its shards, packed: the same layout on every tensor rank) are
  * the psi that ZeRO shards over its N = p / T data-parallel peers, as Megatron-LM's
@@ -48,6 +53,8 @@ struct zero {
     struct unit *units;
     int *opens, *closes; /* per layer: the unit whose first (last) layer it is, or -1 */
     long staging;        /* stages 2, 3: the largest unit (the staging buffer's floats) */
+    int held;            /* stages 2, 3: the unit of a tied table, or -1 */
+    long hold;           /* its own staging after the shared one (its size), else 0 */
     enum dt_coll_alg alg;
 };
 
@@ -71,6 +78,36 @@ bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
         return false;
     }
     return true;
+}
+
+/* Stages 2-3: the unit holding the table a later layer is tied to (one per model). */
+static void hold_tied_unit(struct zero *z)
+{
+    const struct dt_model *m = z->plan->model;
+    z->held = -1;
+    z->hold = 0;
+    for (int l = 0; l < m->n_layers && z->stage >= 2; l++) {
+        if (!m->layers[l].tied)
+            continue;
+        int t = m->layers[l].tied_layer;
+        for (int u = 0; u < z->n_units; u++)
+            if (z->units[u].first <= t && t <= z->units[u].last)
+                z->held = u;
+    }
+    if (z->held >= 0)
+        z->hold = z->units[z->held].size;
+}
+
+/* Where unit u is staged: the held unit in its own hold, the others in the shared staging. */
+static long staged_at(const struct zero *z, int u)
+{
+    return u == z->held ? z->staging : 0;
+}
+
+/* Where the rank's shard starts in its gradient (stages 2-3) and parameter (3) buffers. */
+static long shard_at(const struct zero *z)
+{
+    return z->staging + z->hold;
 }
 
 /* The units, in model order, and which layers open and close them. */
@@ -107,10 +144,12 @@ static int make_units(struct zero *z)
     for (int l = 0; l < m->n_layers; l++)
         z->opens[l] = z->closes[l] = -1;
     z->staging = 0;
+    hold_tied_unit(z);
     for (int u = 0; u < n; u++) {
         z->opens[z->units[u].first] = u;
         z->closes[z->units[u].last] = u;
-        z->staging = z->units[u].size > z->staging ? z->units[u].size : z->staging;
+        if (u != z->held && z->units[u].size > z->staging)
+            z->staging = z->units[u].size;
     }
     if (z->stage == 1)
         z->staging = 0;
@@ -151,14 +190,14 @@ static struct dt_op copy(enum dt_buf buf, long from, long to, long count, bool s
                           .region = {buf, from, count, -1}, .dst = {buf, to, count, -1}};
 }
 
-/* Stage 3: unit u's parameters gathered into the staging (step or eval program). */
+/* Stage 3: unit u's parameters gathered into its staging (step or eval program). */
 static int gather(struct zero *z, int r, int u, bool eval)
 {
-    long o, len, s;
+    long o, len, s, at = staged_at(z, u);
     chunk(z, u, r, &o, &len, &s);
     struct dt_op ops[2] = {
-        copy(DT_BUF_PARAMS, z->staging + s, o, len, false),
-        dtc_coll(DT_COLL_ALLGATHER, z->alg, peers(z, r), 0, DT_BUF_PARAMS, 0,
+        copy(DT_BUF_PARAMS, shard_at(z) + s, at + o, len, false),
+        dtc_coll(DT_COLL_ALLGATHER, z->alg, peers(z, r), 0, DT_BUF_PARAMS, at,
                  z->units[u].size)};
     int rc = DT_OK;
     for (int i = len ? 0 : 1; i < 2 && !rc; i++)
@@ -182,12 +221,12 @@ static int reduce(struct zero *z, int r, int u, int k, int *n_handles)
         }
         return dtc_push(z->plan, r, op);
     }
-    long o, len, s;
+    long o, len, s, at = staged_at(z, u);
     chunk(z, u, r, &o, &len, &s);
     int rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_REDUCE_SCATTER, z->alg, peers(z, r), 0,
-                                           DT_BUF_GRADS, 0, U->size));
+                                           DT_BUF_GRADS, at, U->size));
     if (!rc && len)
-        rc = dtc_push(z->plan, r, copy(DT_BUF_GRADS, o, z->staging + s, len, true));
+        rc = dtc_push(z->plan, r, copy(DT_BUF_GRADS, at + o, shard_at(z) + s, len, true));
     return rc;
 }
 
@@ -208,11 +247,13 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
     }
     if (!rc)
         rc = dtc_tensor_loss(plan, r, tp, dtc_loss(plan, k, 0, rows, plan->global_batch), false);
+    if (!rc && z->hold) /* the held unit gathers gradients from the tied head's backward on */
+        rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, z->staging, z->hold));
     for (int l = m->n_layers - 1; l >= dtc_first_trainable(m) && !rc; l--) {
         int u = z->closes[l];
-        if (u >= 0 && z->stage == 3)
+        if (u >= 0 && z->stage == 3 && u != z->held) /* the held one is still there */
             rc = gather(z, r, u, false);
-        if (!rc && u >= 0 && z->stage >= 2)
+        if (!rc && u >= 0 && z->stage >= 2 && u != z->held)
             rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, z->units[u].size));
         if (!rc)
             rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
@@ -231,7 +272,7 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
 static int unscale(struct zero *z, int r)
 {
     if (z->stage >= 2)
-        return dtc_overflow_check(z->plan, r, z->staging, shard_floats(z, r));
+        return dtc_overflow_check(z->plan, r, shard_at(z), shard_floats(z, r));
     if (z->n_units == 1) {
         long o, len, s;
         chunk(z, 0, r, &o, &len, &s);
@@ -260,11 +301,11 @@ static int update(struct zero *z, int r, int n_handles)
     if (!rc)
         rc = unscale(z, r);
     if (!rc && z->stage == 3)
-        rc = update_chunk(z, r, z->staging, shard_floats(z, r), 0, -1);
+        rc = update_chunk(z, r, shard_at(z), shard_floats(z, r), 0, -1);
     for (int u = 0; u < z->n_units && z->stage < 3 && !rc; u++) {
         long o, len, s;
         chunk(z, u, r, &o, &len, &s);
-        rc = update_chunk(z, r, z->units[u].lo + o, len, s, z->stage == 2 ? z->staging + s : -1);
+        rc = update_chunk(z, r, z->units[u].lo + o, len, s, z->stage == 2 ? shard_at(z) + s : -1);
         if (!rc)
             rc = dtc_push(z->plan, r, dtc_coll(DT_COLL_ALLGATHER, z->alg, peers(z, r), 0,
                                                DT_BUF_PARAMS, z->units[u].lo, z->units[u].size));
@@ -301,7 +342,7 @@ static void place_layers(struct zero *z)
         for (int u = 0; u < z->n_units; u++)
             for (int l = z->units[u].first; l <= z->units[u].last; l++) {
                 v[l].grads_apart = z->stage == 2;
-                v[l].grad_offset = v[l].param_offset - z->units[u].lo;
+                v[l].grad_offset = staged_at(z, u) + v[l].param_offset - z->units[u].lo;
             }
         for (int l = 0; l < m->n_layers && z->stage == 3; l++) /* layers without parameters */
             v[l].param_offset = v[l].grad_offset;              /* point at the staging too */
@@ -320,7 +361,7 @@ static int own(struct zero *z, int r)
         chunk(z, u, r, &o, &len, &s);
         if (len)
             rp->owned[rp->n_owned++] = (struct dt_param_range){z->units[u].lo + o,
-                                                               z->staging + s, len};
+                                                               shard_at(z) + s, len};
     }
     return DT_OK;
 }
@@ -335,14 +376,14 @@ static int compile_rank(struct zero *z, int r)
     rp->replicas = peers(z, r);
     rp->n_updated = shard;
     if (z->stage >= 2)
-        rp->n_grads = z->staging + shard;
+        rp->n_grads = shard_at(z) + shard;
     if (z->stage == 3)
-        rp->n_params = z->staging + shard;
+        rp->n_params = shard_at(z) + shard;
     int n_handles = 0;
     int rc = z->stage == 3 ? own(z, r) : DT_OK;
     if (!rc)
         rc = dtc_push(plan, r, z->stage == 1 ? dtc_zero(DT_BUF_GRADS, 0, rp->n_params)
-                                             : dtc_zero(DT_BUF_GRADS, z->staging, shard));
+                                             : dtc_zero(DT_BUF_GRADS, shard_at(z), shard));
     for (int k = 0; k < K && !rc; k++) {
         long off, len;
         dt_chunk(rp->batch, K, k, &off, &len);
@@ -364,11 +405,6 @@ int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
     const int T = plan->opt.tp > 1 ? plan->opt.tp : 1;
     struct zero z = {.plan = plan, .stage = plan->opt.zero, .alg = dtc_grad_alg(&plan->opt),
                      .N = p / T};
-    for (int l = 0; l < plan->model->n_layers; l++)
-        if (plan->model->layers[l].tied && plan->opt.zero >= 2)
-            return dt_fail(err, DT_EINPUT, NULL, 0, 0, "--zero %d with a tied layer (%s) is not "
-                           "implemented yet: its gradient belongs to another layer's shard",
-                           plan->opt.zero, plan->model->layers[l].name);
     plan->global_batch = plan->opt.scaling == DT_SCALING_WEAK ? plan->opt.batch * z.N * K
                                                               : plan->opt.batch;
     plan->lr_scale = plan->opt.scaling == DT_SCALING_WEAK ? z.N : 1;

@@ -47,7 +47,7 @@ differs tiny ctl-seed 2 $tiny --batch 16 --strategy ring --zero 3 --seed 8
 # --tp 2 with --zero 1 and 2 (dp 2 x tp 2 on 4 ranks, oversubscribed): each tensor rank's
 # packed shards are sharded over its 2 data-parallel peers. tp-mlp with momentum (two pairs;
 # its state is what stage 1 shards), stage 2 under ps-sharded with 1 KiB buckets, tiny-gpt
-# (vocabulary-parallel; tied, so stage 1 only). Seen: 3e-8. Control: stage 2 without COPY.
+# (vocabulary-parallel, tied). Seen: 3e-8. Control: stage 2 without COPY.
 tpm="--model $top_srcdir/tests/data/tp-mlp.yaml" gpt="--model $top_srcdir/models/tiny-gpt.yaml"
 exec_ok tpm 1 $tpm --batch 32 --momentum 0.9 || exit 1
 for z in 1 2; do
@@ -57,6 +57,13 @@ same tpm tpm-tp2-z2-ps 4 $tpm --batch 16 --momentum 0.9 --strategy ps-sharded --
   --bucket 1KiB
 exec_ok gpt 1 $gpt --batch 16 || exit 1
 same gpt gpt-tp2-z1 4 $gpt --batch 8 --strategy mpi-allreduce --tp 2 --zero 1
+# tied table (lm_head reads wte) at stages 2 and 3: wte's unit has a staging of its own from
+# the head's backward (stage 3: from wte's forward) to its reduce-scatter
+same gpt gpt-z2-tied 2 $gpt --batch 8 --strategy ring --zero 2
+same gpt gpt-z3-tied 2 $gpt --batch 8 --strategy mpi-allreduce --zero 3
+same gpt gpt-z3-tied-bucket 2 $gpt --batch 8 --strategy ring --zero 3 --bucket 4KiB
+same gpt gpt-tp2-z2-tied 4 $gpt --batch 8 --strategy ring --tp 2 --zero 2
+differs gpt ctl-z2-tied-zero 2 $gpt --batch 8 --strategy ring --zero 2 --drop-op zero
 differs tpm ctl-tp2-copy2 4 $tpm --batch 16 --momentum 0.9 --strategy ring --tp 2 --zero 2 \
   --drop-op copy
 

@@ -153,6 +153,46 @@ static void mixed_precision_zoo_model(void **state)
     dt_model_destroy(m);
 }
 
+/* A tied table (gpt2-124m's token and position embedding, whose token rows lm_head reads) has a staging of its own at stages
+ * 2-3 beside the shared one, which is then the largest other layer: mixed-precision Adam on
+ * 8 ranks, 2 psi + 14 psi / N + 2 (staging + table) and 16 psi / N + 4 (staging + table). */
+static void tied_table_held_apart(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("gpt2-124m");
+    const struct dt_layer *head = &m->layers[m->n_layers - 2]; /* before the loss */
+    assert_true(head->tied);
+    const double psi = (double)m->total_params;
+    const double table = (double)m->layers[head->tied_layer].params; /* wte + wpe */
+    assert_int_equal(table, (50257 + 1024) * 768);
+    long other = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        if (l != head->tied_layer && m->layers[l].params > other)
+            other = m->layers[l].params;
+    assert_int_equal(other, 768 * 3072 + 3072); /* mlp.c_fc */
+    const int n = 8;
+    struct dt_topology *t = nodes(1, n);
+    const double want[2] = {2 * psi + 14 * psi / n + 2 * (other + table),
+                            16 * psi / n + 4 * (other + table)};
+    for (int stage = 2; stage <= 3; stage++) {
+        char flags[64];
+        snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
+        double got = 0;
+        for (int r = 0; r < n; r++) {
+            struct dt_memory mem;
+            dt_plan_rank_memory(plan, r, &mem);
+            got += mem.weights + mem.grads + mem.optimizer;
+        }
+        if (got != n * want[stage - 2])
+            fail_msg("gpt2-124m, %s on %d ranks: %.0f bytes per rank, want %.0f", flags, n,
+                     got / n, want[stage - 2]);
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* Bytes rank r sends in one iteration as dtsim plays the plan. */
 static double sent(const struct dt_plan *plan, int r)
 {
@@ -355,6 +395,7 @@ int main(void)
         cmocka_unit_test(stage1_with_pipelines),
         cmocka_unit_test(other_strategies_refused),
         cmocka_unit_test(tensor_parallel_zero),
+        cmocka_unit_test(tied_table_held_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
