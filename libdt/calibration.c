@@ -96,36 +96,45 @@ const char *dt_cal_param_description(enum dt_cal_param p)
     return (unsigned)p < DT_CAL_COUNT ? params[p].description : "?";
 }
 
+/* The values p may take, [lo, hi] (times may also be 0), and how to say so. */
+static const char *range_of(enum dt_cal_param p, double *lo, double *hi)
+{
+    switch (params[p].kind) {
+    case DT_CAL_FRACTION:
+        *lo = FRACTION_MIN, *hi = FRACTION_MAX;
+        return "a fraction of the device's peak, from 1e-6 to 1";
+    case DT_CAL_BANDWIDTH:
+        *lo = BW_MIN, *hi = BW_MAX;
+        return "a bandwidth from 1 MB/s to 100 TB/s";
+    default:
+        if (p == DT_CAL_EXP_TIME || p == DT_CAL_TANH_TIME) {
+            *lo = EVAL_TIME_MIN, *hi = EVAL_TIME_MAX;
+            return "0 or a time from 1 ps to 1 ms";
+        }
+        *lo = TIME_MIN;
+        *hi = p == DT_CAL_ITER_OVERHEAD ? ITER_TIME_MAX : TIME_MAX;
+        return p == DT_CAL_ITER_OVERHEAD ? "0 or a time from 1 ns to 1 h"
+                                         : "0 or a time from 1 ns to 1 s";
+    }
+}
+
 bool dt_cal_param_in_range(enum dt_cal_param p, double v, char *why, size_t len)
 {
     double lo, hi;
-    const char *range;
-    switch (params[p].kind) {
-    case DT_CAL_FRACTION:
-        lo = FRACTION_MIN, hi = FRACTION_MAX;
-        range = "a fraction of the device's peak, from 1e-6 to 1";
-        break;
-    case DT_CAL_BANDWIDTH:
-        lo = BW_MIN, hi = BW_MAX;
-        range = "a bandwidth from 1 MB/s to 100 TB/s";
-        break;
-    default:
-        if (v == 0)
-            return true;
-        lo = TIME_MIN;
-        hi = p == DT_CAL_ITER_OVERHEAD ? ITER_TIME_MAX : TIME_MAX;
-        range = p == DT_CAL_ITER_OVERHEAD ? "0 or a time from 1 ns to 1 h"
-                                          : "0 or a time from 1 ns to 1 s";
-        if (p == DT_CAL_EXP_TIME || p == DT_CAL_TANH_TIME) {
-            lo = EVAL_TIME_MIN, hi = EVAL_TIME_MAX;
-            range = "0 or a time from 1 ps to 1 ms";
-        }
-        break;
-    }
-    if (isfinite(v) && v >= lo && v <= hi)
+    const char *range = range_of(p, &lo, &hi);
+    if ((isfinite(v) && v >= lo && v <= hi) || (v == 0 && params[p].kind == DT_CAL_TIME))
         return true;
     snprintf(why, len, "%s = %g is out of range (%s)", params[p].name, v, range);
     return false;
+}
+
+double dt_cal_param_clamp(enum dt_cal_param p, double v)
+{
+    double lo, hi;
+    range_of(p, &lo, &hi);
+    if (v < lo && params[p].kind == DT_CAL_TIME)
+        return 0; /* a time driven below its range: none */
+    return v < lo ? lo : v > hi ? hi : v;
 }
 
 int dt_calibration_check_values(const struct dt_calibration *cal, struct dt_error *err)

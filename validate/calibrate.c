@@ -76,17 +76,28 @@ void dtv_fitspec_default(const struct dtv_runset *set, const bool *use, struct d
         spec->p[spec->n++] = DT_CAL_READ_BW;
 }
 
+/* Parameters a fit drove out of their range, held at the range's nearest value. */
+struct pins {
+    int n;
+    enum dt_cal_param p[DTV_FIT_MAX_P];
+    double v[DTV_FIT_MAX_P], driven[DTV_FIT_MAX_P]; /* held at v; the fit's value */
+};
+
 struct fitctx {
     const struct dtv_runset *set;
     const int *used;
     int n;
     const struct dtv_fitspec *spec;
+    const struct pins *pins;
 };
 
-static void params_at(const struct dtv_run *run, const struct dtv_fitspec *spec,
-                      const double *theta, struct dt_cost_params *cp)
+static void params_at(const struct dtv_run *run, const struct fitctx *c, const double *theta,
+                      struct dt_cost_params *cp)
 {
+    const struct dtv_fitspec *spec = c->spec;
     dtv_base_params(run, cp);
+    for (int k = 0; c->pins && k < c->pins->n; k++)
+        dt_cal_param_set(cp, c->pins->p[k], c->pins->v[k]);
     for (int k = 0; k < spec->n; k++)
         dt_cal_param_set(cp, spec->p[k], exp(fmax(fmin(theta[k], 700), -700)));
 }
@@ -97,7 +108,7 @@ static int sim_resid(const double *theta, void *ctx, double *f, struct dt_error 
     for (int i = 0; i < c->n; i++) {
         const struct dtv_run *run = &c->set->runs[c->used[i]];
         struct dt_cost_params cp;
-        params_at(run, c->spec, theta, &cp);
+        params_at(run, c, theta, &cp);
         struct dtv_pred p;
         int rc = dtv_predict(run, &cp, &p, err);
         if (rc)
@@ -222,6 +233,61 @@ static void record_data(struct dt_calibration *cal, const struct dtv_runset *set
     }
 }
 
+static void remove_param(struct dtv_fitspec *spec, int k)
+{
+    for (int j = k; j + 1 < spec->n; j++)
+        spec->p[j] = spec->p[j + 1];
+    spec->n--;
+}
+
+/* The fitted parameter farthest out of its range (in log distance), or -1. */
+static int out_of_range(const struct dtv_fitspec *sim, const struct dtv_fit *F)
+{
+    int worst = -1;
+    double far = 0;
+    for (int k = 0; k < sim->n; k++) {
+        double v = exp(F->theta[k]), c = dt_cal_param_clamp(sim->p[k], v);
+        double d = c > 0 ? fabs(log(v / c)) : INFINITY;
+        if (c != v && d > far)
+            worst = k, far = d;
+    }
+    return worst;
+}
+
+/* Fits sim's parameters (pins held); of those the pivoted QR finds dependent on the others,
+ * drops the one the runs depend on least (smallest Jacobian column) and fits again. */
+static int fit_identifiable(const struct dtv_runset *set, struct dtv_calib *out,
+                            struct dtv_fitspec *sim, const struct pins *pins, char *dropped,
+                            size_t dropped_len, FILE *verbose, struct dt_error *err)
+{
+    const int n = out->n_used;
+    while (sim->n > 0) {
+        double theta0[DTV_FIT_MAX_P];
+        int rc = start_point(set, out->used, n, sim, theta0, err);
+        if (rc)
+            return rc;
+        struct fitctx ctx = {set, out->used, n, sim, pins};
+        dtv_fit_free(&out->fit);
+        if ((rc = dtv_fit_run(n, sim->n, sim_resid, &ctx, theta0, NULL, &out->fit, err)))
+            return rc;
+        int bad = -1;
+        for (int k = 0; k < sim->n; k++)
+            if (!out->fit.identified[k] && (bad < 0 || out->fit.jnorm[k] < out->fit.jnorm[bad]))
+                bad = k;
+        if (bad < 0)
+            return DT_OK;
+        if (verbose)
+            fprintf(verbose, "dtvalidate: %s is not identifiable from these %d runs (the fit "
+                             "took it to %.3g, where they no longer depend on it): kept at its "
+                             "default, fitting the others again\n",
+                    dt_cal_param_name(sim->p[bad]), n, exp(out->fit.theta[bad]));
+        append(dropped, dropped_len, "%s", dropped[0] ? ", " : "");
+        append(dropped, dropped_len, "%s", dt_cal_param_name(sim->p[bad]));
+        remove_param(sim, bad);
+    }
+    return DT_OK;
+}
+
 int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dtv_fitspec *spec,
                   FILE *verbose, struct dtv_calib *out, struct dt_error *err)
 {
@@ -252,34 +318,23 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
             sim.p[sim.n++] = spec->p[k];
     }
     char dropped[1024] = "";
-    int rc = DT_OK;
-    while (sim.n > 0) {
-        double theta0[DTV_FIT_MAX_P];
-        if ((rc = start_point(set, out->used, n, &sim, theta0, err)))
+    struct pins pins = {0};
+    int rc;
+    for (;;) { /* fit; hold a parameter driven out of its range at its bound; again */
+        if ((rc = fit_identifiable(set, out, &sim, &pins, dropped, sizeof dropped, verbose, err)))
             return rc;
-        struct fitctx ctx = {set, out->used, n, &sim};
-        dtv_fit_free(&out->fit);
-        rc = dtv_fit_run(n, sim.n, sim_resid, &ctx, theta0, NULL, &out->fit, err);
-        if (rc)
-            return rc;
-        /* Of the parameters the pivoted QR finds dependent on the others, drop the one the
-         * runs depend on least (smallest Jacobian column), and fit again. */
-        int bad = -1;
-        for (int k = 0; k < sim.n; k++)
-            if (!out->fit.identified[k] && (bad < 0 || out->fit.jnorm[k] < out->fit.jnorm[bad]))
-                bad = k;
-        if (bad < 0)
+        int k = out_of_range(&sim, &out->fit);
+        if (k < 0)
             break;
+        double v = exp(out->fit.theta[k]);
+        pins.p[pins.n] = sim.p[k];
+        pins.driven[pins.n] = v;
+        pins.v[pins.n++] = dt_cal_param_clamp(sim.p[k], v);
         if (verbose)
-            fprintf(verbose, "dtvalidate: %s is not identifiable from these %d runs (the fit "
-                             "took it to %.3g, where they no longer depend on it): kept at its "
-                             "default, fitting the others again\n",
-                    dt_cal_param_name(sim.p[bad]), n, exp(out->fit.theta[bad]));
-        append(dropped, sizeof dropped, "%s", dropped[0] ? ", " : "");
-        append(dropped, sizeof dropped, "%s", dt_cal_param_name(sim.p[bad]));
-        for (int k = bad; k + 1 < sim.n; k++)
-            sim.p[k] = sim.p[k + 1];
-        sim.n--;
+            fprintf(verbose, "dtvalidate: the fit took %s to %.3g, out of its range: held at "
+                             "%.3g, fitting the others again\n",
+                    dt_cal_param_name(sim.p[k]), v, pins.v[pins.n - 1]);
+        remove_param(&sim, k);
     }
     out->fitted = sim;
     if (sim.n == 0)
@@ -318,13 +373,18 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
             cal->n_cov++;
         }
     }
+    for (int k = 0; k < pins.n; k++) {
+        struct dt_cal_entry *e = dt_calibration_set(cal, pins.p[k], pins.v[k]);
+        snprintf(e->source, sizeof e->source, "held at the end of its range: fitted to the "
+                 "epoch times of %d runs, it went to %.4g", n, pins.driven[k]);
+    }
     for (int i = 0; i < cal->n_cov; i++)
         for (int j = 0; j < cal->n_cov; j++)
             cal->cov[i * DT_CAL_COUNT + j] = F->cov[i * DTV_FIT_MAX_P + j];
     /* read bandwidth: its own one-parameter fit */
     if (want_read && n_read > 0) {
         struct dtv_fitspec rs = {1, {DT_CAL_READ_BW}};
-        struct fitctx ctx = {set, read_used, n_read, &rs};
+        struct fitctx ctx = {set, read_used, n_read, &rs, NULL};
         double bw0 = 0;
         for (int i = 0; i < n_read; i++)
             bw0 += set->runs[read_used[i]].data_bytes / set->runs[read_used[i]].read_s / n_read;
@@ -368,13 +428,14 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
         append(notes, sizeof notes, "%s", dropped);
     }
     append(notes, sizeof notes, "%s", ").");
-    for (int k = 0; k < sim.n; k++) {
-        enum dt_cal_param p = sim.p[k];
-        if (dt_cal_param_kind(p) == DT_CAL_FRACTION && exp(F->theta[k]) > 1) {
-            append(notes, sizeof notes, " %s", dt_cal_param_name(p));
-            append(notes, sizeof notes, "%s", " came out above 1 (more than peak): the runs do "
-                                              "not constrain it physically.");
-        }
+    for (int k = 0; k < pins.n; k++) {
+        char w[240];
+        bool eff = dt_cal_param_kind(pins.p[k]) == DT_CAL_FRACTION && pins.driven[k] > 1;
+        snprintf(w, sizeof w, " The fit took %s to %.4g, out of its range%s: held at %.4g, the "
+                 "others fitted again.", dt_cal_param_name(pins.p[k]), pins.driven[k],
+                 eff ? " (above 1: the device's peak is set too low, e.g. from a nominal clock "
+                       "below the one it runs at)" : "", pins.v[k]);
+        append(notes, sizeof notes, "%s", w);
     }
     for (int k = 0; k < sim.n && F->dof > 0; k++) {
         /* a 95% interval wider than a factor 100: the value is barely constrained */

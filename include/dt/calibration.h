@@ -132,6 +132,8 @@ bool dt_calibration_has_interval(const struct dt_calibration *cal);
  * device's peak), a bandwidth in [1 MB/s, 100 TB/s] (the topology files' range), a time 0 or
  * in [1 ns, 1 s] (iter_overhead: 1 h). Otherwise false, with a sentence in why. */
 bool dt_cal_param_in_range(enum dt_cal_param p, double v, char *why, size_t len);
+/* The value of p's range nearest v (a time below its range: 0). */
+double dt_cal_param_clamp(enum dt_cal_param p, double v);
 /* DT_EINPUT (err says which) when an entry is out of its range: what a fit wrote must load. */
 int dt_calibration_check_values(const struct dt_calibration *cal, struct dt_error *err);
 
