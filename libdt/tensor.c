@@ -480,8 +480,9 @@ int dtc_tensor_grads(struct dt_plan *plan, int r, const struct dtc_tensor *t, in
     if (!dt_shard_chunked(v[l].shard_kind) || n == 0)
         return DT_OK;
     long at = v[l].grads_apart ? v[l].grad_offset : v[l].param_offset;
-    return dtc_push(plan, r, dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0,
-                                      DT_BUF_GRADS, at, n));
+    struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, DT_BUF_GRADS, at, n);
+    op.region.layer = l; /* whose gradients (dtexec's --drop-op seq-grads finds them so) */
+    return dtc_push(plan, r, op);
 }
 
 /* One part of the vocabulary-parallel loss, then the allreduces of its statistics planes
