@@ -2,7 +2,7 @@
 # Sequence parallelism (--sequence-parallel on, Korthikanti et al. 2022) executed: tiny-gpt's
 # layernorms and residual adds run on 1/t of the tokens between reduce-scatters and allgathers
 # (tests/test_seqpar.c has the plans' closed forms). Each run must reach the one-rank weights:
-# tp 2 at -n 2, tp 4 and dp 2 x tp 2 at -n 4 (also with --accumulate, --bucket, --zero 1),
+# tp 2 at -n 2, tp 4 and dp 2 x tp 2 at -n 4 (also with --accumulate, --bucket, --zero 1 and 2),
 # and a transformer with dropout in the sequence-parallel regions (the chunk keeps its part of
 # the one-rank run's masks). Control: without the tensor group's allreduces of the layernorms'
 # gradients (--drop-op seq-grads) each rank's gains and biases see only its tokens and the
@@ -24,6 +24,7 @@ exec_ok sp-accumulate 4 $gpt --batch 4 --accumulate 2 $sp --tp 2 &&
   weights_same gpt-seq sp-accumulate
 exec_ok sp-bucket 4 $gpt --batch 8 $sp --tp 2 --bucket 1KiB && weights_same gpt-seq sp-bucket
 same gpt-seq sp-zero1 4 $gpt --batch 8 $sp --tp 2 --zero 1
+same gpt-seq sp-zero2 4 $gpt --batch 8 $sp --tp 2 --zero 2
 exec_ok sp-library 2 $gpt --batch 16 --strategy mpi-allreduce --sequence-parallel on --tp 2 &&
   weights_same gpt-seq sp-library
 differs gpt-seq ctl-seq-grads 2 $gpt --batch 16 $sp --tp 2 --drop-op seq-grads
