@@ -60,7 +60,6 @@ int dtc_recompute_program(struct dt_plan *plan, int r);
 enum dt_coll_alg dtc_grad_alg(const struct dt_plan_options *o);
 
 /* The data-parallel strategies and the pipelines (pipeline.c). */
-bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err);
 int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err);
 bool dtc_pipeline_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
@@ -104,6 +103,20 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
  * exponentials after DT_LOSS_SUMS). eval: into the eval program. */
 int dtc_tensor_loss(struct dt_plan *plan, int r, const struct dtc_tensor *t, struct dt_op loss,
                     bool eval);
+
+/* After the backward of layer l on rank r: the tensor group's allreduce of its gradients
+ * where they are partial sums (a sequence-parallel layer's parameters); call it where the
+ * gradients are complete for the step (the last micro-batch, or each one under ZeRO-2/3). */
+int dtc_tensor_grads(struct dt_plan *plan, int r, const struct dtc_tensor *t, int l);
+
+/* Sequence parallelism (seqpar.c, dt/tensor.h): whether the options allow it; marks the
+ * per-token layers between partial sums and column-parallel inputs in kind (readers: each
+ * layer's reader count) and returns how many (-1: out of memory); the inputs of chunked layer
+ * l whose gradient's allgather follows l's backward (inputs: up to DT_MAX_INPUTS). */
+bool dtc_seqpar_fits(const struct dt_plan_options *o, char *why, size_t whylen);
+int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt_shard_kind *kind);
+int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                       int *inputs);
 
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);

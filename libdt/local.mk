@@ -19,6 +19,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/pipeline.c \
 	libdt/zero.c \
 	libdt/tensor.c \
+	libdt/seqpar.c \
 	libdt/partition.c \
 	libdt/parallel.c \
 	libdt/memory.c \

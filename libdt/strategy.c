@@ -159,22 +159,13 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
 {
     if (!dt_strategy_fits(o->strategy, topo, n_ranks, why, whylen))
         return false;
-    if (!dtc_pending_fits(o, why, whylen))
+    if (!dtc_seqpar_fits(o, why, whylen))
         return false;
     if (o->zero && !dtc_zero_fits(o, why, whylen))
         return false;
     if (!dtc_recompute_fits(o, why, whylen))
         return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
-}
-
-/* Options parsed ahead of the plans that honour them (interim: each goes as its issue lands). */
-bool dtc_pending_fits(const struct dt_plan_options *o, char *why, size_t whylen)
-{
-    const char *flag = o->sequence_parallel ? "--sequence-parallel" : NULL;
-    if (flag)
-        snprintf(why, whylen, "%s is not implemented yet", flag);
-    return !flag;
 }
 
 /* The data-parallel family: no pipeline flags; buckets only where an allreduce can take
@@ -433,6 +424,8 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
         rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
+        if (!rc && k == plan->opt.accumulate - 1) /* gradients accumulate until then */
+            rc = dtc_tensor_grads(plan, r, tp, l);
         if (rc || !buckets || dt_shard_params(m, v, l) == 0)
             continue;
         lo = v[l].param_offset;

@@ -63,7 +63,8 @@ long dt_shard_act_floats(const struct dt_model *m, const struct dt_layer_view *v
         long V = vocab_of(&m->layers[l]);
         return a / V * dt_shard_vocab_rows(V, v[l].shard_count);
     }
-    return dt_shard_splits_output(v[l].shard_kind) ? a / v[l].shard_count : a;
+    bool split = dt_shard_splits_output(v[l].shard_kind) || v[l].shard_kind == DT_SHARD_SEQ;
+    return split ? a / v[l].shard_count : a;
 }
 
 long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v)
@@ -82,7 +83,7 @@ void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int 
     if (v[l].shard_kind == DT_SHARD_VOCAB) { /* a softmax loss keeps nothing else */
         if (l == m->n_layers - 1)
             *keep_floats += dt_shard_loss_stats(m, v);
-    } else if (dt_shard_splits_output(v[l].shard_kind)) {
+    } else if (dt_shard_splits_output(v[l].shard_kind) || dt_shard_chunked(v[l].shard_kind)) {
         *keep_floats /= v[l].shard_count;
         *keep_ints /= v[l].shard_count;
     }
@@ -238,8 +239,10 @@ static bool mark_vocab(const struct dt_model *m, const int *readers, enum dt_sha
 }
 
 /* Shard kinds of every layer for T ranks (vocab: with the vocabulary-parallel head where the
- * model has one); returns the number of pairs and heads (-1: out of memory). */
-static int cut(const struct dt_model *m, int T, bool vocab, enum dt_shard_kind *kind)
+ * model has one; seq: with sequence parallelism); returns the number of pairs and heads (-1:
+ * out of memory), and in *seq_layers (when not NULL) the number of sequence-parallel ones. */
+static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_shard_kind *kind,
+               int *seq_layers)
 {
     int *readers = calloc((size_t)m->n_layers, sizeof *readers), pairs = 0;
     if (!readers)
@@ -259,14 +262,17 @@ static int cut(const struct dt_model *m, int T, bool vocab, enum dt_shard_kind *
     }
     if (vocab && T > 1)
         pairs += mark_vocab(m, readers, kind);
+    int marked = seq && T > 1 ? dtc_seqpar_mark(m, readers, T, kind) : 0;
     free(readers);
-    return pairs;
+    if (seq_layers)
+        *seq_layers = marked;
+    return marked < 0 ? -1 : pairs;
 }
 
 /* The pipelines' cut: pairs only (their stages keep the embedding and the head whole). */
 int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
 {
-    return cut(m, T, false, kind);
+    return cut(m, T, false, false, kind, NULL);
 }
 
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
@@ -300,12 +306,16 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
         }
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
-    int pairs = kind ? cut(m, T, true, kind) : -1;
+    int seq = 0, pairs = kind ? cut(m, T, true, o->sequence_parallel, kind, &seq) : -1;
     free(kind);
     if (pairs == 0)
         snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "
                  "activations, dense) whose first layer's units %d divides", T, m->name, T);
-    return pairs != 0;
+    else if (pairs > 0 && o->sequence_parallel && seq == 0)
+        snprintf(why, whylen, "--sequence-parallel: model %s has no layernorm, residual add, "
+                 "dropout or activation between a row-parallel output and a column-parallel "
+                 "input whose tokens %d divides", m->name, T);
+    return pairs != 0 && (!o->sequence_parallel || seq != 0);
 }
 
 /* ---- placement and emitters ---- */
@@ -376,7 +386,7 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
     int *views = malloc((size_t)T * sizeof *views);
     long *n_params = malloc((size_t)T * sizeof *n_params);
     int rc = t->dp_group && t->tp_group && kind && views && n_params ? 0 : -1;
-    if (!rc && cut(m, T, true, kind) < 0)
+    if (!rc && cut(m, T, true, plan->opt.sequence_parallel, kind, NULL) < 0)
         rc = -1;
     for (int k = 0; k < T && !rc; k++)
         rc = (views[k] = tensor_view(plan, kind, T, k, &n_params[k])) < 0 ? -1 : 0;
@@ -400,6 +410,31 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
     return rc ? DT_ENOMEM : DT_OK;
 }
 
+/* A collective of the tensor group over layer at's ACT or DACT rows of a micro-batch. */
+static int tensor_coll(struct dt_plan *plan, int r, const struct dtc_tensor *t,
+                       enum dt_coll_kind coll, enum dt_buf buf, int at, int slot, int rows,
+                       bool eval)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    long w = dt_shard_act_floats(plan->model, plan->views[rp->view], at);
+    struct dt_op op = dtc_coll(coll, t->alg, t->tp_group[r], 0, buf,
+                               (long)slot * rp->slot_rows * w, (long)rows * w);
+    op.region.layer = at;
+    return dtc_push_to(plan, r, op, eval);
+}
+
+/* After the backward of a chunked layer l: the allgathers of its partial-sum inputs' gradients
+ * that it completes (the dual of their forward reduce-scatter). */
+static int seq_gathers(struct dt_plan *plan, int r, const struct dtc_tensor *t, int l, int slot,
+                       int rows, bool eval)
+{
+    int in[DT_MAX_INPUTS], rc = DT_OK;
+    int n = dtc_seqpar_gathers(plan->model, plan->views[plan->ranks[r].view], l, in);
+    for (int k = 0; k < n && !rc; k++)
+        rc = tensor_coll(plan, r, t, DT_COLL_ALLGATHER, DT_BUF_DACT, in[k], slot, rows, eval);
+    return rc;
+}
+
 int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, enum dt_phase ph,
                      int l, int slot, int rows, bool eval)
 {
@@ -409,24 +444,45 @@ int dtc_tensor_after(struct dt_plan *plan, int r, const struct dtc_tensor *t, en
     const struct dt_rank_plan *rp = &plan->ranks[r];
     const struct dt_layer_view *v = plan->views[rp->view];
     enum dt_buf buf;
+    enum dt_coll_kind coll = DT_COLL_ALLREDUCE;
     int at;
     if (ph == DT_PH_FORWARD &&
         (v[l].shard_kind == DT_SHARD_ROWS || v[l].shard_kind == DT_SHARD_VOCAB_TABLE)) {
         buf = DT_BUF_ACT; /* g: the partial sums of the row-parallel layer (or lookup) */
         at = l;
+        if (dt_shard_scatters(m, v, l))
+            coll = DT_COLL_REDUCE_SCATTER;
+    } else if (ph == DT_PH_FORWARD && v[l].shard_kind == DT_SHARD_SEQ_GATHER) {
+        buf = DT_BUF_ACT; /* f under sequence parallelism: the chunks gathered */
+        at = l;
+        coll = DT_COLL_ALLGATHER;
     } else if (ph == DT_PH_BACKWARD && dt_shard_splits_output(v[l].shard_kind) &&
                m->layers[l].kind == DT_L_DENSE && m->layers[l].in[0] >= 0 &&
                dt_layer_needs_dact(m, m->layers[l].in[0])) {
         buf = DT_BUF_DACT; /* f: the partial input gradients of the column-parallel layer */
         at = dt_layer_storage(m, m->layers[l].in[0]);
+        if (v[at].shard_kind == DT_SHARD_SEQ_GATHER)
+            coll = DT_COLL_REDUCE_SCATTER;
+    } else if (ph == DT_PH_BACKWARD && dt_shard_chunked(v[l].shard_kind)) {
+        return seq_gathers(plan, r, t, l, slot, rows, eval);
     } else {
         return DT_OK;
     }
-    long w = dt_shard_act_floats(m, v, at);
-    struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, buf,
-                               (long)slot * rp->slot_rows * w, (long)rows * w);
-    op.region.layer = at;
-    return dtc_push_to(plan, r, op, eval);
+    return tensor_coll(plan, r, t, coll, buf, at, slot, rows, eval);
+}
+
+int dtc_tensor_grads(struct dt_plan *plan, int r, const struct dtc_tensor *t, int l)
+{
+    if (!t || t->T <= 1)
+        return DT_OK;
+    const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
+    long n = dt_shard_params(plan->model, v, l);
+    if (!dt_shard_chunked(v[l].shard_kind) || n == 0)
+        return DT_OK;
+    long at = v[l].grads_apart ? v[l].grad_offset : v[l].param_offset;
+    struct dt_op op = dtc_coll(DT_COLL_ALLREDUCE, t->alg, t->tp_group[r], 0, DT_BUF_GRADS, at, n);
+    op.region.layer = l; /* whose gradients (dtexec's --drop-op seq-grads finds them so) */
+    return dtc_push(plan, r, op);
 }
 
 /* One part of the vocabulary-parallel loss, then the allreduces of its statistics planes

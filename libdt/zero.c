@@ -259,6 +259,8 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
             rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
+        if (!rc && (z->stage >= 2 || k == plan->opt.accumulate - 1)) /* stage 1 accumulates */
+            rc = dtc_tensor_grads(plan, r, tp, l);
         if (!rc && z->opens[l] >= 0)
             rc = reduce(z, r, z->opens[l], k, n_handles);
     }

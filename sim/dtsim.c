@@ -957,6 +957,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
     struct options seq = *o; /* one device: the parallel config without pipelines or --tp */
     struct dt_plan_options *q = &seq.par;
     q->pp = q->dp = q->chunks = q->micro_batches = q->n_stage_cuts = q->tp = 0;
+    q->sequence_parallel = false; /* it splits the tokens over a tensor group */
     q->grad_alg_given = false;
     q->bucket_bytes = 0;
     q->zero = 0; /* one device holds the whole model: nothing to shard */

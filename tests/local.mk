@@ -53,6 +53,13 @@ tests_test_tensor_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_tensor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tensor_LDADD = $(PLAYER_TEST_LIBS)
 
+check_PROGRAMS += tests/test_seqpar
+TESTS += tests/test_seqpar
+tests_test_seqpar_SOURCES = tests/test_seqpar.c $(PLAYER_TEST_SOURCES)
+tests_test_seqpar_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
+tests_test_seqpar_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_seqpar_LDADD = $(PLAYER_TEST_LIBS)
+
 check_PROGRAMS += tests/test_plan_share
 TESTS += tests/test_plan_share
 tests_test_plan_share_SOURCES = tests/test_plan_share.c tests/testdata.c tests/testdata.h
@@ -100,8 +107,8 @@ tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
 
 # Tensor parallelism: dtexec's shards reach the one-rank weights (tp 2, tp 4, dp 2 x tp 2),
 # controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
-TESTS += tests/test_exec_tensor.sh tests/test_exec_3d.sh
-EXTRA_DIST += tests/test_exec_tensor.sh tests/test_exec_3d.sh
+TESTS += tests/test_exec_tensor.sh tests/test_exec_3d.sh tests/test_exec_seqpar.sh
+EXTRA_DIST += tests/test_exec_tensor.sh tests/test_exec_3d.sh tests/test_exec_seqpar.sh
 TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
 TESTS += tests/test_exec_repeatable.sh

@@ -42,6 +42,8 @@ struct dtk_lay {
                                attention core: its width D (a head shard: D / count) */
     int heads;              /* attention core: the heads it runs (a shard: heads / count) */
     int shard_kind, shard_index, shard_count; /* tensor parallelism (dt/tensor.h) */
+    long span;              /* floats per sample it computes: out_sz, or a chunk of its whole
+                               buffer's (sequence parallelism's DT_SHARD_SEQ_GATHER) */
     long vocab_rows;        /* an embedding's token rows or a vocabulary shard's columns */
     long vocab_first, vocab_valid; /* the first of them in the vocabulary, and the real ones */
     struct dtk_rng *drop_rng; /* a recomputed dropout: the stream's state at its forward of
@@ -247,8 +249,10 @@ static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *
     case DT_L_ATTENTION_CORE:
         *work = dtk_attn_core_workspace_floats(ly->rows, ly->cd.threads);
         break;
-    case DT_L_DROPOUT: /* a column shard draws the whole layer's uniforms */
-        *work = ly->shard_kind == DT_SHARD_COLUMNS ? (long)B * dt_shape_size(&L->out_shape) : 0;
+    case DT_L_DROPOUT: /* a column or token shard draws the whole layer's uniforms */
+        *work = ly->shard_kind == DT_SHARD_COLUMNS || dt_shard_chunked(ly->shard_kind)
+                    ? (long)B * dt_shape_size(&L->out_shape)
+                    : 0;
         break;
     default: break;
     }
@@ -375,7 +379,12 @@ static void apply_shard(const struct dt_layer *L, struct dtk_lay *ly)
         }
     } else if (ly->shard_kind == DT_SHARD_ROWS) {
         ly->cols /= ly->shard_count;
+    } else if (dt_shard_chunked(ly->shard_kind)) { /* its tokens: rows x tokens / count */
+        ly->rows /= ly->shard_count;
+        if (ly->shard_kind == DT_SHARD_SEQ)
+            ly->out_sz /= ly->shard_count;
     }
+    ly->span = ly->shard_kind == DT_SHARD_SEQ_GATHER ? ly->out_sz / ly->shard_count : ly->out_sz;
 }
 
 /* Whether layer i is tied to a table that runs on another rank: the view then gives it a copy
@@ -891,6 +900,29 @@ static float *din_rows(struct dtk_net *net, int j, int b0)
     return net->lay[j].dact + dact_row(net, &net->lay[j], b0) * net->lay[j].out_sz;
 }
 
+/* Where layer i's share of rows [b0, b0 + nb) of layer j's buffers starts: a layer on a chunk
+ * of the tokens (sequence parallelism) reads and writes its chunk of a whole buffer; 0
+ * otherwise. */
+static long chunk_of(const struct dtk_net *net, int i, int j, int nb)
+{
+    const struct dtk_lay *li = &net->lay[i];
+    if (j < 0 || !dt_shard_chunked(li->shard_kind) || net->lay[j].shard_kind == DT_SHARD_SEQ)
+        return 0;
+    return li->shard_index * ((long)nb * net->lay[j].out_sz / li->shard_count);
+}
+
+/* in_rows and din_rows of layer i's input j: its share of them. */
+static const float *x_rows(const struct dtk_net *net, int i, int j, int b0, int nb)
+{
+    return in_rows(net, j, b0) + chunk_of(net, i, j, nb);
+}
+
+static float *dx_rows(struct dtk_net *net, int i, int j, int b0, int nb)
+{
+    float *d = din_rows(net, j, b0);
+    return d ? d + chunk_of(net, i, j, nb) : NULL;
+}
+
 int dtk_net_begin_forward(struct dtk_net *net, const float *x, int b0, int nb, bool train,
                           struct dt_error *err)
 {
@@ -934,6 +966,17 @@ static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
     return d;
 }
 
+/* Dropout on a chunk of the tokens: the masks of the micro-batch's rows drawn whole from the
+ * group's stream, the chunk keeps its own, so that they are the one-rank run's. */
+static void dropout_chunk(struct dtk_net *net, const struct dt_layer *L,
+                          const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
+{
+    long full = dt_shape_size(&L->out_shape) * nb, n = (long)nb * ly->span;
+    dtk_rng_uniforms(&net->rng, net->work, full);
+    memcpy(mask, net->work + ly->shard_index * n, (size_t)n * sizeof *mask);
+    dtk_dropout_forward_drawn(y, mask, x, n, (float)L->rate);
+}
+
 /* Dropout on a column shard: the masks of the whole layer are drawn from the stream the
  * tensor group shares, and the shard keeps its columns, so that they are the one-rank run's. */
 static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
@@ -960,13 +1003,13 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
     const struct dt_model *m = net->model;
     const struct dt_layer *L = &m->layers[i];
     struct dtk_lay *ly = &net->lay[i];
-    const float *x = in_rows(net, L->in[0], b0);
+    const float *x = x_rows(net, i, L->in[0], b0, nb);
     const float *w = layer_w(net, ly);
     const long osz = ly->out_sz;
-    float *y = ly->act + (long)b0 * osz;
+    float *y = ly->act + (long)b0 * osz + chunk_of(net, i, i, nb);
     float *aux = ly->aux + (long)b0 * ly->aux_row;
     int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
-    const long n = (long)nb * osz;
+    const long n = (long)nb * ly->span;
     struct dtk_conv_dims d = rows_dims(ly, nb);
 
     switch (L->kind) {
@@ -1006,6 +1049,8 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         }
         if (ly->shard_kind == DT_SHARD_COLUMNS && net->train && L->rate > 0)
             dropout_shard(net, L, ly, y, aux, x, nb);
+        else if (dt_shard_chunked(ly->shard_kind) && net->train && L->rate > 0)
+            dropout_chunk(net, L, ly, y, aux, x, nb);
         else
             dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
         if (net->recomputing && saved)
@@ -1045,9 +1090,9 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         break;
     }
     case DT_L_ADD:
-        dtk_add_forward(y, x, in_rows(net, L->in[1], b0), n);
+        dtk_add_forward(y, x, x_rows(net, i, L->in[1], b0, nb), n);
         for (int k = 2; k < L->n_in; k++)
-            dtk_accumulate(y, in_rows(net, L->in[k], b0), n);
+            dtk_accumulate(y, x_rows(net, i, L->in[k], b0, nb), n);
         break;
     case DT_L_CONCAT: {
         const struct dt_shape *os = &L->out_shape;
@@ -1321,13 +1366,13 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
         return;
     if (i == m->n_layers - 1 && net->loss_kind != LOSS_LOGITS)
         return; /* fused with the loss in dtk_net_begin_backward */
-    const long osz = ly->out_sz, n = (long)nb * osz;
-    const float *x = in_rows(net, L->in[0], b0);
-    float *dx = din_rows(net, L->in[0], b0);
+    const long osz = ly->out_sz, n = (long)nb * ly->span, own = chunk_of(net, i, i, nb);
+    const float *x = x_rows(net, i, L->in[0], b0, nb);
+    float *dx = dx_rows(net, i, L->in[0], b0, nb);
     const float *w = layer_w(net, ly);
     float *dw = layer_dw(net, ly);
-    const float *y = ly->act + (long)b0 * osz;
-    const float *dy = ly->dact + dact_row(net, ly, b0) * osz;
+    const float *y = ly->act + (long)b0 * osz + own;
+    const float *dy = ly->dact + dact_row(net, ly, b0) * osz + own;
     const float *aux = ly->aux + (long)b0 * ly->aux_row;
     const int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
     struct dtk_conv_dims d = rows_dims(ly, nb);
@@ -1404,7 +1449,7 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
     }
     case DT_L_ADD:
         for (int k = 0; k < L->n_in; k++) {
-            float *dk = din_rows(net, L->in[k], b0);
+            float *dk = dx_rows(net, i, L->in[k], b0, nb);
             if (dk)
                 dtk_accumulate(dk, dy, n);
         }

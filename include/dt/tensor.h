@@ -34,8 +34,13 @@ enum dt_shard_kind {
     DT_SHARD_QKV,      /* a q|k|v projection's output columns: the COLUMNS shard of each third */
     DT_SHARD_VOCAB,    /* the LM head's and the loss softmax's vocabulary columns [index x Vs,
                           +Vs), Vs = dt_shard_vocab_rows (the last shards padded) */
-    DT_SHARD_VOCAB_TABLE /* an embedding's token rows [index x Vs, +Vs) (its other tables
+    DT_SHARD_VOCAB_TABLE, /* an embedding's token rows [index x Vs, +Vs) (its other tables
                           whole): its output is a partial sum */
+    DT_SHARD_SEQ,      /* sequence parallelism: a per-token layer (layernorm, residual add,
+                          dropout, activation) on chunk index of count of each micro-batch's
+                          tokens; its buffers hold only that chunk */
+    DT_SHARD_SEQ_GATHER /* the same, read by a column-parallel layer: it computes its chunk
+                          into the whole buffer, which an allgather then fills */
 };
 
 /* Vocabulary rows (or logit columns) per rank when V is split over T ranks: ceil(V / T). */
@@ -48,6 +53,20 @@ long dt_shard_vocab_valid(long vocab, int count, int index);
  * the per-token maximum logit, target logit and sum of exponentials (plane j at j x rows x
  * groups of the last layer's KEEP buffer, after anything else it keeps). */
 long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v);
+
+/* Sequence parallelism (Korthikanti et al. 2022, --sequence-parallel on; seqpar.c). Between
+ * a partial sum (a row-parallel output, a vocabulary-parallel lookup) and the next column-
+ * parallel input, the per-token layers run on 1/t of the tokens: the g allreduce of the
+ * partial sum becomes a reduce-scatter, the f identity before the column-parallel layer an
+ * allgather, and in backward their duals (allgather, reduce-scatter). The chunk is the
+ * dt_chunk of a micro-batch's rows x tokens x width elements (t divides the tokens): the
+ * layout is (rows, tokens, width), so a chunk is a run of whole tokens; per-token layers do not
+ * care which. The layers' parameters (layernorm gains and biases) are whole on every rank and
+ * their gradients partial sums, allreduced over the tensor group (dtc_tensor_grads). */
+/* Whether a shard kind runs on a chunk of the tokens (SEQ, SEQ_GATHER). */
+bool dt_shard_chunked(int kind);
+/* Whether layer l is a partial sum whose readers run on chunks: its g is a reduce-scatter. */
+bool dt_shard_scatters(const struct dt_model *m, const struct dt_layer_view *v, int l);
 
 /* Whether a shard of this kind holds a part of the layer's output (COLUMNS, QKV). */
 bool dt_shard_splits_output(int kind);

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Sequence parallelism (--sequence-parallel on, Korthikanti et al. 2022) executed: tiny-gpt's
+# layernorms and residual adds run on 1/t of the tokens between reduce-scatters and allgathers
+# (tests/test_seqpar.c has the plans' closed forms). Each run must reach the one-rank weights:
+# tp 2 at -n 2, tp 4 and dp 2 x tp 2 at -n 4 (also with --accumulate, --bucket, --zero 1 and 2),
+# and a transformer with dropout in the sequence-parallel regions (the chunk keeps its part of
+# the one-rank run's masks). Control: without the tensor group's allreduces of the layernorms'
+# gradients (--drop-op seq-grads) each rank's gains and biases see only its tokens and the
+# weights must not reach the one-rank run's. Every rank allocates its plan's buffer table.
+#
+# Tolerance: the runs differ from one rank only in the order float32 sums are taken (seen: max
+# |a-b| 3e-8 after 8 SGD steps); TOL = 1e-5. The control is 5e-3 off.
+. "${top_srcdir:=..}/tests/testlib.sh"
+. "$top_srcdir/tests/execlib.sh"
+
+common="$sgd_flags --max-iters 8"
+gpt="--model $top_srcdir/models/tiny-gpt.yaml"
+sp="--strategy ring --sequence-parallel on"
+exec_ok gpt-seq 1 $gpt --batch 16 || exit 1
+same gpt-seq sp-tp2 2 $gpt --batch 16 $sp --tp 2
+same gpt-seq sp-tp4 4 $gpt --batch 16 $sp --tp 4
+same gpt-seq sp-dp2-tp2 4 $gpt --batch 8 $sp --tp 2
+exec_ok sp-accumulate 4 $gpt --batch 4 --accumulate 2 $sp --tp 2 &&
+  weights_same gpt-seq sp-accumulate
+exec_ok sp-bucket 4 $gpt --batch 8 $sp --tp 2 --bucket 1KiB && weights_same gpt-seq sp-bucket
+same gpt-seq sp-zero1 4 $gpt --batch 8 $sp --tp 2 --zero 1
+same gpt-seq sp-zero2 4 $gpt --batch 8 $sp --tp 2 --zero 2
+exec_ok sp-library 2 $gpt --batch 16 --strategy mpi-allreduce --sequence-parallel on --tp 2 &&
+  weights_same gpt-seq sp-library
+differs gpt-seq ctl-seq-grads 2 $gpt --batch 16 $sp --tp 2 --drop-op seq-grads
+differs gpt-seq ctl-dp2-seq-grads 4 $gpt --batch 8 $sp --tp 2 --drop-op seq-grads
+
+# dropout after the embedding and each row-parallel projection (sequence-parallel regions)
+cat >"$tmp/gpt-drop.yaml" <<'YAML'
+name: sp-gpt-dropout
+source: dtexec's sequence-parallel test (tiny-gpt's shape, dropout as GPT-2)
+input: {tokens: 16, vocab: 64}
+classes: 64
+loss: language_model
+layers:
+  - {kind: embedding, name: wte, dim: 32, vocab: 64, positions: 16}
+  - {kind: dropout, name: drop, rate: 0.1}
+  - {kind: layernorm, name: ln_1}
+  - {kind: dense, name: c_attn, units: 96}
+  - {kind: attention_core, name: core, heads: 4, causal: true}
+  - {kind: dense, name: attn_proj, units: 32}
+  - {kind: dropout, name: attn_drop, rate: 0.1}
+  - {kind: add, name: attn_add, inputs: [drop, attn_drop]}
+  - {kind: layernorm, name: ln_2}
+  - {kind: dense, name: c_fc, units: 128, activation: gelu}
+  - {kind: dense, name: mlp_proj, units: 32}
+  - {kind: dropout, name: mlp_drop, rate: 0.1}
+  - {kind: add, name: mlp_add, inputs: [attn_add, mlp_drop]}
+  - {kind: layernorm, name: ln_f}
+  - {kind: dense, name: lm_head, tied: wte}
+  - {kind: softmax, name: softmax}
+YAML
+gd="--model $tmp/gpt-drop.yaml"
+exec_ok gd-seq 1 $gd --batch 16 && same gd-seq gd-sp-tp2 2 $gd --batch 16 $sp --tp 2
+
+# bad input: --sequence-parallel without a tensor group is refused with exit 2
+# shellcheck disable=SC2086
+expect_error "sp without --tp" "needs --tp 2 or more" \
+  $MPIEXEC -n 2 "$dtexec" $common $gpt --batch 16 --strategy ring --sequence-parallel on
+finish

@@ -1,0 +1,212 @@
+/* Sequence parallelism (--sequence-parallel on, Korthikanti et al. 2022) against its closed
+ * forms, on the plan (the equivalence with one rank is tests/test_exec_seqpar.sh):
+ * - per transformer layer, forward: 2 reduce-scatters (after the row-parallel projections) and
+ *   2 allgathers (before the column-parallel ones) of B x T x h elements instead of 2
+ *   allreduces, and backward their duals; the vocabulary-parallel embedding's sum becomes a
+ *   reduce-scatter and the head's input an allgather (and back). A ring moves the same bytes:
+ *   reduce-scatter + allgather = allreduce, (t - 1)/t n each way, taken from the schedules;
+ * - one allreduce over the tensor group of each layernorm's 2 h gradients;
+ * - activation memory: the paper's per-layer bytes sbh(10 + 24/t + 5as/(ht)) without and
+ *   sbh(34/t + 5as/(ht)) with sequence parallelism differ by 10 sbh (1 - 1/t): the layernorms'
+ *   inputs (4 sbh: our two residual adds' outputs, s b h floats each), the dropout masks (2 sbh:
+ *   GPT-2 as llm.c has no dropout) and the QKV / first MLP inputs (4 sbh: our plan keeps the
+ *   gathered layernorm outputs whole, as Megatron-LM does not: it gathers them again in
+ *   backward). So ours shrinks by (1 - 1/t) b (L (2 T h + 2 x 2 T) + 2 T) floats: per layer the
+ *   two adds' outputs and the two layernorms' statistics (mean and 1/std per token), and the
+ *   final layernorm's statistics. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt/collective.h"
+#include "dt/model.h"
+#include "dt/plan.h"
+#include "dt/tensor.h"
+#include "dt/topology.h"
+#include "testdata.h"
+
+static int count_kind(const struct dt_model *m, enum dt_layer_kind k)
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += m->layers[l].kind == k;
+    return n;
+}
+
+/* Rank r's step collectives of a kind inside its tensor group (T ranks) on buf (GRADS: those
+ * that name their layer, not the replicas' exchange); each must cover want elements. */
+static int colls(const struct dt_plan *plan, int r, int T, enum dt_coll_kind kind,
+                 enum dt_buf buf, long want)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    int n = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind != DT_OP_COLL || op->coll != kind || plan->groups[op->group].n != T ||
+            op->region.buf != buf || (buf == DT_BUF_GRADS && op->region.layer < 0))
+            continue;
+        if (want >= 0 && op->region.count != want)
+            fail_msg("rank %d op %d: %s of %ld elements, want %ld", r, i,
+                     dt_coll_kind_name(kind), op->region.count, want);
+        n++;
+    }
+    return n;
+}
+
+static void collectives_per_layer(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        int tp, batch;
+    } runs[] = {{"tiny-gpt", "1n2p", 2, 8}, {"tiny-gpt", "1n4p", 4, 8},
+                {"tiny-gpt", "1n4p", 2, 4}, {"gpt2-124m", "1n4p", 4, 2}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        char flags[96];
+        snprintf(flags, sizeof flags, "tp=%d sequence-parallel=on", runs[i].tp);
+        struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
+        const int L = count_kind(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
+        const int norms = count_kind(m, DT_L_LAYERNORM);
+        const long bth = (long)runs[i].batch * m->input.d[0] * m->layers[0].units;
+        for (int r = 0; r < plan->n_ranks; r++) {
+            int rs_f = colls(plan, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_ACT, bth);
+            int ag_f = colls(plan, r, T, DT_COLL_ALLGATHER, DT_BUF_ACT, bth);
+            int rs_b = colls(plan, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_DACT, bth);
+            int ag_b = colls(plan, r, T, DT_COLL_ALLGATHER, DT_BUF_DACT, bth);
+            if (rs_f != 2 * L + 1 || ag_f != 2 * L + 1 || rs_b != 2 * L + 1 || ag_b != 2 * L + 1)
+                fail_msg("%s %s rank %d: forward %d reduce-scatters, %d allgathers; backward "
+                         "%d, %d; want 2 x %d layers + 1 (vocabulary) each", runs[i].model,
+                         flags, r, rs_f, ag_f, rs_b, ag_b, L);
+            assert_int_equal(colls(plan, r, T, DT_COLL_ALLREDUCE, DT_BUF_ACT, -1), 0);
+            assert_int_equal(colls(plan, r, T, DT_COLL_ALLREDUCE, DT_BUF_DACT, -1), 0);
+            /* each layernorm's gain and bias gradients: partial sums over the group */
+            assert_int_equal(colls(plan, r, T, DT_COLL_ALLREDUCE, DT_BUF_GRADS,
+                                   2 * m->layers[0].units), norms);
+        }
+        dt_plan_destroy(plan);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+/* Floats member me sends in the ring schedule of a collective on n floats over p members. */
+static long ring_sent(enum dt_coll_kind kind, int p, int me, long n)
+{
+    struct dt_schedule s;
+    struct dt_error err;
+    dt_schedule_init(&s);
+    assert_int_equal(dt_coll_schedule(kind, DT_ALG_RING, p, me, 0, n, &s, &err), DT_OK);
+    long sent = 0;
+    for (int i = 0; i < s.n_xfers; i++)
+        sent += s.xfers[i].send ? s.xfers[i].count : 0;
+    dt_schedule_free(&s);
+    return sent;
+}
+
+static void same_bytes_on_a_ring(void **state)
+{
+    (void)state;
+    const long n = 8L * 16 * 32; /* tiny-gpt, B 8: B x T x h */
+    for (int p = 2; p <= 8; p *= 2)
+        for (int me = 0; me < p; me++) {
+            long ar = ring_sent(DT_COLL_ALLREDUCE, p, me, n);
+            long rs = ring_sent(DT_COLL_REDUCE_SCATTER, p, me, n);
+            long ag = ring_sent(DT_COLL_ALLGATHER, p, me, n);
+            assert_int_equal(rs + ag, ar);
+            assert_int_equal(rs, n / p * (p - 1));
+        }
+}
+
+/* Floats of rank 0's activation buffers (outputs and what layers keep), per layer. */
+static double act_floats(const struct dt_plan *plan)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[0];
+    double f = 0;
+    for (int i = 0; i < rp->n_bufs; i++)
+        if ((rp->bufs[i].kind == DT_BUF_ACT || rp->bufs[i].kind == DT_BUF_KEEP) &&
+            rp->bufs[i].layer >= 0 && rp->bufs[i].dtype != DT_TYPE_I32)
+            f += rp->bufs[i].elems;
+    return f;
+}
+
+static void activation_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        int tp, batch;
+    } runs[] = {{"tiny-gpt", "1n2p", 2, 8}, {"tiny-gpt", "1n4p", 4, 4},
+                {"gpt2-124m", "1n2p", 2, 1}, {"gpt2-124m", "1n4p", 4, 2}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        char off[64], on[96];
+        snprintf(off, sizeof off, "tp=%d", runs[i].tp);
+        snprintf(on, sizeof on, "tp=%d sequence-parallel=on", runs[i].tp);
+        struct dt_plan *a = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, off);
+        struct dt_plan *b = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, on);
+        const double L = count_kind(m, DT_L_ATTENTION_CORE), tp = runs[i].tp;
+        const double T = (double)m->input.d[0], h = (double)m->layers[0].units;
+        double want = (1 - 1 / tp) * runs[i].batch * (L * (2 * T * h + 4 * T) + 2 * T);
+        double got = act_floats(a) - act_floats(b);
+        if (got != want)
+            fail_msg("%s tp %d: sequence parallelism saves %.0f activation floats, want %.0f",
+                     runs[i].model, runs[i].tp, got, want);
+        dt_plan_destroy(a);
+        dt_plan_destroy(b);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+/* Options it refuses, each with why. */
+static void refusals(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    static const struct {
+        enum dt_strategy s;
+        const char *flags, *why;
+    } bad[] = {
+        {DT_STRAT_ALLREDUCE_RING, "sequence-parallel=on", "needs --tp 2 or more"},
+        {DT_STRAT_GPIPE, "pp=2 sequence-parallel=on", "needs --tp 2 or more"},
+        {DT_STRAT_ALLREDUCE_RING, "tp=2 sequence-parallel=on recompute=full", "--recompute"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct dt_plan_options o = test_options(bad[i].s, 8, bad[i].flags);
+        char why[256] = "";
+        assert_false(dt_strategy_fits_options(&o, m, t, 2, why, sizeof why));
+        if (!strstr(why, bad[i].why))
+            fail_msg("%s: '%s' does not say '%s'", bad[i].flags, why, bad[i].why);
+    }
+    /* a model with no per-token layer between its pairs (an MLP on vectors) */
+    struct dt_model *mlp = test_zoo_model("mlp-fmnist");
+    struct dt_plan_options o = test_options(DT_STRAT_ALLREDUCE_RING, 8,
+                                            "tp=2 sequence-parallel=on");
+    char why[256] = "";
+    assert_false(dt_strategy_fits_options(&o, mlp, t, 2, why, sizeof why));
+    assert_non_null(strstr(why, "--sequence-parallel: model"));
+    dt_model_destroy(mlp);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(collectives_per_layer),
+        cmocka_unit_test(same_bytes_on_a_ring),
+        cmocka_unit_test(activation_memory),
+        cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
