@@ -1130,6 +1130,7 @@ static float *float_params(struct dtx_exec *ex)
 }
 
 void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step) { ex->overflow_at = step; }
+void dtx_exec_set_skipped(struct dtx_exec *ex, long skipped) { ex->skipped = skipped; }
 
 void dtx_exec_scaler(const struct dtx_exec *ex, double *scale, long *skipped)
 {
@@ -1185,21 +1186,25 @@ static long state_floats(const struct dtx_exec *ex)
     return n;
 }
 
-float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
+void *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
 {
     switch (kind) {
     case DT_BUF_PARAMS:
         *elems = dtk_net_n_params(ex->net);
-        return float_params(ex);
-    case DT_BUF_GRADS:
-        *elems = is_mixed(ex) ? 0 : dtk_net_n_grads(ex->net);
-        return is_mixed(ex) ? NULL : downloaded(ex, dtk_net_grads(ex->net), *elems);
+        return is_mixed(ex) ? (void *)dtk_net_params16(ex->net)
+                            : downloaded(ex, dtk_net_params(ex->net), *elems);
     case DT_BUF_OPT:
         *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
         return downloaded(ex, ex->opt_state, *elems);
     case DT_BUF_STATE:
         *elems = state_floats(ex);
         return downloaded(ex, dtk_net_state(ex->net), *elems);
+    case DT_BUF_MASTER:
+        *elems = is_mixed(ex) ? ex->opt_block : 0;
+        return ex->master;
+    case DT_BUF_SCALER:
+        *elems = is_mixed(ex) ? DT_SCALER_ELEMS : 0;
+        return ex->scaler;
     default:
         *elems = 0;
         return NULL;
