@@ -15,7 +15,9 @@
 
 #include "cpu/net.h"
 
-#define MAGIC_RANK "DTCKPT1\n"
+#define MAGIC_RANK "DTCKPT2\n"    /* version 2: mixed precision (2-byte parameters, master
+                                  * weights, the loss scaler, the skipped steps' count) */
+#define MAGIC_RANK_V1 "DTCKPT1\n" /* float32 only: read as version 2 (its skipped field is 0) */
 #define MAGIC_MANIFEST "DTCKMF1\n"
 #define MAX_SAVED 16            /* saved buffers per rank */
 #define STEP_DIGITS 12
@@ -25,10 +27,11 @@ struct head {
     char magic[8];
     uint32_t rank, n_ranks;     /* manifest: rank = n_ranks */
     int64_t step, epoch, iter;
-    double loss_scale;          /* 1.0: no loss scaling yet (float32 only) */
+    double loss_scale;          /* the loss scale (1.0 in float32; SCALER is what is loaded) */
     uint64_t rng[4];            /* the rank's dropout stream (manifest: 0) */
     double sums[DTX_CKPT_SUMS]; /* the rank's running sums (manifest: 0) */
-    uint32_t n_entries, reserved;
+    uint32_t n_entries;
+    uint32_t skipped;           /* mixed precision: steps skipped on overflow (version 1: 0) */
     char identity[1024];
 };
 _Static_assert(sizeof(struct head) == 8 + 8 + 24 + 8 + 32 + 8 * DTX_CKPT_SUMS + 8 + 1024,
@@ -48,7 +51,7 @@ struct rank_entry {             /* manifest: one rank's file */
 struct saved {
     int n;
     struct buf_entry e[MAX_SAVED];
-    float *p[MAX_SAVED];
+    void *p[MAX_SAVED];
 };
 
 /* Outcome of checking a step. */
@@ -256,6 +259,21 @@ static bool r_close(struct reader *r, uint32_t *crc)
 
 /* ---- this rank's state ---- */
 
+/* What a resumed run needs to continue bit-identically: the weights (under mixed precision
+ * the 2-byte ones and the float32 masters behind them: a ZeRO rank's masters are a shard, its
+ * 2-byte parameters whole), the optimizer's moments, batchnorm's statistics, the loss scaler
+ * (scale and clean-step counter). */
+static bool saved_kind(enum dt_buf kind)
+{
+    return kind == DT_BUF_PARAMS || kind == DT_BUF_OPT || kind == DT_BUF_STATE ||
+           kind == DT_BUF_MASTER || kind == DT_BUF_SCALER;
+}
+
+static uint64_t entry_bytes(const struct buf_entry *e)
+{
+    return (uint64_t)e->elems * dt_dtype_size((enum dt_dtype)e->dtype);
+}
+
 static int saved_buffers(struct dtx_ckpt *c, struct saved *s, struct dt_error *err)
 {
     const struct dt_rank_plan *rp = &c->plan->ranks[c->rank];
@@ -263,16 +281,16 @@ static int saved_buffers(struct dtx_ckpt *c, struct saved *s, struct dt_error *e
     bool seen[DT_BUF_COUNT] = {false};
     for (int i = 0; i < rp->n_bufs; i++) {
         const struct dt_buffer *b = &rp->bufs[i];
-        if (b->kind != DT_BUF_PARAMS && b->kind != DT_BUF_OPT && b->kind != DT_BUF_STATE)
+        if (!saved_kind(b->kind))
             continue;
         long elems;
-        float *p = dtx_exec_buffer(c->ex, b->kind, &elems);
-        if (seen[b->kind] || s->n == MAX_SAVED || b->dtype != DT_TYPE_F32 ||
-            (double)elems != b->elems)
+        void *p = dtx_exec_buffer(c->ex, b->kind, &elems);
+        enum dt_dtype held = dt_buf_dtype(c->plan->opt.precision, b->kind);
+        if (seen[b->kind] || s->n == MAX_SAVED || b->dtype != held || (double)elems != b->elems)
             return dt_fail(err, DT_EINTERNAL, NULL, 0, 0, "rank %d: its %s buffer (%.0f %s "
-                           "elements) is not the executor's one allocation of %ld floats",
+                           "elements) is not the executor's one allocation of %ld %s",
                            c->rank, dt_buf_name(b->kind), b->elems, dt_dtype_name(b->dtype),
-                           elems);
+                           elems, dt_dtype_name(held));
         seen[b->kind] = true;
         s->e[s->n] = (struct buf_entry){b->kind, b->dtype, elems};
         s->p[s->n++] = p;
@@ -290,7 +308,9 @@ static void fill_head(const struct dtx_ckpt *c, struct head *h, const char *magi
     h->step = pos->step;
     h->epoch = pos->epoch;
     h->iter = pos->iter;
-    h->loss_scale = 1.0;
+    long skipped;
+    dtx_exec_scaler(c->ex, &h->loss_scale, &skipped);
+    h->skipped = (uint32_t)skipped;
     h->n_entries = n_entries;
     snprintf(h->identity, sizeof h->identity, "%s", c->identity);
 }
@@ -387,7 +407,7 @@ static int write_rank_file(struct dtx_ckpt *c, const struct dtx_ckpt_pos *pos,
     w_put(&w, &h, sizeof h);
     w_put(&w, s.e, (size_t)s.n * sizeof s.e[0]);
     for (int i = 0; i < s.n; i++)
-        w_put(&w, s.p[i], (size_t)s.e[i].elems * sizeof(float));
+        w_put(&w, s.p[i], (size_t)entry_bytes(&s.e[i]));
     return w_commit(&w, &out->crc, &out->bytes, err);
 }
 
@@ -453,6 +473,25 @@ int dtx_ckpt_save(struct dtx_ckpt *c, const struct dtx_ckpt_pos *pos, struct dt_
 
 /* ---- resume ---- */
 
+/* The space-separated words of a that b lacks (an identity's key=value pairs), into buf. */
+static void missing_words(const char *a, const char *b, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (const char *w = a; *w;) {
+        size_t k = strcspn(w, " ");
+        bool found = false;
+        for (const char *v = b; *v && !found;) {
+            size_t m = strcspn(v, " ");
+            found = m == k && strncmp(v, w, k) == 0;
+            v += m + (v[m] == ' ');
+        }
+        if (!found && k > 0 && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s", n ? " " : "", (int)k, w);
+        w += k + (w[k] == ' ');
+    }
+}
+
 /* Rank 0: reads the manifest of step into h and c->entries. */
 static int read_manifest(struct dtx_ckpt *c, const char *dir, long step, struct head *h,
                          char *why, size_t len, struct dt_error *err)
@@ -478,8 +517,12 @@ static int read_manifest(struct dtx_ckpt *c, const char *dir, long step, struct 
     }
     h->identity[sizeof h->identity - 1] = 0;
     if (strcmp(h->identity, c->identity) != 0) {
-        dt_fail(err, DT_EINPUT, NULL, 0, 0, "--resume %s: step %ld was written by another "
-                "kind of run (%s), not this one (%s)", dir, step, h->identity, c->identity);
+        char file[512], here[512];
+        missing_words(h->identity, c->identity, file, sizeof file);
+        missing_words(c->identity, h->identity, here, sizeof here);
+        dt_fail(err, DT_EINPUT, NULL, 0, 0, "--resume %s: %s was written by another kind of "
+                "run (it has: %s; this run has: %s)", dir, path, file[0] ? file : "-",
+                here[0] ? here : "-");
         return CK_REFUSE;
     }
     if (!fits || !whole) {
@@ -492,7 +535,8 @@ static int read_manifest(struct dtx_ckpt *c, const char *dir, long step, struct 
 /* Whether the file's header and table are those of this rank at the manifest's position. */
 static bool rank_head_fits(const struct dtx_ckpt *c, const struct head *h, const struct head *m)
 {
-    return memcmp(h->magic, MAGIC_RANK, sizeof h->magic) == 0 &&
+    bool v1 = memcmp(h->magic, MAGIC_RANK_V1, sizeof h->magic) == 0 && h->skipped == 0;
+    return (memcmp(h->magic, MAGIC_RANK, sizeof h->magic) == 0 || v1) &&
            h->rank == (uint32_t)c->rank && h->n_ranks == (uint32_t)c->size &&
            h->step == m->step && h->epoch == m->epoch && h->iter == m->iter &&
            memcmp(h->identity, m->identity, sizeof h->identity) == 0;
@@ -521,7 +565,7 @@ static int load_rank_file(struct dtx_ckpt *c, const char *dir, const struct head
     /* a file that fits is read straight into the buffers: if it proves bad, every rank
      * loads an older step over them, or the run stops */
     for (int i = 0; table && i < s.n; i++)
-        table = r_get(&r, s.p[i], (uint64_t)s.e[i].elems * sizeof(float));
+        table = r_get(&r, s.p[i], entry_bytes(&s.e[i]));
     table = table && r.left == 0;
     uint64_t size = r.size;
     uint32_t crc;
@@ -560,6 +604,7 @@ static void apply(struct dtx_ckpt *c, const struct head *h, struct dtx_ckpt_pos 
 {
     memcpy(dtk_net_rng(dtx_exec_net(c->ex))->s, h->rng, sizeof h->rng);
     dtx_exec_set_steps(c->ex, (long)h->step);
+    dtx_exec_set_skipped(c->ex, (long)h->skipped);
     pos->step = (long)h->step;
     pos->epoch = (int)h->epoch;
     pos->iter = (long)h->iter;

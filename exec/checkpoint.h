@@ -2,14 +2,15 @@
  * continues from the newest complete one.
  *
  * One file per rank, holding exactly the PARAMS, OPT and STATE buffers of the rank's buffer
- * table (include/dt/plan.h), in table order: a checkpoint follows whatever the plan shards
+ * table (include/dt/plan.h), and under mixed precision MASTER and SCALER, each in its table
+ * dtype and in table order: a checkpoint follows whatever the plan shards
  * (pipeline stages, and tensor parallelism or ZeRO when they come) with no gather, no single
  * writer and no rank holding more than its own share; ranks on nodes without a shared disk
  * each keep their own files. Besides the buffers, a rank's file holds its dropout stream's
  * state, the position (optimizer steps taken, epoch, next iteration within it), the caller's
- * running sums of the epoch, the loss scale (1.0 while everything is float32; the field is
- * there so that mixed precision needs no new format) and the run's identity (model, strategy,
- * ranks, parallel config, optimizer). Gradients, activations and what layers keep are not
+ * running sums of the epoch, the loss scale, the steps skipped on overflow and the run's
+ * identity (model, strategy, ranks, parallel config with the precision, optimizer). Format
+ * version 2 (magic DTCKPT2); version 1 (float32 only, the same layout) is still read. Gradients, activations and what layers keep are not
  * saved: every step starts by zeroing or overwriting them.
  *
  * Files in DIR (step: optimizer steps taken, 12 digits):

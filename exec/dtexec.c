@@ -417,10 +417,6 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
     else if (!rc && o->par.precision == DT_TF32)
         rc = bad(msg, len, "--precision", "tf32 is simulated only (dtsim); dtexec executes "
                  "fp32, bf16 and fp16");
-    else if (!rc && mixed && (o->checkpoint || o->resume))
-        rc = bad(msg, len, o->checkpoint ? "--checkpoint" : "--resume",
-                 "checkpoints hold fp32 runs only so far (not --precision %s)",
-                 dt_precision_name(o->par.precision));
     if (!rc && o->overflow_at && !mixed)
         rc = bad(msg, len, "--overflow-at", "needs --precision bf16 or fp16 (loss scaling)");
     if (!rc && o->synthetic && o->data)
@@ -1075,8 +1071,6 @@ static int start_checkpoints(struct run *R, struct dtx_ckpt *ck, struct dtx_ckpt
     const struct world *w = &R->w;
     char run[64];
     snprintf(run, sizeof run, "optimizer=%s", optimizer_name(o->optimizer));
-    if (dt_plan_mixed(R->plan->opt.precision)) /* refused with checkpoints (parse_args) */
-        return DT_OK;
     int rc = dtx_ckpt_init(ck, o->checkpoint, R->plan, R->ex, w->comm, run, prog, err);
     if (!rc && o->checkpoint)
         rc = dtx_ckpt_prepare(o->checkpoint, o->resume, w->rank, err);

@@ -106,9 +106,9 @@ static char *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
     }
 }
 
-static enum dt_dtype dtype_of(const struct dtx_exec *ex, enum dt_buf b)
+static enum dt_dtype dtype_of(const struct dtx_exec *ex, const struct dt_region *g)
 {
-    return dt_buf_dtype(ex->plan->opt.precision, b);
+    return dt_plan_region_dtype(ex->plan, ex->rank, g);
 }
 
 /* The region's first element (its buffer's dtype says how wide elements are; a pooled
@@ -117,7 +117,7 @@ static char *at(struct dtx_exec *ex, const struct dt_region *g)
 {
     long offset = g->buf == DT_BUF_DACT ? dtk_net_dact_offset(ex->net, g->layer, g->offset)
                                         : g->offset;
-    return buffer_of(ex, g) + (size_t)offset * dt_dtype_size(dtype_of(ex, g->buf));
+    return buffer_of(ex, g) + (size_t)offset * dt_dtype_size(dtype_of(ex, g));
 }
 
 /* A sum of 2-byte floats for the MPI library's reductions: each hop adds in float32 and
@@ -214,7 +214,7 @@ static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *gr
     pg->state[i] = c;
     c->o = o;
     c->where = o->kind == DT_OP_COLL && o->dst.count > 0 ? o->dst : o->region;
-    c->dtype = dtype_of(ex, o->region.buf);
+    c->dtype = dtype_of(ex, &o->region);
     c->esz = dt_dtype_size(c->dtype);
     c->type = c->dtype == DT_TYPE_F32 ? MPI_FLOAT : MPI_UINT16_T;
     c->op = o->reduction == DT_RED_MAX ? (c->dtype == DT_TYPE_F32 ? MPI_MAX : ex->half_max)
@@ -876,7 +876,7 @@ static void rescale(struct dtx_exec *ex)
  * the 2-byte parameters. */
 static void copy_region(struct dtx_exec *ex, const struct dt_op *o)
 {
-    enum dt_dtype from = dtype_of(ex, o->region.buf), to = dtype_of(ex, o->dst.buf);
+    enum dt_dtype from = dtype_of(ex, &o->region), to = dtype_of(ex, &o->dst);
     if (ex->gpu) /* fp32 only there */
         dtx_cuda_copy(ex->gpu, at(ex, &o->dst), at(ex, &o->region), o->region.count, o->sum);
     else if (from == to)
@@ -983,7 +983,7 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
         break;
     }
     case DT_OP_ZERO: {
-        size_t bytes = (size_t)o->region.count * dt_dtype_size(dtype_of(ex, o->region.buf));
+        size_t bytes = (size_t)o->region.count * dt_dtype_size(dtype_of(ex, &o->region));
         if (ex->gpu)
             dtx_cuda_zero(ex->gpu, at(ex, &o->region), bytes);
         else
@@ -1130,6 +1130,7 @@ static float *float_params(struct dtx_exec *ex)
 }
 
 void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step) { ex->overflow_at = step; }
+void dtx_exec_set_skipped(struct dtx_exec *ex, long skipped) { ex->skipped = skipped; }
 
 void dtx_exec_scaler(const struct dtx_exec *ex, double *scale, long *skipped)
 {
@@ -1185,21 +1186,25 @@ static long state_floats(const struct dtx_exec *ex)
     return n;
 }
 
-float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
+void *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems)
 {
     switch (kind) {
     case DT_BUF_PARAMS:
         *elems = dtk_net_n_params(ex->net);
-        return float_params(ex);
-    case DT_BUF_GRADS:
-        *elems = is_mixed(ex) ? 0 : dtk_net_n_grads(ex->net);
-        return is_mixed(ex) ? NULL : downloaded(ex, dtk_net_grads(ex->net), *elems);
+        return is_mixed(ex) ? (void *)dtk_net_params16(ex->net)
+                            : downloaded(ex, dtk_net_params(ex->net), *elems);
     case DT_BUF_OPT:
         *elems = dt_optimizer_moments(ex->plan->opt.optimizer) * ex->opt_block;
         return downloaded(ex, ex->opt_state, *elems);
     case DT_BUF_STATE:
         *elems = state_floats(ex);
         return downloaded(ex, dtk_net_state(ex->net), *elems);
+    case DT_BUF_MASTER:
+        *elems = is_mixed(ex) ? ex->opt_block : 0;
+        return ex->master;
+    case DT_BUF_SCALER:
+        *elems = is_mixed(ex) ? DT_SCALER_ELEMS : 0;
+        return ex->scaler;
     default:
         *elems = 0;
         return NULL;

@@ -124,11 +124,13 @@ void dtx_exec_set_overflow_at(struct dtx_exec *ex, long step);
 /* The current loss scale (1 without mixed precision) and the steps skipped on overflow. */
 void dtx_exec_scaler(const struct dtx_exec *ex, double *scale, long *skipped);
 
-/* This rank's allocation of one buffer kind of its table that is not per layer (PARAMS, GRADS,
- * OPT, STATE) and its elements (*elems); NULL for other kinds. Checkpoints read and write
- * these. */
-float *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems);
-/* (Under mixed precision PARAMS gives the float32 master weights and GRADS nothing.) */
+/* This rank's allocation of one buffer kind of its table that is not per layer (PARAMS, OPT,
+ * STATE, and under mixed precision MASTER and SCALER) in the table's dtype
+ * (dt_buf_dtype: PARAMS are 2-byte floats under mixed precision), and its elements (*elems);
+ * NULL for other kinds. Checkpoints read and write these. */
+void *dtx_exec_buffer(struct dtx_exec *ex, enum dt_buf kind, long *elems);
+/* The steps skipped on overflow, as a resumed run had counted them. */
+void dtx_exec_set_skipped(struct dtx_exec *ex, long skipped);
 
 /* A 64-bit hash of the parameters' bits (FNV-1a over 32-bit words). */
 uint64_t dtx_params_hash(const float *p, long n);

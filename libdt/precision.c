@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "compile.h"
+#include "dt/tensor.h"
 
 bool dt_plan_mixed(enum dt_precision p)
 {
@@ -24,6 +25,15 @@ enum dt_dtype dt_buf_dtype(enum dt_precision p, enum dt_buf b)
     default:
         return DT_TYPE_F32;
     }
+}
+
+enum dt_dtype dt_plan_region_dtype(const struct dt_plan *plan, int rank,
+                                   const struct dt_region *g)
+{
+    if (g->buf == DT_BUF_KEEP && g->layer >= 0)
+        return dt_shard_keep_dtype(plan->model, plan->views[plan->ranks[rank].view], g->layer,
+                                   dt_buf_dtype(plan->opt.precision, g->buf));
+    return dt_buf_dtype(plan->opt.precision, g->buf);
 }
 
 /* The group of every rank in rank order (the overflow flag's), added once per plan. */

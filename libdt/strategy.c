@@ -292,7 +292,7 @@ static long program_scratch(const struct dt_plan *plan, int rank, const struct d
     long f = 0;
     for (int i = 0; i < n; i++) {
         const struct dt_op *op = &ops[i];
-        if (dt_buf_dtype(plan->opt.precision, op->region.buf) != dtype)
+        if (dt_plan_region_dtype(plan, rank, &op->region) != dtype)
             continue;
         if (op->kind == DT_OP_COLL) {
             const struct dt_group *g = &plan->groups[op->group];
@@ -340,7 +340,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
             continue;
         dt_shard_keep(m, v, l, &kf, &ki);
         if (kf)
-            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, l, kf * rows);
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, dt_shard_keep_dtype(m, v, l, S), l,
+                                     kf * rows);
         if (ki)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, l, ki * rows);
     }
@@ -359,12 +360,15 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     if (rp->last)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_I32, -1,
                                  dtc_labels_per_sample(m) * rows);
-    /* receive buffers: one per dtype of the regions received (f32: the scaler's flag) */
+    /* receive buffers: one per dtype of the regions received (f32: the scaler's flag, the
+     * vocabulary-parallel loss's statistics) */
     long comm = program_scratch(plan, r, rp->ops, rp->n_ops, S) +
                 program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops, S);
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm);
     long comm32 = S == DT_TYPE_F32 ? 0
-                                   : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32);
+                                   : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32) +
+                                         program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops,
+                                                         DT_TYPE_F32);
     if (comm32)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
     rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */

@@ -76,6 +76,13 @@ long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v
     return 3 * (dt_shape_size(&L->out_shape) / vocab_of(L));
 }
 
+enum dt_dtype dt_shard_keep_dtype(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                                  enum dt_dtype storage)
+{
+    bool stats = v && l == m->n_layers - 1 && dt_shard_loss_stats(m, v) > 0;
+    return stats ? DT_TYPE_F32 : storage;
+}
+
 void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int l,
                    long *keep_floats, long *keep_ints)
 {

@@ -206,7 +206,7 @@ static int finish_round(struct player *p, int ai);
 static double elem_bytes(const struct player *p, const struct activity *a)
 {
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
-    return (double)dt_dtype_size(dt_buf_dtype(p->plan->opt.precision, op->region.buf));
+    return (double)dt_dtype_size(dt_plan_region_dtype(p->plan, a->rank, &op->region));
 }
 
 static int start_flow(struct player *p, int ai, const struct dt_xfer *x)

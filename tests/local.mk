@@ -115,6 +115,12 @@ TESTS += tests/test_exec_repeatable.sh
 EXTRA_DIST += tests/test_exec_repeatable.sh
 TESTS += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
 EXTRA_DIST += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
+# Checkpoints of bf16/fp16 runs (resume bit-identical, bad files) and a version-1 checkpoint.
+TESTS += tests/test_exec_checkpoint_precision.sh
+EXTRA_DIST += tests/test_exec_checkpoint_precision.sh tests/data/ckpt-v1.yaml \
+	tests/data/ckpt-v1/step-000000000007.manifest \
+	tests/data/ckpt-v1/step-000000000007.rank-00000.ckpt \
+	tests/data/ckpt-v1/step-000000000007.rank-00001.ckpt
 
 check_PROGRAMS += tests/test_probe
 TESTS += tests/test_probe

@@ -64,8 +64,9 @@ if [ -n "$b16" ] && [ "$b16" -gt 0 ] && [ $((2 * b16)) -eq "$b32" ]; then
   ok "ring allreduce bytes sent: fp32 $b32, bf16 $b16"
 else bad "ring allreduce bytes sent: fp32 '$b32', bf16 '$b16'"; fi
 
-# refused: fp8 and tf32 (dtsim only), checkpoints, --overflow-at in fp32
-# (bf16 with --zero, --tp and pipelines: tests/test_exec_precision_parallel.sh)
+# refused: fp8 and tf32 (dtsim only), --overflow-at in fp32
+# (bf16 with --zero, --tp and pipelines: tests/test_exec_precision_parallel.sh; checkpoints:
+# tests/test_exec_checkpoint_precision.sh)
 refused() {
   want=$1; shift
   timeout 60 $MPIEXEC -n 2 "$dtexec" --model mlp-fmnist --synthetic 64 "$@" >"$tmp/r.out" 2>&1
@@ -75,7 +76,6 @@ refused() {
 }
 refused "fp8 is simulated only" --precision fp8
 refused "tf32 is simulated only" --precision tf32
-refused "checkpoints hold fp32" --precision fp16 --checkpoint "$tmp/ck" --checkpoint-every 1
 refused "--overflow-at: needs --precision" --overflow-at 3
 refused "--overflow-at" --precision bf16 --overflow-at 0
 finish

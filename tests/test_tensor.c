@@ -221,6 +221,58 @@ static void vocabulary_parallel(void **state)
     assert_int_equal(dt_shard_vocab_valid(50257, 4, 3), 12562);
 }
 
+/* Under bf16 the logits shard is 2-byte while the loss's statistics stay float32: the last
+ * layer's KEEP buffer is F32 and holds exactly the three planes (3 x rows x tokens), its
+ * allreduces move F32 regions (the step's and the eval's, into an F32 receive buffer), the
+ * head's logits and the other layers' KEEP are bf16. In fp32 nothing changes. */
+static void vocabulary_loss_dtypes(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 4, "tp=2 precision=bf16");
+    const int soft = m->n_layers - 1, head = soft - 1;
+    const long tokens = m->input.d[0];
+    for (int r = 0; r < 2; r++) {
+        const struct dt_rank_plan *rp = &plan->ranks[r];
+        const double rows = (double)rp->slots * rp->slot_rows;
+        int stats = 0, comm32 = 0, keep16 = 0;
+        for (int b = 0; b < rp->n_bufs; b++) {
+            const struct dt_buffer *B = &rp->bufs[b];
+            if (B->kind == DT_BUF_KEEP && B->layer == soft) {
+                assert_int_equal(B->dtype, DT_TYPE_F32);
+                assert_true(B->elems == 3 * rows * (double)tokens);
+                stats++;
+            }
+            keep16 += B->kind == DT_BUF_KEEP && B->layer != soft && B->dtype == DT_TYPE_BF16;
+            comm32 += B->kind == DT_BUF_COMM && B->dtype == DT_TYPE_F32 && B->elems > 0;
+            if (B->kind == DT_BUF_ACT && B->layer == head)
+                assert_int_equal(B->dtype, DT_TYPE_BF16);
+        }
+        assert_int_equal(stats, 1);
+        assert_int_equal(comm32, 1);
+        assert_true(keep16 > 0);
+        int colls = 0;
+        for (int k = 0; k < rp->n_ops; k++) {
+            const struct dt_op *o = &rp->ops[k];
+            if (o->kind == DT_OP_COLL && o->region.buf == DT_BUF_KEEP) {
+                assert_int_equal(dt_plan_region_dtype(plan, r, &o->region), DT_TYPE_F32);
+                colls++;
+            }
+        }
+        assert_int_equal(colls, 3);
+        struct dt_region act = {DT_BUF_ACT, 0, 1, head};
+        assert_int_equal(dt_plan_region_dtype(plan, r, &act), DT_TYPE_BF16);
+    }
+    dt_plan_destroy(plan);
+    plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 4, "tp=2");
+    for (int b = 0; b < plan->ranks[0].n_bufs; b++)
+        assert_int_equal(plan->ranks[0].bufs[b].dtype == DT_TYPE_BF16, false);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* A shard's token rows of the table, zero padding after the real ones, the position rows
  * whole after them; copied back, only the real rows land. */
 static void vocabulary_shard_copy(void **state)
@@ -260,6 +312,7 @@ int main(void)
         cmocka_unit_test(heads_not_divisible_keeps_attention_whole),
         cmocka_unit_test(vocabulary_parallel),
         cmocka_unit_test(vocabulary_shard_copy),
+        cmocka_unit_test(vocabulary_loss_dtypes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,7 @@ struct dtk_net {
      * converts what it touches into the float32 stage (kernel scratch, like work) and back */
     enum dt_dtype dtype;
     uint16_t *params16, *grads16, *arena16, *probs16;
+    float *stats;           /* the vocabulary-parallel loss's statistics, float32 (f32_keep) */
     float *stage, *wstage, *gstage;
     int n_staged;
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
@@ -268,6 +269,13 @@ static void *alloc_halves(size_t n, double *bytes)
 {
     *bytes += (double)n * sizeof(uint16_t);
     return calloc(n ? n : 1, sizeof(uint16_t));
+}
+
+/* Whether layer i keeps float32 under mixed precision (dt_shard_keep_dtype: the
+ * vocabulary-parallel loss's statistics), outside the 2-byte arena. */
+static bool f32_keep(const struct dtk_net *net, int i)
+{
+    return mixed(net) && dt_shard_keep_dtype(net->model, net->view, i, net->dtype) == DT_TYPE_F32;
 }
 
 /* Whether layer i is a dropout this rank runs again (--recompute: its mask is not kept), so
@@ -542,7 +550,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         bool keep_ws = v->recompute && v->recompute->keep_ws[i];
         long own = ly->need && !ly->pooled; /* a gradient of its own */
         long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (1 + own - act_ws)) +
-                   (keep_ws ? 0 : aux);
+                   (keep_ws || f32_keep(net, i) ? 0 : aux);
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
                          "exceed any memory", model->name, max_batch);
@@ -586,10 +594,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->vocab = net->lay[n - 1].shard_kind == DT_SHARD_VOCAB;
     if (net->vocab)
         net->lc = net->lay[n - 1].cols;
-    if (net->vocab && mixed(net)) {
+    if (f32_keep(net, n - 1) && v->recompute && v->recompute->keep_ws[n - 1]) {
         dtk_net_destroy(net);
-        return dt_fail(err, DT_EINPUT, "", 0, 0, "the vocabulary-parallel loss runs in fp32 "
-                       "only (bf16 and fp16 with --tp are not implemented yet)");
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "the vocabulary-parallel loss's statistics in "
+                       "the 2-byte recomputation workspace: not implemented");
     }
     /* (the last layer's probabilities are in its keep rows: dt_layer_keep) */
 
@@ -618,6 +626,8 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->state = alloc_floats((size_t)state, &net->bytes);
     net->work = alloc_floats((size_t)work, &net->work_bytes);
     net->stage = alloc_floats((size_t)stage, &net->work_bytes);
+    net->stats = alloc_floats(f32_keep(net, n - 1) ? (size_t)(net->lay[n - 1].aux_row * max_batch)
+                                                   : 0, &net->bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
     long n_drop_rngs = 0;
@@ -627,7 +637,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
                            : net->params && net->grads && net->arena;
     if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena ||
-        !net->drop_rngs) {
+        !net->drop_rngs || !net->stats) {
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
@@ -661,6 +671,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         if (rw && rw->keep_ws[i]) {
             arena_at(net, rw->keep_at[i] * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = net->iarena + rw->ikeep_at[i] * max_batch;
+        } else if (f32_keep(net, i)) {
+            ly->aux = net->stats;
+            ly->iaux = ip;
+            ip += ly->iaux_row * max_batch;
         } else {
             carve(net, &fp, ly->aux_row * max_batch, &ly->aux, &ly->aux16);
             ly->iaux = ip;
@@ -711,6 +725,7 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->arena);
     free(net->work);
     free(net->stage);
+    free(net->stats);
     free(net->params16);
     free(net->grads16);
     free(net->arena16);
@@ -845,7 +860,7 @@ static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_o
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= 0)
             stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, is_loss(op));
-    if (ly->aux_row)
+    if (ly->aux_row && ly->aux16) /* (f32_keep: float32 already) */
         ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb, keeps);
     if (i == net->model->n_layers - 1 && net->probs16)
         net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, is_loss(op));
@@ -868,8 +883,11 @@ static void unstage(struct dtk_net *net, int i)
     struct dtk_lay *ly = &net->lay[i];
     if (net->gstage)
         dtk_f32_to_half(net->dtype, net->gstage, net->grads16 + ly->goff, ly->nparams);
-    for (int k = 0; k < net->model->n_layers; k++)
-        net->lay[k].act = net->lay[k].dact = net->lay[k].aux = NULL;
+    for (int k = 0; k < net->model->n_layers; k++) {
+        net->lay[k].act = net->lay[k].dact = NULL;
+        if (net->lay[k].aux16)
+            net->lay[k].aux = NULL;
+    }
     net->probs = net->wstage = net->gstage = NULL;
     net->n_staged = 0;
 }
@@ -1245,6 +1263,8 @@ void dtk_net_vocab_stats(struct dtk_net *net, bool sums, const int *labels, int 
 {
     const int last = net->model->n_layers - 1;
     const struct dtk_lay *ly = &net->lay[last];
+    /* the 2-byte logits in float32; the statistics are float32 already (f32_keep) */
+    stage_layer(net, last, b0, nb, STAGE_FORWARD);
     const float *logits = in_rows(net, net->model->layers[last].in[0], b0);
     int G = nb * net->lgroups, valid = (int)ly->vocab_valid;
     if (!sums)
@@ -1253,11 +1273,12 @@ void dtk_net_vocab_stats(struct dtk_net *net, bool sums, const int *labels, int 
         dtk_vocab_xent_sums(vocab_plane(net, 1, b0), vocab_plane(net, 2, b0), logits,
                             vocab_plane(net, 0, b0), labels, G, net->lc, valid,
                             ly->vocab_first);
+    unstage(net, last);
 }
 
 void *dtk_net_keep(struct dtk_net *net, int i)
 {
-    return mixed(net) ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
+    return net->lay[i].aux16 ? (void *)net->lay[i].aux16 : (void *)net->lay[i].aux;
 }
 
 int dtk_net_check_loss(const struct dtk_net *net, const int *labels, int b0, int nb,

@@ -520,6 +520,10 @@ void dt_plan_pool_free(struct dt_plan *plan);
 
 /* Elements of one buffer kind (all layers for ACT/DACT/KEEP: use dt_plan_buffer_layer). */
 double dt_plan_buffer_elems(const struct dt_plan *plan, int rank, enum dt_buf kind);
+/* The dtype of a region of rank's buffers: its buffer's (dt_buf_dtype), but for a layer's KEEP
+ * (dt_shard_keep_dtype: the vocabulary-parallel loss's statistics are float32). */
+enum dt_dtype dt_plan_region_dtype(const struct dt_plan *plan, int rank,
+                                   const struct dt_region *g);
 double dt_plan_buffer_layer(const struct dt_plan *plan, int rank, enum dt_buf kind, int layer);
 
 /* A rank's memory from its buffer table, by what frameworks report. */

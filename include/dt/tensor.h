@@ -67,6 +67,11 @@ long dt_shard_loss_stats(const struct dt_model *m, const struct dt_layer_view *v
 bool dt_shard_chunked(int kind);
 /* Whether layer l is a partial sum whose readers run on chunks: its g is a reduce-scatter. */
 bool dt_shard_scatters(const struct dt_model *m, const struct dt_layer_view *v, int l);
+/* The dtype of the floats layer l keeps on a rank of view v (NULL: whole model) when the
+ * precision stores in storage (dt_precision_storage): the vocabulary-parallel loss's
+ * statistics stay float32, as frameworks keep softmax statistics; the rest is storage. */
+enum dt_dtype dt_shard_keep_dtype(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                                  enum dt_dtype storage);
 
 /* Whether a shard of this kind holds a part of the layer's output (COLUMNS, QKV). */
 bool dt_shard_splits_output(int kind);
