@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "bound.h"
+#include "symmetry.h"
 
 /* One rank's cheapest cost of layer l's forward and backward on `rows` samples over the
  * node groups, at the cheaper of whole and 1/T share (a replicated layer runs whole). */
@@ -79,8 +80,9 @@ double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
                                : (o->accumulate > 1 ? o->accumulate : 1);
     if (D < 1 || global_batch < (long)D * micro)
         return 0;
-    /* replica 0's rows, split as the compile splits them (dt_chunk): the largest share */
-    long len = global_batch / D + (global_batch % D > 0);
+    /* replica 0's rows, split as the compile splits them (dt_chunk): the largest share; the
+     * symmetric estimate simulates one replica of the floor share (symmetry.c) */
+    long len = global_batch / D + (global_batch % D > 0 && !dt_sym_used(o, topo));
     int small = (int)(len / micro), n_big = (int)(len % micro);
     double w = cached_work(m, topo, group_cp, o->precision, small, T, cache);
     double w_big = n_big ? cached_work(m, topo, group_cp, o->precision, small + 1, T, cache) : 0;
@@ -106,4 +108,50 @@ double dt_rec_memory_bound(const struct dt_model *m, const struct dt_topology *t
     double per_param = (o->zero >= 3 ? w / D : w) + (o->zero >= 2 ? g / D : g) +
                        (o->zero >= 1 ? state / D : state);
     return per_param * (double)m->total_params / ((double)S * T);
+}
+
+/* Bytes per parameter no gradient exchange can send less of: the smaller of its weight's and
+ * its gradient's type (a contribution leaves as a gradient, a reduced result as either). */
+static double exchanged_bytes(enum dt_precision prec)
+{
+    double w = dt_dtype_size(dt_buf_dtype(prec, DT_BUF_PARAMS));
+    double g = dt_dtype_size(dt_buf_dtype(prec, DT_BUF_GRADS));
+    return w < g ? w : g;
+}
+
+/* The data-parallel families' node egress (bound.h): every node holds whole replicas, and
+ * the replicas span more than one node; 0 when that does not hold. */
+static double egress_bound(const struct dt_model *m, const struct dt_topology *topo,
+                           const struct dt_cost_params *cp, const struct dt_plan_options *o)
+{
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
+    const struct dt_node_group *g = &topo->groups[0];
+    if (topo->n_groups != 1 || S != 1 || D < 2 || g->devices % T || (long)D * T <= g->devices)
+        return 0;
+    double nic = cp[0].nic_bw_Bps > 0 ? cp[0].nic_bw_Bps : g->nic.bw_Bps;
+    double egress = nic * (g->nics > 0 ? g->nics : 1);
+    return egress > 0 ? exchanged_bytes(o->precision) * (double)m->total_params / egress : 0;
+}
+
+double dt_rec_sym_bound(const struct dt_model *m, const struct dt_topology *topo,
+                        const struct dt_plan_options *o)
+{
+    int T, S, D;
+    dt_plan_shape(o, topo, &T, &S, &D);
+    double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
+    return dt_sym_allreduce_s(topo, D, T, g * (double)m->total_params / ((double)S * T));
+}
+
+double dt_rec_comm_bound(const struct dt_model *m, const struct dt_topology *topo,
+                         const struct dt_cost_params *group_cp, const struct dt_plan_options *o)
+{
+    return dt_sym_used(o, topo) ? dt_rec_sym_bound(m, topo, o)
+                                : egress_bound(m, topo, group_cp, o);
+}
+
+double dt_rec_total_bound(double compute, double comm, const struct dt_plan_options *o,
+                          const struct dt_topology *topo)
+{
+    return dt_sym_used(o, topo) ? compute + comm : fmax(compute, comm);
 }

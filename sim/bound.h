@@ -14,7 +14,8 @@
  *    micro-batch). Whatever the cut, the least X with P_s + m w_s <= X for all s and
  *    sum w_s = w is X = w / (1 - (1 - 1/m)^S): a bound that needs no partition;
  *  - interleaved: its busiest stage, iteration >= m w / S.
- * Recomputation, updates, loading and communication only add, and are left out. */
+ * Recomputation, updates and loading only add, and are left out. Communication is bounded on
+ * its own (dt_rec_comm_bound) and combined with that (dt_rec_total_bound). */
 #ifndef DT_SIM_BOUND_H
 #define DT_SIM_BOUND_H
 
@@ -34,6 +35,38 @@ void dt_rec_bound_free(struct dt_rec_bound_cache *c);
 double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
                     long global_batch, struct dt_rec_bound_cache *cache);
+
+/* A lower bound of the communication of o's iteration, seconds (0: none known):
+ *  - a pipeline that --recommend estimates in symmetry mode (symmetry.h): the estimate adds
+ *    the closed form of a ring allreduce of its largest stage's gradient bytes over the D
+ *    replicas (increasing in the bytes) to the replica's simulation. Those bytes are at least
+ *    g P / (S T) (P parameters, g bytes per gradient): the S T ranks of a replica hold every
+ *    parameter's gradient between them, tensor-replicated layers and the stages' whole
+ *    embeddings only add. So the closed form at g P / (S T), added to the replica's compute
+ *    bound (dt_rec_bound), is below the estimate;
+ *  - a data-parallel family (S = 1) whose D replicas span nodes of one group, each node
+ *    holding whole replicas (T divides its devices): every parameter's sum depends on every
+ *    node's contribution, so for each parameter something about it leaves each node in the
+ *    iteration, its contribution (a gradient) or its sum (a gradient, or a weight after a
+ *    sharded update: ZeRO's allgather): at least P x min(weight, gradient bytes) through the
+ *    node's NICs, at most nics x NIC bandwidth (the player's flows never exceed a link's
+ *    capacity). This holds whatever the algorithm and however it overlaps the backward;
+ *  - anything else: 0.
+ * tests/test_bound.c and tests/test_symmetry.c hold both to the simulation and the estimate on many small
+ * shapes. */
+double dt_rec_comm_bound(const struct dt_model *m, const struct dt_topology *topo,
+                         const struct dt_cost_params *group_cp, const struct dt_plan_options *o);
+
+/* The first case's closed form, whatever the number of ranks (the tests hold it to the
+ * estimate on small shapes). */
+double dt_rec_sym_bound(const struct dt_model *m, const struct dt_topology *topo,
+                        const struct dt_plan_options *o);
+
+/* The compute bound and the communication bound of o combined: their sum where the
+ * communication bound is the term the symmetric estimate adds, else the larger (the
+ * exchange may overlap the backward). */
+double dt_rec_total_bound(double compute, double comm, const struct dt_plan_options *o,
+                          const struct dt_topology *topo);
 
 /* Bytes per device no config can go below: its busiest rank holds at least 1/(S T) of the
  * model's parameters (tensor shards and stages split them, replicated layers do not), each

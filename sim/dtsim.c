@@ -67,6 +67,7 @@ struct options {
     long global_batch;            /* --recommend: samples per step (0: -b x devices) */
     double memory_limit;          /* --memory-limit bytes (0: the smallest device's) */
     int top;                      /* --top N */
+    bool no_prune;                /* --no-prune: --recommend simulates every config that fits */
     bool precision_given;         /* --precision: --recommend searches that one only */
     int links;                    /* --links N: the N busiest links of each strategy (0: no) */
     bool estimate;                /* --estimate: forecast each simulation's run time, run none */
@@ -167,6 +168,8 @@ static void usage(FILE *out)
         "      --global-batch N     --recommend: samples per step (default: -b x devices)\n"
         "      --memory-limit SIZE  --recommend: memory per device (default: the device's)\n"
         "      --top N              --recommend: configs to print (default 5)\n"
+        "      --no-prune           --recommend: simulate every config that fits (no\n"
+        "                           bound pruning; slow, for checking the pruning)\n"
         "  -h, --help               this help\n"
         "  -V, --version            version\n\n"
         "Parallel config (shared with dtexec):\n", DEFAULT_MODEL);
@@ -259,6 +262,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"global-batch", required_argument, NULL, 'G'},
         {"memory-limit", required_argument, NULL, 'L'},
         {"top", required_argument, NULL, 'N'},
+        {"no-prune", no_argument, NULL, 'U'},
         {"expansion", required_argument, NULL, 'X'},
         {"trace-ranks", required_argument, NULL, 'K'},
         {"links", optional_argument, NULL, 'Q'},
@@ -355,6 +359,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return 2;
             break;
         case 'E': o->estimate = true; break;
+        case 'U': o->no_prune = true; break;
         case 'Q': /* --links, --links=N or --links N */
             o->links = 10;
             if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
@@ -401,9 +406,10 @@ static int parse_args(int argc, char **argv, struct options *o)
     if ((o->dump_plan || o->summary || o->topology_info) && o->format != FMT_TABLE)
         return bad_flag(o->dump_plan ? "--dump-plan" : o->summary ? "--summary" : "--topology-info",
                         "%s", "prints text only: drop --format");
-    if (!o->recommend && (o->global_batch || o->memory_limit > 0 || o->top))
+    if (!o->recommend && (o->global_batch || o->memory_limit > 0 || o->top || o->no_prune))
         return bad_flag(o->global_batch ? "--global-batch" : o->memory_limit > 0 ?
-                        "--memory-limit" : "--top", "%s", "applies to --recommend only");
+                        "--memory-limit" : o->top ? "--top" : "--no-prune", "%s",
+                        "applies to --recommend only");
     if (o->recommend && (o->n_sweep_nodes || o->n_sweep_ppn || o->strategies_given ||
                          o->dump_plan || o->trace || o->summary || o->topology_info))
         return bad_flag("--recommend", "%s", "searches every strategy on the topology as given: "
@@ -1180,7 +1186,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
         .precision_given = o->precision_given,
         .global_batch = o->global_batch ? o->global_batch : (long)o->par.batch * topo->n_ranks,
         .memory_limit = limit, .dataset_size = o->dataset_size, .epochs = o->epochs,
-        .top = o->top ? o->top : 5, .part = part, .parts = parts,
+        .top = o->top ? o->top : 5, .no_prune = o->no_prune, .part = part, .parts = parts,
         .format = o->format == FMT_CSV ? DT_REC_CSV : o->format == FMT_JSON ? DT_REC_JSON
                                                                             : DT_REC_TABLE,
         .combine = parts > 1 ? dt_split_sum : NULL};

@@ -75,6 +75,14 @@ tests_test_symmetry_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_symmetry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_symmetry_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+check_PROGRAMS += tests/test_bound
+TESTS += tests/test_bound
+tests_test_bound_SOURCES = tests/test_bound.c sim/symmetry.c sim/bound.c sim/player.c sim/epoch.c \
+	sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c tests/testdata.h
+tests_test_bound_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_bound_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_bound_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
 # Benchmark: the GPT-3 175B / 1,024-GPU --recommend search (REC_MEMORY_LIMIT=... to set it).
 EXTRA_DIST += sim/bench_recommend.sh
 BENCH_TARGETS += bench-recommend

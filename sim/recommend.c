@@ -25,8 +25,6 @@ enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS }; /* V_STATUS - 1 once compiled; 0: 
 /* Candidates compiled per round of the search, whatever the number of processes (so that
  * which are pruned, and the counts printed, do not depend on it). */
 #define ROUND 8
-/* Pipelines on more ranks than this are estimated from one replica (symmetry.h). */
-#define SYMMETRY_MIN_RANKS 128
 
 struct candidate {
     struct dt_plan_options opt;
@@ -86,9 +84,13 @@ static int add(struct search *s, const struct dt_plan_options *o)
         return 0;
     }
     c->v[V_MEM] = 0;
-    c->v[V_BOUND] = dt_rec_bound(rq->model, rq->topo, rq->group_cp, o, rq->global_batch,
-                                 &s->bounds);
-    return c->v[V_BOUND] < 0 ? -1 : 0;
+    double compute = dt_rec_bound(rq->model, rq->topo, rq->group_cp, o, rq->global_batch,
+                                  &s->bounds);
+    if (compute < 0)
+        return -1;
+    c->v[V_BOUND] = dt_rec_total_bound(
+        compute, dt_rec_comm_bound(rq->model, rq->topo, rq->group_cp, o), o, rq->topo);
+    return 0;
 }
 
 /* The knobs of the data-parallel family at one tensor width: accumulation, buckets. */
@@ -209,7 +211,23 @@ static double compute_bound(const struct dt_plan *plan, const struct dt_cost_par
     return worst;
 }
 
-/* Compiles a candidate's probe: its largest rank's memory and (*bound) compute bound. */
+/* A lower bound of a fitting candidate's iteration from its compiled probe: the busiest
+ * rank's compute with the communication bound (bound.h). The symmetric estimate simulates
+ * one replica of the floor share of the batch: where the probe's first replica has more
+ * rows, the analytic bound (which counts the floor share) instead. */
+static double compiled_bound(const struct search *s, const struct candidate *c,
+                             const struct dt_plan *plan)
+{
+    const struct dt_rec_request *rq = s->rq;
+    int T, S, D;
+    dt_plan_shape(&c->opt, rq->topo, &T, &S, &D);
+    if (dt_sym_used(&c->opt, rq->topo) && rq->global_batch % D)
+        return c->v[V_BOUND];
+    double comm = dt_rec_comm_bound(rq->model, rq->topo, rq->group_cp, &c->opt);
+    return dt_rec_total_bound(compute_bound(plan, rq->group_cp), comm, &c->opt, rq->topo);
+}
+
+/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound. */
 static int measure(const struct search *s, struct candidate *c, double *bound,
                    struct dt_error *err)
 {
@@ -226,7 +244,7 @@ static int measure(const struct search *s, struct candidate *c, double *bound,
     c->v[V_MEM] = peak.total;
     bool over = s->rq->memory_limit > 0 && peak.total > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
-    *bound = over ? 0 : compute_bound(plan, s->rq->group_cp);
+    *bound = over ? 0 : compiled_bound(s, c, plan);
     dt_plan_destroy(plan);
     return DT_OK;
 }
@@ -248,8 +266,7 @@ static int estimate(const struct search *s, struct candidate *c, struct dt_error
 
 static int simulate(const struct search *s, struct candidate *c, struct dt_error *err)
 {
-    if (dt_plan_ranks(&c->opt, s->rq->topo) > SYMMETRY_MIN_RANKS &&
-        dt_sym_applies(&c->opt, s->rq->topo))
+    if (dt_sym_used(&c->opt, s->rq->topo))
         return estimate(s, c, err);
     struct dt_plan *plan;
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
@@ -335,7 +352,7 @@ static int evaluate_one(const struct search *s, struct candidate *c, double nth,
 {
     double bound = 0;
     int rc = measure(s, c, &bound, err);
-    if (rc || !fits(c) || bound > nth)
+    if (rc || !fits(c) || (bound > nth && !s->rq->no_prune))
         return rc;
     return simulate(s, c, err);
 }
@@ -370,9 +387,10 @@ static int evaluate(struct search *s, int *n_simulated, struct dt_error *err)
             order[k++] = (struct keyed){s->c[i].v[V_BOUND], i};
     qsort(order, (size_t)k, sizeof *order, cmp_keyed);
     double nth = INFINITY;
-    for (int at = 0; at < k && !rc && order[at].key <= nth;) {
+    bool all = s->rq->no_prune;
+    for (int at = 0; at < k && !rc && (all || order[at].key <= nth);) {
         int end = at;
-        while (end < k && end - at < ROUND && order[end].key <= nth)
+        while (end < k && end - at < ROUND && (all || order[end].key <= nth))
             end++;
         for (int j = at; j < end && !rc; j++)
             if (mine(s, order[j].index))
@@ -552,7 +570,7 @@ static void print_loss(const struct search *s, const struct candidate *best,
         fprintf(out, "slower by %.1f %% (%.3f ms more %s)\n",
                 100 * (fb->v[V_ITER] / best->v[V_ITER] - 1), by * 1e3, term);
     } else if (least) {
-        fprintf(out, "slower by at least %.1f %% (its least compute lower bound, %.3f ms, is "
+        fprintf(out, "slower by at least %.1f %% (its least lower bound, %.3f ms, is "
                      "above the %d-th best: not compiled)\n",
                 100 * (least->v[V_BOUND] / best->v[V_ITER] - 1), least->v[V_BOUND] * 1e3,
                 s->rq->top);
@@ -705,14 +723,15 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
         rc = print_top(s, idx, k, out);
         const char *nth = rq->top == 1 ? "st" : rq->top == 2 ? "nd" : rq->top == 3 ? "rd" : "th";
         fprintf(out, "\n%d configurations: %d not applicable, %d pruned uncompiled (a lower bound "
-                     "of their compute is above the %d%s best), %d over the memory limit, %d "
-                     "fit; %d simulated (the others' compiled compute is above the %d%s best)\n",
+                     "of their iteration is above the %d%s best), %d over the memory limit, %d "
+                     "fit; %d simulated (the others' compiled lower bound is above the %d%s "
+                     "best)\n",
                 s->n, n_refused, n_pruned, rq->top, nth, n_over, n_fit, n_sim, rq->top, nth);
         if (n_est)
             fprintf(out, "*: %d estimate%s, not simulations: pipelines on over %d devices "
                          "simulate one data-parallel replica and add the replicas' gradient "
                          "allreduce in closed form (symmetry mode, dtsim(1))\n",
-                    n_est, n_est > 1 ? "s" : "", SYMMETRY_MIN_RANKS);
+                    n_est, n_est > 1 ? "s" : "", DT_SYM_MIN_RANKS);
         print_families(s, idx, k, out);
     }
     free(idx);

@@ -33,6 +33,8 @@ struct dt_rec_request {
     long dataset_size;             /* samples per epoch */
     int epochs;
     int top;                       /* configs to print */
+    bool no_prune;                 /* simulate every config that fits: no bound pruning (the
+                                    * table is the same, slower; tests check the pruning) */
     enum dt_rec_format format;
     int part, parts;               /* this process evaluates candidates i % parts == part */
     /* sums partial results over the processes (every one ends with the whole); NULL when

@@ -13,9 +13,13 @@ bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *t
     return info->pipeline && o->strategy != DT_STRAT_NAIVE_MP && ring && o->zero <= 1 && D > 1;
 }
 
-/* Seconds of a ring allreduce of `bytes` over D replicas whose neighbours are `stride` ranks
- * apart: 2 (D - 1) steps of bytes / D, each at the slowest hop's bandwidth and latency. */
-static double ring_allreduce_s(const struct dt_topology *topo, int D, int stride, double bytes)
+bool dt_sym_used(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    return dt_plan_ranks(o, topo) > DT_SYM_MIN_RANKS && dt_sym_applies(o, topo);
+}
+
+/* 2 (D - 1) steps of bytes / D, each at the slowest hop's bandwidth and latency. */
+double dt_sym_allreduce_s(const struct dt_topology *topo, int D, int stride, double bytes)
 {
     const struct dt_node_group *g = &topo->groups[0];
     bool across = (long)D * stride > g->devices;
@@ -49,7 +53,7 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
     struct dt_sim_options so = {.group_cp = group_cp};
     rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
     if (!rc) {
-        *out = (struct dt_sym_result){.allreduce_s = ring_allreduce_s(topo, D, T, peak.grads)};
+        *out = (struct dt_sym_result){.allreduce_s = dt_sym_allreduce_s(topo, D, T, peak.grads)};
         for (int r = 0; r < res.n_ranks; r++) {
             out->compute_s += res.rank[r].compute_s / res.n_ranks;
             out->comm_s += res.rank[r].comm_s / res.n_ranks;

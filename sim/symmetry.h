@@ -19,6 +19,15 @@
  * replicas under the ring allreduce. */
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo);
 
+/* --recommend estimates (rather than simulates) the pipelines on more ranks than this. */
+#define DT_SYM_MIN_RANKS 128
+/* Whether --recommend estimates o: it applies and o has over DT_SYM_MIN_RANKS ranks. */
+bool dt_sym_used(const struct dt_plan_options *o, const struct dt_topology *topo);
+
+/* The closed form the estimate adds: seconds of a ring allreduce of `bytes` over D replicas
+ * whose neighbours are `stride` ranks apart (increasing in bytes). */
+double dt_sym_allreduce_s(const struct dt_topology *topo, int D, int stride, double bytes);
+
 /* Iteration, and per-rank means of compute, communication and idle seconds (the replica's,
  * communication plus the allreduce). */
 struct dt_sym_result {

@@ -45,6 +45,17 @@ expect_error "limit below every config" "no configuration of mlp-fmnist fits" \
 grep -q "over the memory limit" "$tmp/k1.txt" && ok "counts printed" || bad "no counts line"
 grep -q "^  ring " "$tmp/k1.txt" && ok "family lines" || bad "no family lines"
 
+# Pruning by the lower bound (sim/bound.h) leaves the table as the exhaustive search prints
+# it (--no-prune simulates every config that fits); it prunes some, which --no-prune does not.
+table() { sed -n '1,/^[0-9]* configurations/p' "$1" | grep -v "configurations"; }
+"$dtsim" $rec --no-prune >"$tmp/np.txt" 2>&1 || bad "--no-prune: $(cat "$tmp/np.txt")"
+table "$tmp/k1.txt" >"$tmp/k1.top" && table "$tmp/np.txt" >"$tmp/np.top"
+[ -s "$tmp/np.top" ] && cmp -s "$tmp/k1.top" "$tmp/np.top" && ok "pruned table = --no-prune's" ||
+  bad "pruning changed the table: $(diff "$tmp/k1.top" "$tmp/np.top" | head -5)"
+grep -q " 0 pruned uncompiled" "$tmp/np.txt" && ! grep -q " 0 pruned uncompiled" "$tmp/k1.txt" &&
+  ok "the bound prunes; --no-prune does not" || bad "pruned counts: $(grep configurations "$tmp/k1.txt" "$tmp/np.txt")"
+expect_error "--no-prune without --recommend" "applies to --recommend only" \
+  "$dtsim" -t "$topo" -m "$model" --no-prune
 expect_error "--top 0" "--top" "$dtsim" $rec --top 0
 expect_error "--global-batch x" "--global-batch" "$dtsim" $rec --global-batch x
 expect_error "--memory-limit bogus" "--memory-limit" "$dtsim" $rec --memory-limit "lots"
@@ -77,6 +88,10 @@ for lim in 1.5GiB 4GiB; do
   "$dtsim" --recommend -m "$top_srcdir/models/gpt2-124m.yaml" -t "$top_srcdir/topologies/1n8p.yaml" \
     --global-batch 32 --memory-limit $lim --top 1 -f csv >"$tmp/rc$lim.csv" 2>&1
 done
+"$dtsim" --recommend -m "$top_srcdir/models/gpt2-124m.yaml" -t "$top_srcdir/topologies/1n8p.yaml" \
+  --global-batch 32 --memory-limit 1.5GiB --top 1 -f csv --no-prune >"$tmp/np1.5GiB.csv" 2>&1
+cmp -s "$tmp/rc1.5GiB.csv" "$tmp/np1.5GiB.csv" && ok "gpt2-124m 1.5 GiB: pruned = --no-prune" ||
+  bad "gpt2-124m 1.5 GiB pruned vs --no-prune: $(diff "$tmp/rc1.5GiB.csv" "$tmp/np1.5GiB.csv")"
 win() { sed -n 2p "$tmp/rc$1.csv" | cut -d, -f"$(head -1 "$tmp/rc$1.csv" | tr , '\n' |
         grep -n '^recompute$' | cut -d: -f1)"; }
 [ "$(win 1.5GiB)" = selective ] && ok "recompute wins at 1.5 GiB" ||

@@ -5,7 +5,8 @@
  * reduction passes and its overlap with other stages' backward, ZeRO-1's sharded update.
  * Those weigh most where the iteration is a few latencies: tiny-gpt's 0.2-0.4 ms (15 %);
  * gpt2-124m's, in bandwidth and compute like the large models the mode is for, 6 %.
- * On the same shapes, --recommend's lower bound (sim/bound.c) is below both. */
+ * On the same shapes, --recommend's lower bound (sim/bound.c) is below both, and with the
+ * allreduce bound it adds for the pipelines it estimates, below the estimate. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,11 +55,15 @@ static void check_shapes(const char *model, const char *topology, const char *ex
             printf("# %s on %s, %s %s: full %.6f s, estimate %.6f s (%+.1f %%)\n", model,
                    topology, dt_strategy_name(pipes[p]), flags, full, est.iter_s, 100 * rel);
             assert_true(fabs(rel) <= tolerance);
-            /* and the search's lower bound (bound.h) is one, of both */
+            /* and the search's lower bound (bound.h) is one, of both; with the closed form
+             * of the replicas' allreduce it adds (dt_rec_sym_bound), of the estimate */
             struct dt_rec_bound_cache cache = {0};
             double lb = dt_rec_bound(m, t, &cp, &plan->opt, 32, &cache);
             dt_rec_bound_free(&cache);
+            double sym = dt_rec_sym_bound(m, t, &plan->opt);
+            printf("#   bound %.6f s + allreduce bound %.6f s\n", lb, sym);
             assert_true(lb > 0 && lb <= full && lb <= est.iter_s);
+            assert_true(sym > 0 && lb + sym <= est.iter_s);
             dt_plan_destroy(plan);
         }
     dt_model_destroy(m);
