@@ -65,6 +65,9 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
     cp->eager_bytes = 65536;
     cp->implicit_gemm = gpu;
     cp->fuse_activations = gpu;
+    /* GPU frameworks run attention as separate GEMM, softmax and dropout kernels that pass
+     * the scores through device memory; dtexec's CPU attention keeps a row of them in cache. */
+    cp->score_traffic = gpu;
     /* CUTLASS's and cuBLAS's usual tensor-core CTA tile is 128 x 128 (NVIDIA, "Matrix
      * Multiplication Background User's Guide": tile and wave quantization). */
     cp->gemm_tile = gpu ? 128 : 0;
@@ -134,6 +137,20 @@ static double head_scores(const struct dt_layer *l)
 {
     double t = (double)l->in_shape.d[0];
     return l->kind == DT_L_ATTENTION_CORE && l->causal ? t * (t + 1) / 2 : t * t;
+}
+
+double dt_op_score_bytes(const struct dt_cost_params *cp, const struct dt_model *m,
+                         const struct dt_op *op)
+{
+    if (!cp->score_traffic || op->kind != DT_OP_COMPUTE)
+        return 0;
+    const struct dt_layer *l = &m->layers[op->layer];
+    if (l->kind != DT_L_ATTENTION && l->kind != DT_L_ATTENTION_CORE)
+        return 0;
+    double e = dt_op_elem_bytes(op);
+    double per_score = op->phase == DT_PH_FORWARD ? 4 * e + 1 : 7 * e + 1;
+    double share = op->shards > 1 ? 1.0 / op->shards : 1.0;
+    return per_score * l->heads * head_scores(l) * op->samples * share;
 }
 
 void dt_op_special_evals(const struct dt_model *m, const struct dt_op *op, double *n_exp,
@@ -255,7 +272,9 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     double lower_bw = cp->implicit_gemm ? 0 : dt_cost_lower_bw(cp, dev);
     double t_lower = lower_bw > 0 ? dt_op_lowered_bytes(m, op) / lower_bw : 0;
     double t_pack = cp->pack_Bps > 0 ? dt_op_packed_bytes(m, op) / cp->pack_Bps : 0;
-    return fmax(t_flops, t_mem) + t_lower + t_pack + cp->overhead_s[c];
+    double score_bytes = dt_op_score_bytes(cp, m, op);
+    double t_scores = score_bytes > 0 ? score_bytes / dt_cost_stream_bw(cp, dev, score_bytes) : 0;
+    return fmax(t_flops, t_mem) + t_lower + t_pack + t_scores + cp->overhead_s[c];
 }
 
 void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_spec *dev, int k,

@@ -425,6 +425,43 @@ static void test_gpu_defaults(void **state)
  * calibrated: at tanh_time 10 ns the GELU forward costs 1.31072 ms more (the op is FLOP-bound
  * here: 1.05 MFLOP at 10 GFLOP/s against 1 MB at 20 GB/s), and at exp_time 2 ns the LOSS op
  * 131.072 us (0 uncalibrated). */
+/* Ensure attention's score traffic in closed form on bert-large-phase2's first attention
+ * (layer 3: 16 heads, 288 tokens: 16 x 288^2 = 1,327,104 scores per sequence), 32 sequences:
+ * fp16 forward 4 x 2 + 1 = 9 B per score (382,205,952 B), backward 7 x 2 + 1 = 15 B
+ * (637,009,920 B), fp32 forward 17 B (721,944,576 B), half of it per shard of 2; nothing
+ * for other layers or on a CPU (dtexec keeps a row of scores in cache); the op's time grows
+ * by exactly bytes / mem_bw (1 TB/s here: 382.205952 us). */
+static void test_score_bytes(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("bert-large-phase2");
+    assert_int_equal(m->layers[3].kind, DT_L_ATTENTION);
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_DENSE);
+    struct dt_op f = at(compute(3, DT_PH_FORWARD, 32), DT_FP16);
+    assert_rel(dt_op_score_bytes(&cp, m, &f), 382205952);
+    assert_rel(dt_op_score_bytes(&cp, m, &(struct dt_op){.kind = DT_OP_COMPUTE, .layer = 3,
+                                                         .phase = DT_PH_BACKWARD,
+                                                         .samples = 32,
+                                                         .precision = DT_FP16}),
+               637009920);
+    assert_rel(dt_op_score_bytes(&cp, m, &(struct dt_op){.kind = DT_OP_COMPUTE, .layer = 3,
+                                                         .samples = 32}),
+               721944576);
+    struct dt_op half = f;
+    half.shards = 2;
+    assert_rel(dt_op_score_bytes(&cp, m, &half), 191102976);
+    assert_true(dt_op_score_bytes(&cp, m, &(struct dt_op){.kind = DT_OP_COMPUTE, .layer = 4,
+                                                          .samples = 32}) == 0);
+    double with = dt_cost_compute(&cp, &dev, m, &f);
+    cp.score_traffic = false;
+    assert_true(dt_op_score_bytes(&cp, m, &f) == 0);
+    assert_rel(with - dt_cost_compute(&cp, &dev, m, &f), 382.205952e-6);
+    dt_cost_defaults(&cp, DT_DEV_CPU);
+    assert_false(cp.score_traffic);
+    dt_model_destroy(m);
+}
+
 static void test_special_evals(void **state)
 {
     (void)state;
@@ -488,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_fused_activations),
         cmocka_unit_test(test_gpu_defaults),
         cmocka_unit_test(test_special_evals),
+        cmocka_unit_test(test_score_bytes),
     };
     return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

@@ -247,6 +247,21 @@ static void test_bert_large_512(void **state)
     dt_model_destroy(m512);
 }
 
+/* Ensure that bert-large-phase2 (phase 2 as NVIDIA's binned runs pad it, models/gen/zoo.py)
+ * is bert-large with 288-token sequences: the same 335,143,938 parameters, a dense layer
+ * 288/128 = 2.25 x the 128-token model's FLOPs. */
+static void test_bert_large_phase2(void **state)
+{
+    (void)state;
+    struct dt_model *m128 = load_zoo("bert-large"), *m2 = load_zoo("bert-large-phase2");
+    assert_int_equal(m2->total_params, 335143938);
+    assert_int_equal(m2->input.d[0], 288);
+    const char *dense = "encoder.layer.11.intermediate.dense";
+    assert_near(layer(m2, dense)->fwd_flops, 2.25 * layer(m128, dense)->fwd_flops, 0);
+    dt_model_destroy(m128);
+    dt_model_destroy(m2);
+}
+
 /* ---- GPT models ---- */
 
 /* GPT-2-style count with tied embeddings: per layer 12 h^2 + 13 h, token and position tables
@@ -683,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_params_lstm_sentiment),
         cmocka_unit_test(test_params_bert_base),
         cmocka_unit_test(test_params_bert_large),
+        cmocka_unit_test(test_bert_large_phase2),
         cmocka_unit_test(test_bert_large_512),
         cmocka_unit_test(test_params_gpt2_124m),
         cmocka_unit_test(test_params_tiny_gpt),

@@ -17,6 +17,9 @@
  *                   make them (dt_op_special_evals): softmax, attention scores, sigmoid,
  *                   tanh, GELU's tanh forward and again backward, LSTM gates, and the LOSS
  *                   op's log-sum-exp; a libm call costs tens of FLOPs' time on a CPU core)
+ *                  (+ on GPUs, an attention op's score bytes / mem_bw (dt_op_score_bytes):
+ *                   the heads' T x T scores, probabilities and dropout mask that unfused
+ *                   attention writes to and reads from device memory between its kernels)
  *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
  *   iteration:   + framework overhead per iteration + resetting the gradients (4 bytes per
  *                  parameter written at mem_bw: dtexec, like PyTorch's zero_grad, clears the
@@ -65,6 +68,8 @@ struct dt_cost_params {
      * lowering and packing model what im2col + OpenBLAS do). */
     bool implicit_gemm;                /* convolutions as implicit GEMM (cuDNN): no lowering */
     bool fuse_activations;             /* activations fused into their producer (dt_op_fused) */
+    bool score_traffic;                /* attention's T x T scores pass through device memory
+                                          (dt_op_score_bytes) */
     int gemm_tile;                     /* edge of a GEMM output tile for tile and wave
                                           quantisation over the device's SMs; 0 = none */
     /* Fractions a calibration fits so that it carries over to another device's datasheet. */
@@ -120,6 +125,19 @@ bool dt_op_fused(const struct dt_cost_params *cp, const struct dt_model *m,
  * 28 B per parameter, fp32 parameters, m and v read and written and the gradient read (in
  * mixed precision a 2-byte gradient read and a 2-byte weight copy written: 28 B too). */
 void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops, double *bytes);
+
+/* Bytes an attention op moves through device memory for its heads' T x T scores when
+ * cp->score_traffic (0 otherwise and for other ops), as unfused attention runs it (Hugging
+ * Face's and NVIDIA DeepLearningExamples' BertSelfAttention: matmul, scale + mask, softmax,
+ * dropout, matmul), per score element at the op's dtype size e: forward 4e + 1 (the QK^T
+ * GEMM writes S, softmax + dropout read S and write the dropped probabilities P' and a 1-byte
+ * mask, the PV GEMM reads P'); backward 7e + 1 (the dO V^T GEMM writes dP', the dropout +
+ * softmax backward reads dP', the mask and P' and writes dS, the dQ and dK GEMMs each read
+ * dS, the dV GEMM reads P'). These passes are memory-bound (a head's GEMMs have K = 64, far
+ * below a GPU's FLOP/byte balance), so they grow with T^2 while the projections grow with
+ * T: 16 x per sequence from 128 to 512 tokens. Scores per head as dt_op_special_evals. */
+double dt_op_score_bytes(const struct dt_cost_params *cp, const struct dt_model *m,
+                         const struct dt_op *op);
 
 /* Bytes an im2col-based convolution op streams besides its GEMM's operands (0 for the
  * other ops): the lowered input matrix and the output, (C_in kh kw + filters) x output
