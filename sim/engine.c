@@ -51,8 +51,10 @@ struct flow {
     uint32_t stamp;
     uint32_t next_free;
     uint8_t state, n_hops, n_shared;
-    int32_t link[DT_SIM_MAX_HOPS];
-    int32_t pos[DT_SIM_MAX_HOPS]; /* index of this flow in link[h]'s list */
+    struct hop {          /* together, so a short route's hops share the header's lines */
+        int32_t link;
+        int32_t pos;      /* index of this flow in the link's list */
+    } hop[DT_SIM_MAX_HOPS];
 };
 
 struct op {               /* a compute op or a timer in flight */
@@ -332,7 +334,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     f->n_hops = (uint8_t)n_hops;
     f->n_shared = (uint8_t)n_shared;
     for (int h = 0; h < n_hops; h++)
-        f->link[h] = route[h];
+        f->hop[h].link = route[h];
     if (src >= 0)
         sim->sent[src] += bytes;
     sim->active_flows++;
@@ -360,7 +362,7 @@ static void settle(struct dt_sim *sim, struct flow *f, double now)
     if (moved > 0) {
         f->remaining -= moved;
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[f->link[h]].bytes += moved;
+            sim->links[f->hop[h].link].bytes += moved;
     }
     f->t_upd = now;
 }
@@ -374,7 +376,7 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     if (f->bytes == 0 || f->n_shared == 0) {
         /* nothing to share: delivered at once (unshared links carry it instantly) */
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[f->link[h]].bytes += f->bytes;
+            sim->links[f->hop[h].link].bytes += f->bytes;
         f->remaining = 0;
         *done = true;
         return DT_OK;
@@ -382,20 +384,20 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     *done = false;
     f->state = FL_ACTIVE;
     for (int h = 0; h < f->n_hops; h++) {
-        struct link *l = &sim->links[f->link[h]];
+        struct link *l = &sim->links[f->hop[h].link];
         if (grow((void **)&l->fl, &l->capf, l->nf + 1, sizeof *l->fl))
             return oom(err, "link flow list");
         if (l->nf == 0)
             l->busy_since = now;
-        f->pos[h] = l->nf;
+        f->hop[h].pos = l->nf;
         l->fl[l->nf++] = (struct lref){i, (uint32_t)h};
         if (l->nf > l->max_flows)
             l->max_flows = l->nf;
     }
     /* one shared link suffices: the search from it finds the whole component */
     for (int h = 0; h < f->n_hops; h++)
-        if (sim->links[f->link[h]].shared)
-            return mark_dirty(sim, f->link[h], err);
+        if (sim->links[f->hop[h].link].shared)
+            return mark_dirty(sim, f->hop[h].link, err);
     return DT_OK;
 }
 
@@ -404,18 +406,18 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 {
     struct flow *f = &sim->flows[i];
     for (int h = 0; h < f->n_hops; h++) {
-        struct link *l = &sim->links[f->link[h]];
+        struct link *l = &sim->links[f->hop[h].link];
         l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
-        int p = f->pos[h];
+        int p = f->hop[h].pos;
         struct lref last = l->fl[--l->nf];
         if (p != l->nf) {
             l->fl[p] = last;
-            sim->flows[last.flow].pos[last.hop] = p;
+            sim->flows[last.flow].hop[last.hop].pos = p;
         }
         if (l->nf == 0)
             l->busy_s += now - l->busy_since;
         else if (l->shared) {
-            int rc = mark_dirty(sim, f->link[h], err);
+            int rc = mark_dirty(sim, f->hop[h].link, err);
             if (rc)
                 return rc;
         }
@@ -465,13 +467,13 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
             sim->cflows[n_flows++] = fi;
             nnz += f->n_shared;
             for (int h = 0; h < f->n_hops; h++) {
-                struct link *m = &sim->links[f->link[h]];
+                struct link *m = &sim->links[f->hop[h].link];
                 if (!m->shared || m->stamp == stamp)
                     continue;
                 m->stamp = stamp;
                 RESERVE(clinks, cap_clinks, n_links + 1, "component");
                 m->local = n_links;
-                sim->clinks[n_links++] = f->link[h];
+                sim->clinks[n_links++] = f->hop[h].link;
             }
         }
     }
@@ -532,7 +534,7 @@ static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
         const struct flow *f = &sim->flows[sim->cflows[j]];
         sim->cstart[j] = w;
         for (int h = 0; h < f->n_hops; h++) {
-            const struct link *m = &sim->links[f->link[h]];
+            const struct link *m = &sim->links[f->hop[h].link];
             if (m->shared)
                 sim->cidx[w++] = m->local;
         }

@@ -1,11 +1,11 @@
-/* Event queue: events grouped by exact time into buckets; a heap orders the buckets.
+/* Event queue: events grouped by exact time into buckets; a radix heap orders the buckets.
  *
  * Simulations of collectives put many events at one instant (a ring step starts every flow at
  * the same time; symmetric nodes finish together). So the heap holds one entry per distinct
  * pending time, not per event; a hash table finds the bucket of a time; inside a bucket the
  * events form a FIFO list, which is sequence order because sequence numbers only grow and a
  * moved event goes to the tail with a fresh one. A push into an existing time is O(1), a pop
- * O(1) unless it empties its bucket (then O(log #times)). */
+ * O(1) unless it empties its bucket (then the next time is found in the radix heap). */
 #include "eventq.h"
 
 #include <math.h>
@@ -26,12 +26,8 @@ struct slot {               /* one event */
 struct bucket {             /* all pending events at one time */
     double t;
     uint32_t head, tail;
-    uint32_t pos;           /* index in the heap; next free bucket when unused */
-};
-
-struct hentry {             /* a heap entry: the time is copied for locality */
-    double t;
-    uint32_t bucket;
+    uint32_t prev, next;    /* in its bin's list; next doubles as the free list */
+    uint32_t bin;
 };
 
 struct dt_eventq {
@@ -45,64 +41,102 @@ struct dt_eventq {
     struct bucket *buckets;
     uint32_t n_buckets, cap_buckets, free_bucket;
 
-    struct hentry *heap;    /* binary min-heap on t (times are distinct) */
-    uint32_t n_heap;
+    /* radix heap of the distinct pending times (see "times" below) */
+    uint32_t bins[64];      /* list heads, NIL when empty */
+    uint64_t nonempty;      /* bit i: bins[i] holds a time */
+    uint64_t last;          /* bits of the clock: no pending time is earlier */
+    uint32_t min_b;         /* the earliest time's bucket, or NIL when not known */
 
     uint32_t *table;        /* open addressing, linear probing: bucket index or NIL */
     uint32_t table_mask;    /* capacity - 1 (a power of two) */
     uint32_t n_table;
 };
 
-/* ---- heap of buckets ---- */
+/* ---- times: a radix heap ----
+ *
+ * Time only moves forward and no event is written before now, so the distinct pending times
+ * form a monotone priority queue. A non-negative double's bits order as the double does; a
+ * time goes to bin 0 when it equals the clock, else to the bin of the highest bit where it
+ * differs from the clock. Every time in bin i is earlier than every time in a higher bin, so
+ * the earliest is found in the first bin that holds any, and when the clock moves to it that
+ * bin's times fall into lower bins. Each time moves at most 63 times, a few in practice:
+ * cheaper than the binary heap this replaces, whose comparisons of near-equal times
+ * mispredicted (a ring's end times are many, a few ulps apart). Bins are lists through the
+ * buckets, so moving a time needs no memory. */
 
-static inline void hplace(struct dt_eventq *q, uint32_t i, struct hentry e)
+static inline uint64_t tbits(double t)
 {
-    q->heap[i] = e;
-    q->buckets[e.bucket].pos = i;
+    uint64_t b;
+    memcpy(&b, &t, sizeof b);
+    return b;
 }
 
-static void hsift_up(struct dt_eventq *q, uint32_t i)
+static inline uint32_t bin_of(uint64_t last, uint64_t key)
 {
-    struct hentry e = q->heap[i];
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (!(e.t < q->heap[parent].t))
-            break;
-        hplace(q, i, q->heap[parent]);
-        i = parent;
-    }
-    hplace(q, i, e);
+    return key == last ? 0 : 64 - (uint32_t)__builtin_clzll(key ^ last);
 }
 
-static void hsift_down(struct dt_eventq *q, uint32_t i)
+static void bin_push(struct dt_eventq *q, uint32_t i, uint32_t b)
 {
-    struct hentry e = q->heap[i];
-    uint32_t n = q->n_heap;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && q->heap[c + 1].t < q->heap[c].t)
-            c++;
-        if (!(q->heap[c].t < e.t))
-            break;
-        hplace(q, i, q->heap[c]);
-        i = c;
-    }
-    hplace(q, i, e);
+    struct bucket *bk = &q->buckets[b];
+    bk->bin = i;
+    bk->prev = NIL;
+    bk->next = q->bins[i];
+    if (bk->next != NIL)
+        q->buckets[bk->next].prev = b;
+    q->bins[i] = b;
+    q->nonempty |= UINT64_C(1) << i;
 }
 
-static void hremove(struct dt_eventq *q, uint32_t i)
+static void time_insert(struct dt_eventq *q, uint32_t b)
 {
-    q->n_heap--;
-    if (i == q->n_heap)
+    bin_push(q, bin_of(q->last, tbits(q->buckets[b].t)), b);
+    if (q->min_b != NIL && q->buckets[b].t < q->buckets[q->min_b].t)
+        q->min_b = b;
+}
+
+static void time_remove(struct dt_eventq *q, uint32_t b)
+{
+    struct bucket *bk = &q->buckets[b];
+    if (bk->prev != NIL)
+        q->buckets[bk->prev].next = bk->next;
+    else if ((q->bins[bk->bin] = bk->next) == NIL)
+        q->nonempty &= ~(UINT64_C(1) << bk->bin);
+    if (bk->next != NIL)
+        q->buckets[bk->next].prev = bk->prev;
+    if (q->min_b == b)
+        q->min_b = NIL;
+}
+
+/* The bucket of the earliest pending time, or NIL: a scan of the first bin that holds any. */
+static uint32_t time_min(struct dt_eventq *q)
+{
+    if (q->min_b != NIL || !q->nonempty)
+        return q->min_b;
+    uint32_t best = q->bins[__builtin_ctzll(q->nonempty)];
+    for (uint32_t b = q->buckets[best].next; b != NIL; b = q->buckets[b].next)
+        if (q->buckets[b].t < q->buckets[best].t)
+            best = b;
+    q->min_b = best;
+    return best;
+}
+
+/* The clock moves to the earliest time (bucket b): the times of its bin fall into lower
+ * bins, b itself into bin 0. */
+static void time_advance(struct dt_eventq *q, uint32_t b)
+{
+    uint64_t key = tbits(q->buckets[b].t);
+    if (key == q->last)
         return;
-    struct hentry gone = q->heap[i], last = q->heap[q->n_heap];
-    hplace(q, i, last);
-    if (last.t < gone.t)
-        hsift_up(q, i);
-    else
-        hsift_down(q, i);
+    uint32_t i = q->buckets[b].bin, m = q->bins[i];
+    q->bins[i] = NIL;
+    q->nonempty &= ~(UINT64_C(1) << i);
+    q->last = key;
+    while (m != NIL) {
+        uint32_t next = q->buckets[m].next;
+        bin_push(q, bin_of(key, tbits(q->buckets[m].t)), m);
+        m = next;
+    }
 }
 
 /* ---- hash table: time -> bucket ---- */
@@ -194,7 +228,7 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
         return b;
     b = q->free_bucket;
     if (b != NIL) {
-        q->free_bucket = q->buckets[b].pos;
+        q->free_bucket = q->buckets[b].next;
     } else {
         if (q->n_buckets == q->cap_buckets) {
             if (q->cap_buckets >= UINT32_MAX / 4)
@@ -204,32 +238,25 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
             if (!nb)
                 return NIL;
             q->buckets = nb;
-            struct hentry *nh = realloc(q->heap, (size_t)cap * sizeof *nh);
-            if (!nh)
-                return NIL;
-            q->heap = nh;
             q->cap_buckets = cap;
         }
         b = q->n_buckets++;
     }
-    q->buckets[b] = (struct bucket){t, NIL, NIL, 0};
+    q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0};
     if (tinsert(q, b)) {
-        q->buckets[b].pos = q->free_bucket;
+        q->buckets[b].next = q->free_bucket;
         q->free_bucket = b;
         return NIL;
     }
-    q->heap[q->n_heap] = (struct hentry){t, b};
-    q->buckets[b].pos = q->n_heap;
-    q->n_heap++;
-    hsift_up(q, q->n_heap - 1);
+    time_insert(q, b);
     return b;
 }
 
 static void bucket_free(struct dt_eventq *q, uint32_t b)
 {
     tdelete(q, b);
-    hremove(q, q->buckets[b].pos);
-    q->buckets[b].pos = q->free_bucket;
+    time_remove(q, b);
+    q->buckets[b].next = q->free_bucket;
     q->free_bucket = b;
 }
 
@@ -281,6 +308,9 @@ int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
     q->free_slot = NIL;
     q->free_bucket = NIL;
+    q->min_b = NIL;
+    for (int i = 0; i < 64; i++)
+        q->bins[i] = NIL;
     *out = q;
     return DT_OK;
 }
@@ -291,7 +321,6 @@ void dt_eventq_destroy(struct dt_eventq *q)
         return;
     free(q->slots);
     free(q->buckets);
-    free(q->heap);
     free(q->table);
     free(q);
 }
@@ -396,19 +425,21 @@ int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err)
     return DT_OK;
 }
 
-int dt_eventq_peek(const struct dt_eventq *q, double *t)
+int dt_eventq_peek(struct dt_eventq *q, double *t)
 {
-    if (q->n_heap == 0)
+    uint32_t b = time_min(q); /* keeps what it found for the pop */
+    if (b == NIL)
         return 0;
-    *t = q->heap[0].t;
+    *t = q->buckets[b].t;
     return 1;
 }
 
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
 {
-    if (q->n_heap == 0)
+    uint32_t b = time_min(q);
+    if (b == NIL)
         return 0;
-    uint32_t b = q->heap[0].bucket;
+    time_advance(q, b);
     double t = q->buckets[b].t;
     uint32_t s = q->buckets[b].head;
     struct slot *sl = &q->slots[s];

@@ -10,9 +10,10 @@
  * event has been popped or cancelled.
  *
  * Implementation: events at the same time share a bucket (a FIFO list, which is sequence
- * order); a binary heap orders the distinct pending times and a hash table finds the bucket
- * of a time. Scheduling into a time already pending and popping are O(1); a new time costs
- * O(log #distinct times). Memory is linear in the number of pending events. */
+ * order); a radix heap orders the distinct pending times (time never goes back) and a hash
+ * table finds the bucket of a time. Scheduling and popping are O(1) but for the radix heap's
+ * moves of a time into lower bins as the clock nears it (at most 63 per time, a few in
+ * practice). Memory is linear in the number of pending events. */
 #ifndef DT_SIM_EVENTQ_H
 #define DT_SIM_EVENTQ_H
 
@@ -51,8 +52,9 @@ int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
 /* Removes pending event id; DT_EINPUT if it is not pending. */
 int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err);
 
-/* Time of the next event; 0 (false) when the queue is empty. */
-int dt_eventq_peek(const struct dt_eventq *q, double *t);
+/* Time of the next event; 0 (false) when the queue is empty. Not const: it keeps what it found
+ * for the next pop. */
+int dt_eventq_peek(struct dt_eventq *q, double *t);
 /* Removes the next event into *ev and advances the clock to its time; 0 when empty. */
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev);
 

@@ -132,8 +132,10 @@ static void test_reschedule_cancel(void **state)
 }
 
 /* Ensure that a random mix of schedules, moves, cancels and pops always pops what a plain
- * reference (a linear scan for the smallest (time, sequence)) says is next. Times are drawn
- * from a few values so that many events share a time, and from many so that most do not. */
+ * reference (a linear scan for the smallest (time, sequence)) says is next, and that a peek
+ * between them sees the earliest time. Times are drawn from a few values so that many events
+ * share a time, from many so that most do not, and a few ulps apart (the radix heap's deepest
+ * bins). */
 static void test_against_reference(void **state)
 {
     (void)state;
@@ -147,8 +149,11 @@ static void test_against_reference(void **state)
 #define NEXT() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, x >> 33)
     int n_live = 0, made = 0;
     for (int round = 0; round < 20000; round++) {
-        int op = (int)(NEXT() % 10);
-        double delay = (NEXT() % 2) ? (double)(NEXT() % 4) : (double)(NEXT() % 100000) / 7.0;
+        int op = (int)(NEXT() % 11);
+        int kind = (int)(NEXT() % 3);
+        double delay = kind == 0   ? (double)(NEXT() % 4)
+                       : kind == 1 ? (double)(NEXT() % 100000) / 7.0
+                                   : nextafter(1.0, 2.0) + (double)(NEXT() % 8) * 0x1p-52;
         if (op < 4 && made < N) { /* schedule */
             int i = made++;
             assert_int_equal(dt_eventq_schedule(q, delay, 0, (uint32_t)i, &id_of[i], NULL),
@@ -170,6 +175,14 @@ static void test_against_reference(void **state)
                 live[i] = 0;
                 n_live--;
             }
+        } else if (op == 10) { /* peek: the earliest time, which the next pop must keep */
+            double t = -1, want = INFINITY;
+            for (int i = 0; i < made; i++)
+                if (live[i] && t_of[i] < want)
+                    want = t_of[i];
+            assert_int_equal(dt_eventq_peek(q, &t), n_live > 0);
+            if (n_live > 0)
+                assert_true(t == want);
         } else if (n_live > 0) { /* pop and compare with the reference */
             int best = -1;
             for (int i = 0; i < made; i++)
