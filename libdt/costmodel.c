@@ -56,14 +56,10 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
      * GB/s on one core); at 0.1 of a CPU's peak they would, and mem_bw could not be fitted. */
     cp->eff[DT_CLASS_UPDATE] = 0.5;
     /* GPU: the gap between dependent kernels launched back to back, a few microseconds.
-     * CPU (dtexec --ops-csv, one core): a BLAS call's fixed cost is 1-2.5 us, a streaming
-     * loop's 0.1-0.2 us (the smallest elementwise ops of mlp-fmnist and cnn21k). */
+     * CPU: a BLAS call's fixed cost (dtexec --ops-csv, one core: 1-2.5 us). */
     double launch = gpu ? 5e-6 : 1e-6;
     for (int c = 0; c < DT_CLASS_COUNT; c++)
         cp->overhead_s[c] = launch;
-    if (!gpu)
-        cp->overhead_s[DT_CLASS_POOL] = cp->overhead_s[DT_CLASS_ELEMENTWISE] =
-            cp->overhead_s[DT_CLASS_NORM] = 0.2e-6;
     /* GPU: a framework's step has host work the device waits for (the optimizer's launches,
      * the loss-scale check, the data loader's hand-off): assumed 1 ms until fitted. CPU:
      * dtexec's step outside its ops, 0.7 us measured on mlp-fmnist (--ops-csv gaps). */

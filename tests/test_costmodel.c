@@ -428,11 +428,9 @@ static void test_gpu_defaults(void **state)
     assert_false(c.implicit_gemm || c.fuse_activations || c.gemm_tile);
     assert_rel(g.iter_overhead_s, 1e-3);
     assert_rel(g.overhead_s[DT_CLASS_CONV], 5e-6);
-    /* a CPU: 1 us per BLAS call, 0.2 us per streaming loop, 1 us per step (dtexec --ops-csv) */
+    /* a CPU: 1 us per op and per step outside its ops (dtexec --ops-csv: 0.7 us) */
     assert_rel(c.iter_overhead_s, 1e-6);
     assert_rel(c.overhead_s[DT_CLASS_DENSE], 1e-6);
-    assert_rel(c.overhead_s[DT_CLASS_ELEMENTWISE], 0.2e-6);
-    assert_rel(c.overhead_s[DT_CLASS_POOL], 0.2e-6);
     struct dt_cost_params cp;
     struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_UPDATE);
     struct dt_op u = {.kind = DT_OP_UPDATE, .layer = -1, .precision = DT_BF16,
