@@ -55,13 +55,15 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
      * peak its FLOPs never bind and the step is the memory pass it is (measured here: 39-48
      * GB/s on one core); at 0.1 of a CPU's peak they would, and mem_bw could not be fitted. */
     cp->eff[DT_CLASS_UPDATE] = 0.5;
-    /* GPU: the gap between dependent kernels launched back to back, a few microseconds. */
+    /* GPU: the gap between dependent kernels launched back to back, a few microseconds.
+     * CPU: a BLAS call's fixed cost (dtexec --ops-csv, one core: 1-2.5 us). */
     double launch = gpu ? 5e-6 : 1e-6;
     for (int c = 0; c < DT_CLASS_COUNT; c++)
         cp->overhead_s[c] = launch;
     /* GPU: a framework's step has host work the device waits for (the optimizer's launches,
-     * the loss-scale check, the data loader's hand-off): assumed 1 ms until fitted. */
-    cp->iter_overhead_s = gpu ? 1e-3 : 20e-6;
+     * the loss-scale check, the data loader's hand-off): assumed 1 ms until fitted. CPU:
+     * dtexec's step outside its ops, 0.7 us measured on mlp-fmnist (--ops-csv gaps). */
+    cp->iter_overhead_s = gpu ? 1e-3 : 1e-6;
     cp->eager_bytes = 65536;
     cp->implicit_gemm = gpu;
     cp->fuse_activations = gpu;
@@ -98,6 +100,10 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
     }
     double e = dt_op_elem_bytes(op);
     const struct dt_layer *l = &m->layers[op->layer];
+    if (l->kind == DT_L_FLATTEN) { /* a view of its input (dtexec, frameworks): no pass */
+        *flops = *bytes = 0;
+        return;
+    }
     double in = l->n_in > 0 && l->in[0] >= 0 ? dt_shape_size(&m->layers[l->in[0]].out_shape)
                                               : dt_shape_size(&m->input);
     double out = dt_shape_size(&l->out_shape);
@@ -359,7 +365,8 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
                                                         elem_bytes(op, op->dst.buf)));
     case DT_OP_UNSCALE: /* reads and writes the gradients, compares each */
         return stream_time(cp, dev, 2.0 * op->region.count * elem_bytes(op, op->region.buf));
-    case DT_OP_LOAD: return op->bytes / fmax(dt_cost_mem_bw(cp, dev), 1);
+    case DT_OP_LOAD: /* a gather of the batch's rows: reads them and writes the copy */
+        return 2.0 * op->bytes / fmax(dt_cost_mem_bw(cp, dev), 1);
     case DT_OP_LOSS: return special_time(cp, m, op); /* its FLOPs: the last layer's forward */
     default: return 0; /* communication: the network */
     }

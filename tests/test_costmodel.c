@@ -207,7 +207,8 @@ static void test_cost_op_kinds(void **state)
                            .region = {DT_BUF_PARAMS, 0, 690590}};
     struct dt_op f3 = compute(3, DT_PH_FORWARD, 64);
     assert_rel(dt_cost_op(&cp, &dev, m, &zero), 138.118e-6);
-    assert_rel(dt_cost_op(&cp, &dev, m, &load), 10.0352e-6);
+    /* the load gathers its 200,704 B: reads and writes them, 401,408 B at 20 GB/s */
+    assert_rel(dt_cost_op(&cp, &dev, m, &load), 20.0704e-6);
     assert_rel(dt_cost_op(&cp, &dev, m, &copy), 4e-6);
     copy.sum = true;
     assert_rel(dt_cost_op(&cp, &dev, m, &copy), 6e-6);
@@ -393,6 +394,26 @@ static void test_fused_activations(void **state)
     assert_false(dt_op_fused(&cpu, m, &relu));
 }
 
+/* Ensure a flatten is a view of its input, as dtexec runs it: no FLOPs, no bytes, so only
+ * the op's overhead (5 us here) forward and backward. */
+static void test_flatten_is_a_view(void **state)
+{
+    const struct dt_model *m = *state;
+    int f = 0;
+    while (f < m->n_layers && m->layers[f].kind != DT_L_FLATTEN)
+        f++;
+    assert_true(f < m->n_layers);
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_ELEMENTWISE, 0.1, 5e-6);
+    for (int ph = DT_PH_FORWARD; ph <= DT_PH_BACKWARD; ph++) {
+        struct dt_op op = compute(f, (enum dt_phase)ph, 64);
+        double flops = -1, bytes = -1;
+        dt_op_work(m, &op, &flops, &bytes);
+        assert_true(flops == 0 && bytes == 0);
+        assert_rel(dt_cost_compute(&cp, &dev, m, &op), 5e-6);
+    }
+}
+
 /* Ensure the per-kind defaults: a GPU has implicit-GEMM convolutions, fused activations,
  * 128-wide tiles, 5 us per kernel and 1 ms per iteration; a CPU none of the GPU terms. And
  * that mixed-precision Adam is the same 28 B per parameter memory pass (24 + 2 + 2): over
@@ -407,6 +428,9 @@ static void test_gpu_defaults(void **state)
     assert_false(c.implicit_gemm || c.fuse_activations || c.gemm_tile);
     assert_rel(g.iter_overhead_s, 1e-3);
     assert_rel(g.overhead_s[DT_CLASS_CONV], 5e-6);
+    /* a CPU: 1 us per op and per step outside its ops (dtexec --ops-csv: 0.7 us) */
+    assert_rel(c.iter_overhead_s, 1e-6);
+    assert_rel(c.overhead_s[DT_CLASS_DENSE], 1e-6);
     struct dt_cost_params cp;
     struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_UPDATE);
     struct dt_op u = {.kind = DT_OP_UPDATE, .layer = -1, .precision = DT_BF16,
@@ -516,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_cache_bandwidth),
         cmocka_unit_test(test_grad_reset),
         cmocka_unit_test(test_cost_op_kinds),
+        cmocka_unit_test(test_flatten_is_a_view),
         cmocka_unit_test(test_packed_bytes),
         cmocka_unit_test(test_colocated_share),
         cmocka_unit_test(test_precision_peak),

@@ -328,7 +328,7 @@ static double expected_compute(const struct dt_plan *plan, int r, const struct d
         if (op->kind == DT_OP_COMPUTE || op->kind == DT_OP_UPDATE)
             t += dt_cost_compute(cp, dev, plan->model, op);
         else if (op->kind == DT_OP_LOAD)
-            t += op->bytes / dt_cost_mem_bw(cp, dev);
+            t += 2.0 * op->bytes / dt_cost_mem_bw(cp, dev); /* reads and writes its rows */
         else if (op->kind == DT_OP_ZERO)
             t += dt_cost_grad_reset(cp, dev, op->region.count, 4.0);
     }
