@@ -261,7 +261,7 @@ static int place_in_pool(struct dtx_exec *ex, struct program *pg, enum dt_dtype 
     for (int i = 0; i < pg->n_ops; i++) {
         struct comm_state *c = pg->state[i];
         if (c && c->dtype == dtype)
-            c->scratch = pool + (size_t)(at[i] > 0 ? at[i] : 0) * c->esz;
+            c->scratch = pool + (size_t)(at[i] > 0 ? at[i] : 0) * c->esz; /* -1: none used */
     }
     free(at);
     return DT_OK;

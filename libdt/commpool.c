@@ -47,7 +47,8 @@ static long first_fit(const struct live_set *s, long w, int *pos)
     return at;
 }
 
-static void land(struct live_set *s, int handle)
+/* The WAIT of handle: its op's range is free again. */
+static void end_flight(struct live_set *s, int handle)
 {
     for (int i = 0; i < s->n; i++)
         if (s->f[i].handle == handle) {
@@ -58,7 +59,8 @@ static void land(struct live_set *s, int handle)
         }
 }
 
-static void take_off(struct live_set *s, int pos, long at, long w, int handle)
+/* A non-blocking op started: its range stays taken until its WAIT. */
+static void start_flight(struct live_set *s, int pos, long at, long w, int handle)
 {
     memmove(&s->f[pos + 1], &s->f[pos], (size_t)(s->n - pos) * sizeof *s->f);
     s->f[pos] = (struct flight){at, w, handle};
@@ -78,7 +80,7 @@ long dt_comm_pool(const struct dt_plan *plan, int rank, const struct dt_op *ops,
         if (at)
             at[i] = -1;
         if (op->kind == DT_OP_WAIT)
-            land(&s, op->handle);
+            end_flight(&s, op->handle);
         long w = op_scratch(plan, rank, op, dtype);
         if (w <= 0)
             continue;
@@ -89,7 +91,7 @@ long dt_comm_pool(const struct dt_plan *plan, int rank, const struct dt_op *ops,
         pool = a + w > pool ? a + w : pool;
         most = s.elems + w > most ? s.elems + w : most;
         if (op->nonblocking)
-            take_off(&s, pos, a, w, op->handle);
+            start_flight(&s, pos, a, w, op->handle);
     }
     free(s.f);
     if (peak)

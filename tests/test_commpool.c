@@ -176,7 +176,7 @@ static long check_program(const struct dt_plan *plan, int r, const struct dt_op 
     long pool = dt_comm_pool(plan, r, ops, n, dtype, at, &peak);
     assert_true(pool >= peak && peak >= 0);
     for (int i = 0; i < n; i++) {
-        bool mine = dt_buf_dtype(plan->opt.precision, ops[i].region.buf) == dtype;
+        bool mine = dt_plan_region_dtype(plan, r, &ops[i].region) == dtype;
         w[i] = mine ? scratch_of(plan, r, &ops[i]) : 0;
         end[i] = end_of(ops, n, i);
         if (w[i] > 0 && (at[i] < 0 || at[i] + w[i] > pool))
@@ -256,6 +256,8 @@ static void test_zoo_no_overlap(void **state)
         ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "zero=1 bucket=1MB", &plans);
         ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "zero=3", &plans);
         ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2", &plans);
+        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2 precision=bf16", &plans);
+        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2 sequence-parallel=on", &plans);
         ops += check_plan(m, t, DT_STRAT_GPIPE, 6, "pp=2 micro-batches=3", &plans);
         ops += check_plan(m, t, DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8", &plans);
         ops += check_plan(m, t, DT_STRAT_INTERLEAVED, 8, "pp=2 chunks=2 micro-batches=4",
