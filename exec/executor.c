@@ -8,6 +8,7 @@
 
 #include "cuda_net.h"
 #include "dt/collective.h"
+#include "dt/commpool.h"
 #include "cpu/half.h"
 #include "dt/tensor.h"
 #include "watchdog.h"
@@ -24,7 +25,7 @@ struct comm_state {
     MPI_Comm comm;          /* the group's communicator (COLL), the world's (SEND/RECV) */
     int gsize, me;
     int tag;
-    char *scratch;
+    char *scratch;          /* its place in the receive pool of its dtype (dt/commpool.h) */
     long scratch_floats;    /* elements of the region's dtype */
     enum dt_dtype dtype;    /* of the region: f32, or 2-byte under mixed precision */
     size_t esz;             /* its bytes */
@@ -70,6 +71,8 @@ struct dtx_exec {
     double t0;
     struct dtx_watchdog *wd;      /* NULL: waits are not watched */
     const struct program *running; /* the program being walked (for the watchdog's message) */
+    char *pool[2];                /* receive pools (DT_BUF_COMM): [0] the parameters' dtype,
+                                     [1] float32 under mixed precision (the scaler's flag) */
     double scratch_bytes, alloc_bytes;
     /* mixed precision (executor.h) */
     enum dt_dtype dtype;          /* of parameters, gradients, activations: F32 or 2-byte */
@@ -240,12 +243,48 @@ static int setup_comm_op(struct dtx_exec *ex, struct program *pg, int i, int *gr
         return rc;
     c->req = malloc((size_t)c->max_req * sizeof *c->req);
     c->status = malloc((size_t)c->max_req * sizeof *c->status);
-    c->scratch = malloc((size_t)(c->scratch_floats > 0 ? c->scratch_floats : 1) * c->esz);
-    if (!c->req || !c->status || !c->scratch)
-        return dt_fail(err, DT_ENOMEM, NULL, 0, 0,
-                       "out of memory for %ld floats of receive buffer", c->scratch_floats);
-    ex->scratch_bytes += (double)c->scratch_floats * (double)c->esz;
+    if (!c->req || !c->status)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     return DT_OK;
+}
+
+/* Points each op of pg whose regions have dtype at its offset in pool (dt_comm_pool's
+ * layout: the one dtsim sizes DT_BUF_COMM by). */
+static int place_in_pool(struct dtx_exec *ex, struct program *pg, enum dt_dtype dtype,
+                         char *pool, struct dt_error *err)
+{
+    long *at = malloc((size_t)(pg->n_ops ? pg->n_ops : 1) * sizeof *at);
+    if (!at || dt_comm_pool(ex->plan, ex->rank, pg->ops, pg->n_ops, dtype, at, NULL) < 0) {
+        free(at);
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int i = 0; i < pg->n_ops; i++) {
+        struct comm_state *c = pg->state[i];
+        if (c && c->dtype == dtype)
+            c->scratch = pool + (size_t)(at[i] > 0 ? at[i] : 0) * c->esz; /* -1: none used */
+    }
+    free(at);
+    return DT_OK;
+}
+
+/* The receive pools, one per dtype received, each the larger of the step's and the eval's. */
+static int allocate_pools(struct dtx_exec *ex, struct dt_error *err)
+{
+    enum dt_dtype t[2] = {ex->dtype, DT_TYPE_F32};
+    int rc = DT_OK;
+    for (int k = 0; k < (is_mixed(ex) ? 2 : 1) && !rc; k++) {
+        long n = dt_comm_pool_rank(ex->plan, ex->rank, t[k]);
+        size_t esz = dt_dtype_size(t[k]);
+        ex->pool[k] = n < 0 ? NULL : malloc((size_t)(n > 0 ? n : 1) * esz);
+        if (!ex->pool[k])
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0,
+                           "out of memory for %ld elements of receive buffer", n);
+        ex->scratch_bytes += (double)n * (double)esz;
+        rc = place_in_pool(ex, &ex->step, t[k], ex->pool[k], err);
+        if (!rc)
+            rc = place_in_pool(ex, &ex->eval, t[k], ex->pool[k], err);
+    }
+    return rc;
 }
 
 /* One communicator per plan group (collective over comm: the plan is the same on every rank,
@@ -415,6 +454,8 @@ int dtx_exec_create_on(const struct dt_plan *plan, MPI_Comm comm,
         rc = setup_program(ex, &ex->step, ex->rp->ops, ex->rp->n_ops, err);
     if (!rc)
         rc = setup_program(ex, &ex->eval, ex->rp->eval.ops, ex->rp->eval.n_ops, err);
+    if (!rc)
+        rc = allocate_pools(ex, err);
     if (!rc && ex->gpu) /* what the GPU really holds, with the host's receive buffers */
         ex->alloc_bytes = dtx_cuda_bytes(ex->gpu);
     ex->alloc_bytes += ex->scratch_bytes;
@@ -433,7 +474,6 @@ static void free_program(struct program *pg)
         if (!c)
             continue;
         dt_schedule_free(&c->sched);
-        free(c->scratch);
         free(c->req);
         free(c->status);
         free(c->counts);
@@ -449,6 +489,8 @@ void dtx_exec_destroy(struct dtx_exec *ex)
         return;
     free_program(&ex->step);
     free_program(&ex->eval);
+    free(ex->pool[0]);
+    free(ex->pool[1]);
     for (int g = 0; ex->gcomm && g < ex->plan->n_groups; g++)
         if (ex->gcomm_owned[g])
             MPI_Comm_free(&ex->gcomm[g]);

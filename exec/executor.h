@@ -24,6 +24,9 @@
  *           (a summing RECV goes through scratch);
  * WAIT      completes a non-blocking op.
  *
+ * The scratch of every op lies in one receive pool per dtype, at the offset dt_comm_pool
+ * gives it (dt/commpool.h): ops in flight at once never share a range.
+ *
  * Every wait polls; with a watchdog (dtx_exec_set_watchdog) a wait without progress for its
  * limit ends the job naming the silent ranks (exec/watchdog.h), and the blocking library
  * collectives run as their non-blocking forms so that they can be watched.

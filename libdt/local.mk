@@ -26,6 +26,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/precision.c \
 	libdt/recompute.c \
 	libdt/dact.c \
+	libdt/commpool.c \
 	libdt/plan_check.c \
 	libdt/compile.h \
 	libdt/collective.c \
@@ -34,5 +35,5 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/calibration.c \
 	libdt/datafile.c
 noinst_HEADERS += include/dt/error.h include/dt/yamldoc.h include/dt/units.h
-noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h include/dt/partition.h include/dt/table.h include/dt/tensor.h
+noinst_HEADERS += include/dt/model.h include/dt/topology.h include/dt/plan.h include/dt/collective.h include/dt/costmodel.h include/dt/datafile.h include/dt/calibration.h include/dt/partition.h include/dt/table.h include/dt/tensor.h include/dt/commpool.h
 DTCORE_LIBS = libdt/libdtcore.a $(YAML_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(HWLOC_LIBS) -lm

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "dt/commpool.h"
 #include "dt/collective.h"
 #include "dt/tensor.h"
 
@@ -285,25 +286,6 @@ int dtc_group_index(const struct dt_group *g, int rank)
     return -1;
 }
 
-/* Receive-buffer elements a program's ops need for regions of one dtype. */
-static long program_scratch(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n,
-                            enum dt_dtype dtype)
-{
-    long f = 0;
-    for (int i = 0; i < n; i++) {
-        const struct dt_op *op = &ops[i];
-        if (dt_plan_region_dtype(plan, rank, &op->region) != dtype)
-            continue;
-        if (op->kind == DT_OP_COLL) {
-            const struct dt_group *g = &plan->groups[op->group];
-            f += dt_coll_scratch_floats(op, g->n, dtc_group_index(g, rank));
-        } else {
-            f += dt_coll_scratch_floats(op, 1, 0);
-        }
-    }
-    return f;
-}
-
 int dtc_finish_rank(struct dt_plan *plan, int r)
 {
     const struct dt_model *m = plan->model;
@@ -360,16 +342,14 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     if (rp->last)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_I32, -1,
                                  dtc_labels_per_sample(m) * rows);
-    /* receive buffers: one per dtype of the regions received (f32: the scaler's flag, the
-     * vocabulary-parallel loss's statistics) */
-    long comm = program_scratch(plan, r, rp->ops, rp->n_ops, S) +
-                program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops, S);
+    /* receive buffers: one pool per dtype of the regions received, sized by what is in
+     * flight at once (dt/commpool.h; f32: the scaler's flag, the vocabulary-parallel loss's
+     * statistics) */
+    long comm = dt_comm_pool_rank(plan, r, S);
+    long comm32 = S == DT_TYPE_F32 ? 0 : dt_comm_pool_rank(plan, r, DT_TYPE_F32);
+    rc |= comm < 0 || comm32 < 0 ? DT_ENOMEM : DT_OK;
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm);
-    long comm32 = S == DT_TYPE_F32 ? 0
-                                   : program_scratch(plan, r, rp->ops, rp->n_ops, DT_TYPE_F32) +
-                                         program_scratch(plan, r, rp->eval.ops, rp->eval.n_ops,
-                                                         DT_TYPE_F32);
-    if (comm32)
+    if (comm32 > 0)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
     rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
     return rc ? DT_ENOMEM : DT_OK;

@@ -36,6 +36,11 @@ TESTS += tests/test_dact
 tests_test_dact_SOURCES = tests/test_dact.c tests/testdata.c tests/testdata.h
 tests_test_dact_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_dact_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+check_PROGRAMS += tests/test_commpool
+TESTS += tests/test_commpool
+tests_test_commpool_SOURCES = tests/test_commpool.c tests/testdata.c tests/testdata.h
+tests_test_commpool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_commpool_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 # Activation recomputation: the plan's buffer table and recompute ops (test_recompute), and
 # dtexec's weights equal --recompute none's with the allocations the plan gives.

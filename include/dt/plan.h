@@ -51,8 +51,8 @@ enum dt_buf {
                        caches, argmax): floats and ints per row; layer -1: the recomputation
                        workspace (--recompute, struct dt_recompute_layout) */
     DT_BUF_INPUT,   /* loaded samples and labels: rows */
-    DT_BUF_COMM,    /* receive buffers of collectives and of summing receives: one per dtype
-                       of the regions they receive */
+    DT_BUF_COMM,    /* receive buffers of collectives and of summing receives: one pool per
+                       dtype of the regions they receive, by what is in flight (commpool.h) */
     DT_BUF_MASTER,  /* mixed precision: fp32 master copy of the parameters it updates (at the
                        offsets of one optimizer-state block) */
     DT_BUF_SCALER,  /* mixed precision: the dynamic loss scale's scalars (DT_SCALER_*) */
