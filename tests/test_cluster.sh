@@ -84,18 +84,9 @@ fi
 
 # A short data-parallel dtexec run across the two namespaces.
 if [ -x "$top_builddir/dtexec" ]; then
-  cat >"$tmp/tiny.yaml" <<'YAML'
-name: tiny-mlp
-source: dtcluster's test
-input: {shape: [1, 8, 8]}
-classes: 10
-layers:
-  - {kind: flatten, name: flat}
-  - {kind: dense, name: hidden, units: 32, activation: relu}
-  - {kind: dense, name: out, units: 10, activation: softmax}
-YAML
-  bash "$dtc" run -n 2 --timeout 30 "$top_builddir/dtexec" --model "$tmp/tiny.yaml" \
-    --synthetic 512 --batch 32 --max-iters 4 --strategy ring --quiet --record "$tmp/rec.json" \
+  bash "$dtc" run -n 2 --timeout 30 "$top_builddir/dtexec" \
+    --model "$top_srcdir/tests/data/tiny-mlp.yaml" --synthetic 512 --batch 32 --max-iters 4 \
+    --strategy ring --quiet --record "$tmp/rec.json" \
     >"$tmp/dtexec" 2>&1
   rc=$?
   if [ $rc -eq 0 ] && grep -q "\"host\": \"$DTC_PREFIX-node0\"" "$tmp/rec.json" &&

@@ -13,17 +13,7 @@ dtexec="$top_builddir/dtexec"
 
 # 1000 steps per epoch (global batch 64 of 64000 samples: 2 replicas of 32, or a pipeline of 64); a checkpoint every 1500 steps
 # falls mid-epoch 2; the runs stop after 3 epochs (3000 steps).
-cat >"$tmp/tiny.yaml" <<'YAML'
-name: tiny-mlp
-source: dtexec's mixed-precision checkpoint test
-input: {shape: [1, 8, 8]}
-classes: 10
-layers:
-  - {kind: flatten, name: flat}
-  - {kind: dense, name: hidden, units: 32, activation: relu}
-  - {kind: dense, name: out, units: 10, activation: softmax}
-YAML
-base="--model $tmp/tiny.yaml --synthetic 64000 --batch 32 --seed 5"
+base="--model $top_srcdir/tests/data/tiny-mlp.yaml --synthetic 64000 --batch 32 --seed 5"
 
 # run NAME ARGS...: dtexec on 2 ranks, output in $tmp/NAME.out; its status.
 run() {

@@ -30,32 +30,10 @@ exec_ok sp-library 2 $gpt --batch 16 --strategy mpi-allreduce --sequence-paralle
 differs gpt-seq ctl-seq-grads 2 $gpt --batch 16 $sp --tp 2 --drop-op seq-grads
 differs gpt-seq ctl-dp2-seq-grads 4 $gpt --batch 8 $sp --tp 2 --drop-op seq-grads
 
-# dropout after the embedding and each row-parallel projection (sequence-parallel regions)
-cat >"$tmp/gpt-drop.yaml" <<'YAML'
-name: sp-gpt-dropout
-source: dtexec's sequence-parallel test (tiny-gpt's shape, dropout as GPT-2)
-input: {tokens: 16, vocab: 64}
-classes: 64
-loss: language_model
-layers:
-  - {kind: embedding, name: wte, dim: 32, vocab: 64, positions: 16}
-  - {kind: dropout, name: drop, rate: 0.1}
-  - {kind: layernorm, name: ln_1}
-  - {kind: dense, name: c_attn, units: 96}
-  - {kind: attention_core, name: core, heads: 4, causal: true}
-  - {kind: dense, name: attn_proj, units: 32}
-  - {kind: dropout, name: attn_drop, rate: 0.1}
-  - {kind: add, name: attn_add, inputs: [drop, attn_drop]}
-  - {kind: layernorm, name: ln_2}
-  - {kind: dense, name: c_fc, units: 128, activation: gelu}
-  - {kind: dense, name: mlp_proj, units: 32}
-  - {kind: dropout, name: mlp_drop, rate: 0.1}
-  - {kind: add, name: mlp_add, inputs: [attn_add, mlp_drop]}
-  - {kind: layernorm, name: ln_f}
-  - {kind: dense, name: lm_head, tied: wte}
-  - {kind: softmax, name: softmax}
-YAML
-gd="--model $tmp/gpt-drop.yaml"
+# tests/data/gpt-dropout.yaml: dropout after the embedding and each row-parallel projection
+# (sequence-parallel regions: each chunk keeps its tokens' masks) and one inside the MLP
+# pair (tensor-parallel: its columns' masks)
+gd="--model $top_srcdir/tests/data/gpt-dropout.yaml"
 exec_ok gd-seq 1 $gd --batch 16 && same gd-seq gd-sp-tp2 2 $gd --batch 16 $sp --tp 2
 
 # bad input: --sequence-parallel without a tensor group is refused with exit 2

@@ -68,36 +68,12 @@ mem g63-tp2 2 $g63 --batch 16 --strategy ring --tp 2
 mem gpt-tp2 2 $gpt --batch 16 --strategy ring --tp 2 --optimizer adam
 mem gpt-dp2-tp2 4 $gpt --batch 8 --strategy ring --tp 2
 
-# Dropout in a transformer under tp 2 (tiny-gpt's shape with GPT-2's embedding and residual
-# dropouts, replicated, and one inside the MLP pair, split): the group draws its masks from the
-# replica's stream, so the replicated dropouts are equal on both ranks and the split one keeps
-# its columns of the whole layer's masks; both reach the one-rank run (seen: 3e-8).
-cat >"$tmp/gpt-drop.yaml" <<'YAML'
-name: tp-gpt-dropout
-source: dtexec's tensor-parallel test (tiny-gpt's shape, dropout as GPT-2 and inside the MLP)
-input: {tokens: 16, vocab: 64}
-classes: 64
-loss: language_model
-layers:
-  - {kind: embedding, name: wte, dim: 32, vocab: 64, positions: 16}
-  - {kind: dropout, name: drop, rate: 0.1}
-  - {kind: layernorm, name: ln_1}
-  - {kind: dense, name: c_attn, units: 96}
-  - {kind: attention_core, name: core, heads: 4, causal: true}
-  - {kind: dense, name: attn_proj, units: 32}
-  - {kind: dropout, name: attn_drop, rate: 0.1}
-  - {kind: add, name: attn_add, inputs: [drop, attn_drop]}
-  - {kind: layernorm, name: ln_2}
-  - {kind: dense, name: c_fc, units: 128, activation: gelu}
-  - {kind: dropout, name: fc_drop, rate: 0.1}
-  - {kind: dense, name: mlp_proj, units: 32}
-  - {kind: dropout, name: mlp_drop, rate: 0.1}
-  - {kind: add, name: mlp_add, inputs: [attn_add, mlp_drop]}
-  - {kind: layernorm, name: ln_f}
-  - {kind: dense, name: lm_head, tied: wte}
-  - {kind: softmax, name: softmax}
-YAML
-gd="--model $tmp/gpt-drop.yaml"
+# Dropout in a transformer under tp 2 (tests/data/gpt-dropout.yaml: tiny-gpt's shape with
+# GPT-2's embedding and residual dropouts, replicated, and one inside the MLP pair, split): the
+# group draws its masks from the replica's stream, so the replicated dropouts are equal on both
+# ranks and the split one keeps its columns of the whole layer's masks; both reach the one-rank
+# run (seen: 3e-8).
+gd="--model $top_srcdir/tests/data/gpt-dropout.yaml"
 exec_ok gd-seq 1 $gd --batch 16 && exec_ok gd-tp2 2 $gd --batch 16 --strategy ring --tp 2 &&
   weights_same gd-seq gd-tp2
 exec_ok ctl-gd-coll 2 $gd --batch 16 --strategy ring --tp 2 --drop-op coll &&

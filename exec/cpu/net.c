@@ -225,6 +225,13 @@ static int check_layer(const struct dt_model *m, int i, struct dtk_lay *ly, int 
     return DT_OK;
 }
 
+/* Whether a dropout on this layer draws the whole layer's uniforms to keep its part of them
+ * (dropout_part): a column shard or a chunk of the tokens. */
+static bool draws_whole_layer(const struct dtk_lay *ly)
+{
+    return ly->shard_kind == DT_SHARD_COLUMNS || dt_shard_chunked(ly->shard_kind);
+}
+
 /* Floats per sample a layer keeps for backward (beyond its output), ints likewise, and the
  * scratch it needs for a batch of max_batch. */
 static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *ly, long *aux,
@@ -250,10 +257,8 @@ static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *
     case DT_L_ATTENTION_CORE:
         *work = dtk_attn_core_workspace_floats(ly->rows, ly->cd.threads);
         break;
-    case DT_L_DROPOUT: /* a column or token shard draws the whole layer's uniforms */
-        *work = ly->shard_kind == DT_SHARD_COLUMNS || dt_shard_chunked(ly->shard_kind)
-                    ? (long)B * dt_shape_size(&L->out_shape)
-                    : 0;
+    case DT_L_DROPOUT:
+        *work = draws_whole_layer(ly) ? (long)B * dt_shape_size(&L->out_shape) : 0;
         break;
     default: break;
     }
@@ -984,24 +989,17 @@ static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
     return d;
 }
 
-/* Dropout on a chunk of the tokens: the masks of the micro-batch's rows drawn whole from the
- * group's stream, the chunk keeps its own, so that they are the one-rank run's. */
-static void dropout_chunk(struct dtk_net *net, const struct dt_layer *L,
-                          const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
+/* Dropout on a part of the layer, a column shard or a chunk of the tokens (sequence
+ * parallelism): the masks of the micro-batch's rows are drawn whole from the stream the tensor
+ * group shares and the part keeps its own (every row's columns, or one stretch of the
+ * tokens), so that they are the one-rank run's. */
+static void dropout_part(struct dtk_net *net, const struct dt_layer *L,
+                         const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
 {
-    long full = dt_shape_size(&L->out_shape) * nb, n = (long)nb * ly->span;
-    dtk_rng_uniforms(&net->rng, net->work, full);
-    memcpy(mask, net->work + ly->shard_index * n, (size_t)n * sizeof *mask);
-    dtk_dropout_forward_drawn(y, mask, x, n, (float)L->rate);
-}
-
-/* Dropout on a column shard: the masks of the whole layer are drawn from the stream the
- * tensor group shares, and the shard keeps its columns, so that they are the one-rank run's. */
-static void dropout_shard(struct dtk_net *net, const struct dt_layer *L,
-                          const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
-{
-    long full = dt_shape_size(&L->out_shape) * nb, width = ly->cols;
-    long w = width / ly->shard_count, rows = full / width;
+    long full = dt_shape_size(&L->out_shape) * nb;
+    bool cols = ly->shard_kind == DT_SHARD_COLUMNS;
+    long width = cols ? ly->cols : full, w = cols ? width / ly->shard_count : (long)nb * ly->span;
+    long rows = full / width;
     dtk_rng_uniforms(&net->rng, net->work, full);
     for (long r = 0; r < rows; r++)
         memcpy(mask + r * w, net->work + r * width + ly->shard_index * w,
@@ -1065,10 +1063,8 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         } else if (saved) {
             *saved = net->rng;
         }
-        if (ly->shard_kind == DT_SHARD_COLUMNS && net->train && L->rate > 0)
-            dropout_shard(net, L, ly, y, aux, x, nb);
-        else if (dt_shard_chunked(ly->shard_kind) && net->train && L->rate > 0)
-            dropout_chunk(net, L, ly, y, aux, x, nb);
+        if (draws_whole_layer(ly) && net->train && L->rate > 0)
+            dropout_part(net, L, ly, y, aux, x, nb);
         else
             dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
         if (net->recomputing && saved)
