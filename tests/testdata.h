@@ -11,6 +11,9 @@
 struct dt_model *test_zoo_model(const char *name);           /* models/NAME.yaml */
 struct dt_topology *test_zoo_topology(const char *name);     /* topologies/NAME.yaml */
 struct dt_model *test_model_text(const char *text);          /* a model file's text */
+/* Calls fn on each zoo model (each .yaml file in models/), then destroys it; returns how
+ * many. */
+int test_zoo_each(void (*fn)(const struct dt_model *m, void *ctx), void *ctx);
 /* "chain": n dense layers of `width` units on `width` inputs, `width` classes. */
 struct dt_model *test_chain_model(int n, int width);
 /* Defaults, then strategy s, the batch and the pairs of flags (dt_parallel_set_pairs). */
