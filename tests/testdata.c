@@ -75,6 +75,14 @@ struct dt_model *test_chain_model(int n, int width)
     return test_model_text(text);
 }
 
+int test_count_layers(const struct dt_model *m, enum dt_layer_kind k)
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += m->layers[l].kind == k;
+    return n;
+}
+
 struct dt_topology *test_zoo_topology(const char *name)
 {
     char path[1024];
