@@ -118,6 +118,10 @@ int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt
 int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, int l,
                        int *inputs);
 
+/* The first layer after j that reads it, or -1 (tensor.c; a pair's next layer, a partial
+ * sum's reader under sequence parallelism). */
+int dtc_first_reader(const struct dt_model *m, int j);
+
 /* Index of rank in group g, or -1. */
 int dtc_group_index(const struct dt_group *g, int rank);
 

@@ -107,19 +107,9 @@ int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt
     return marked;
 }
 
-/* The first layer after j that reads it, or -1. */
-static int first_reader(const struct dt_model *m, int j)
-{
-    for (int c = j + 1; c < m->n_layers; c++)
-        for (int q = 0; q < m->layers[c].n_in; q++)
-            if (m->layers[c].in[q] == j)
-                return c;
-    return -1;
-}
-
 bool dt_shard_scatters(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
-    int c = first_reader(m, l);
+    int c = dtc_first_reader(m, l);
     return partial(v[l].shard_kind) && c >= 0 && dt_shard_chunked(v[c].shard_kind);
 }
 
@@ -137,7 +127,7 @@ int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, 
             seen |= inputs[q] == j;
         /* the lowest reader runs its backward last: then every chunk has been written */
         if (!seen && dt_shard_scatters(m, v, j) && dt_layer_needs_dact(m, j) &&
-            first_reader(m, j) == l)
+            dtc_first_reader(m, j) == l)
             inputs[n++] = j;
     }
     return n;

@@ -173,8 +173,8 @@ static bool sole_reader(const struct dt_model *m, const int *readers, int j)
     }
 }
 
-/* The layer that reads j (its only reader), or -1. */
-static int reader_of(const struct dt_model *m, int j)
+/* compile.h */
+int dtc_first_reader(const struct dt_model *m, int j)
 {
     for (int c = j + 1; c < m->n_layers; c++)
         for (int k = 0; k < m->layers[c].n_in; k++)
@@ -205,7 +205,7 @@ static int mark_pair(const struct dt_model *m, const int *readers, int T, int a,
         return -1;
     int c = a, cores = 0;
     for (;;) {
-        int next = reader_of(m, c);
+        int next = dtc_first_reader(m, c);
         if (next < 0 || m->layers[next].n_in != 1)
             return -1;
         if (m->layers[next].kind == DT_L_DENSE) {

@@ -8,7 +8,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,46 +230,45 @@ static long check_plan(const struct dt_model *m, const struct dt_topology *t, en
     return ops;
 }
 
+struct zoo {
+    struct dt_topology *t;
+    int plans;
+    long ops;
+};
+
+static void check_model(const struct dt_model *m, void *ctx)
+{
+    struct zoo *z = ctx;
+    static const struct {
+        enum dt_strategy s;
+        int batch;
+        const char *flags;
+    } runs[] = {
+        {DT_STRAT_ALLREDUCE_RING, 2, "bucket=1MB"},
+        {DT_STRAT_ALLREDUCE_RABENSEIFNER, 2, "bucket=4MB precision=bf16"},
+        {DT_STRAT_ALLREDUCE_RING, 2, "zero=1 bucket=1MB"},
+        {DT_STRAT_ALLREDUCE_RING, 2, "zero=3"},
+        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2"},
+        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2 precision=bf16"},
+        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2 sequence-parallel=on"},
+        {DT_STRAT_GPIPE, 6, "pp=2 micro-batches=3"},
+        {DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8"},
+        {DT_STRAT_INTERLEAVED, 8, "pp=2 chunks=2 micro-batches=4"},
+        {DT_STRAT_1F1B, 8, "pp=2 tp=2 micro-batches=4 precision=bf16"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        z->ops += check_plan(m, z->t, runs[i].s, runs[i].batch, runs[i].flags, &z->plans);
+}
+
 static void test_zoo_no_overlap(void **state)
 {
     (void)state;
-    const char *top = getenv("top_srcdir");
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/models", top ? top : ".");
-    DIR *dp = opendir(dir);
-    assert_non_null(dp);
-    struct dt_topology *t = test_zoo_topology("2n2p");
-    int models = 0, plans = 0;
-    long ops = 0;
-    for (struct dirent *e; (e = readdir(dp));) {
-        size_t n = strlen(e->d_name);
-        if (n < 6 || strcmp(e->d_name + n - 5, ".yaml"))
-            continue;
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
-        struct dt_model *m = test_zoo_model(name);
-        models++;
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "bucket=1MB", &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RABENSEIFNER, 2, "bucket=4MB precision=bf16",
-                          &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "zero=1 bucket=1MB", &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "zero=3", &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2", &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2 precision=bf16", &plans);
-        ops += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 2, "tp=2 sequence-parallel=on", &plans);
-        ops += check_plan(m, t, DT_STRAT_GPIPE, 6, "pp=2 micro-batches=3", &plans);
-        ops += check_plan(m, t, DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8", &plans);
-        ops += check_plan(m, t, DT_STRAT_INTERLEAVED, 8, "pp=2 chunks=2 micro-batches=4",
-                          &plans);
-        ops += check_plan(m, t, DT_STRAT_1F1B, 8, "pp=2 tp=2 micro-batches=4 precision=bf16",
-                          &plans);
-        dt_model_destroy(m);
-    }
-    closedir(dp);
+    struct zoo z = {test_zoo_topology("2n2p"), 0, 0};
+    int models = test_zoo_each(check_model, &z);
     print_message("%d zoo models, %d plans, %ld ops with receive scratch checked\n", models,
-                  plans, ops);
-    assert_true(models > 20 && plans > 5 * models);
-    dt_topology_destroy(t);
+                  z.plans, z.ops);
+    assert_true(models > 20 && z.plans > 5 * models);
+    dt_topology_destroy(z.t);
 }
 
 int main(void)

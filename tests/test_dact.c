@@ -8,7 +8,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,40 +230,41 @@ static int check_plan(const struct dt_model *m, const struct dt_topology *t, enu
     return spans;
 }
 
+struct zoo {
+    struct dt_topology *t;
+    int plans;
+    long spans;
+};
+
+static void check_model(const struct dt_model *m, void *ctx)
+{
+    struct zoo *z = ctx;
+    static const struct {
+        enum dt_strategy s;
+        int batch;
+        const char *flags;
+    } runs[] = {
+        {DT_STRAT_SEQUENTIAL, 4, ""},
+        {DT_STRAT_SEQUENTIAL, 4, "recompute=full"},
+        {DT_STRAT_ALLREDUCE_RING, 4, "tp=2"},
+        {DT_STRAT_GPIPE, 6, "pp=2 dp=1 micro-batches=3"},
+        {DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8"},
+        {DT_STRAT_INTERLEAVED, 8, "pp=2 dp=1 chunks=2 micro-batches=4"},
+        {DT_STRAT_1F1B, 8, "pp=2 dp=1 tp=2 micro-batches=4"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        z->spans += check_plan(m, z->t, runs[i].s, runs[i].batch, runs[i].flags, &z->plans);
+}
+
 static void test_zoo_no_overlap(void **state)
 {
     (void)state;
-    const char *top = getenv("top_srcdir");
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/models", top ? top : ".");
-    DIR *dp = opendir(dir);
-    assert_non_null(dp);
-    struct dt_topology *t = test_zoo_topology("2n4p");
-    int models = 0, plans = 0;
-    long spans = 0;
-    for (struct dirent *e; (e = readdir(dp));) {
-        size_t n = strlen(e->d_name);
-        if (n < 6 || strcmp(e->d_name + n - 5, ".yaml"))
-            continue;
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
-        struct dt_model *m = test_zoo_model(name);
-        models++;
-        spans += check_plan(m, t, DT_STRAT_SEQUENTIAL, 4, "", &plans);
-        spans += check_plan(m, t, DT_STRAT_SEQUENTIAL, 4, "recompute=full", &plans);
-        spans += check_plan(m, t, DT_STRAT_ALLREDUCE_RING, 4, "tp=2", &plans);
-        spans += check_plan(m, t, DT_STRAT_GPIPE, 6, "pp=2 dp=1 micro-batches=3", &plans);
-        spans += check_plan(m, t, DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8", &plans);
-        spans += check_plan(m, t, DT_STRAT_INTERLEAVED, 8,
-                            "pp=2 dp=1 chunks=2 micro-batches=4", &plans);
-        spans += check_plan(m, t, DT_STRAT_1F1B, 8, "pp=2 dp=1 tp=2 micro-batches=4", &plans);
-        dt_model_destroy(m);
-    }
-    closedir(dp);
-    print_message("%d zoo models, %d plans, %ld live gradient spans checked\n", models, plans,
-                  spans);
-    assert_true(models >= 20 && plans >= 4 * models && spans > 0);
-    dt_topology_destroy(t);
+    struct zoo z = {test_zoo_topology("2n4p"), 0, 0};
+    int models = test_zoo_each(check_model, &z);
+    print_message("%d zoo models, %d plans, %ld live gradient spans checked\n", models, z.plans,
+                  z.spans);
+    assert_true(models >= 20 && z.plans >= 4 * models && z.spans > 0);
+    dt_topology_destroy(z.t);
 }
 
 int main(void)

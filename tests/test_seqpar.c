@@ -31,14 +31,6 @@
 #include "dt/topology.h"
 #include "testdata.h"
 
-static int count_kind(const struct dt_model *m, enum dt_layer_kind k)
-{
-    int n = 0;
-    for (int l = 0; l < m->n_layers; l++)
-        n += m->layers[l].kind == k;
-    return n;
-}
-
 /* Rank r's step collectives of a kind inside its tensor group (T ranks) on buf (GRADS: those
  * that name their layer, not the replicas' exchange); each must cover want elements. */
 static int colls(const struct dt_plan *plan, int r, int T, enum dt_coll_kind kind,
@@ -73,8 +65,8 @@ static void collectives_per_layer(void **state)
         char flags[96];
         snprintf(flags, sizeof flags, "tp=%d sequence-parallel=on", runs[i].tp);
         struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
-        const int L = count_kind(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
-        const int norms = count_kind(m, DT_L_LAYERNORM);
+        const int L = test_count_layers(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
+        const int norms = test_count_layers(m, DT_L_LAYERNORM);
         const long bth = (long)runs[i].batch * m->input.d[0] * m->layers[0].units;
         for (int r = 0; r < plan->n_ranks; r++) {
             int rs_f = colls(plan, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_ACT, bth);
@@ -153,7 +145,7 @@ static void activation_memory(void **state)
         snprintf(on, sizeof on, "tp=%d sequence-parallel=on", runs[i].tp);
         struct dt_plan *a = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, off);
         struct dt_plan *b = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, on);
-        const double L = count_kind(m, DT_L_ATTENTION_CORE), tp = runs[i].tp;
+        const double L = test_count_layers(m, DT_L_ATTENTION_CORE), tp = runs[i].tp;
         const double T = (double)m->input.d[0], h = (double)m->layers[0].units;
         double want = (1 - 1 / tp) * runs[i].batch * (L * (2 * T * h + 4 * T) + 2 * T);
         double got = act_floats(a) - act_floats(b);

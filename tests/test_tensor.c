@@ -24,14 +24,6 @@
 #include "dt/topology.h"
 #include "testdata.h"
 
-static int count_kind(const struct dt_model *m, enum dt_layer_kind k)
-{
-    int n = 0;
-    for (int l = 0; l < m->n_layers; l++)
-        n += m->layers[l].kind == k;
-    return n;
-}
-
 /* Rank r's step allreduces inside its tensor group (T ranks) on buffer buf: how many, and
  * each one's bytes must be want_bytes. */
 static int tp_allreduces(const struct dt_plan *plan, int r, int T, enum dt_buf buf,
@@ -71,7 +63,7 @@ static void two_allreduces_per_layer_each_way(void **state)
         char flags[128];
         snprintf(flags, sizeof flags, "tp=%d precision=%s", runs[i].tp, runs[i].precision);
         struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
-        const int L = count_kind(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
+        const int L = test_count_layers(m, DT_L_ATTENTION_CORE), T = runs[i].tp;
         const long tokens = m->input.d[0], h = m->layers[0].units;
         enum dt_precision prec = plan->opt.precision;
         double bth = (double)runs[i].batch * tokens * h;
@@ -193,7 +185,7 @@ static void vocabulary_parallel(void **state)
         char flags[32];
         snprintf(flags, sizeof flags, "tp=%d", runs[i].tp);
         struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, runs[i].batch, flags);
-        const int T = runs[i].tp, L = count_kind(m, DT_L_ATTENTION_CORE);
+        const int T = runs[i].tp, L = test_count_layers(m, DT_L_ATTENTION_CORE);
         const struct dt_layer *E = &m->layers[0];
         const long V = E->vocab, h = E->units, P = E->positions, tokens = m->input.d[0];
         const long Vs = (V + T - 1) / T, head = m->n_layers - 2, soft = m->n_layers - 1;

@@ -77,6 +77,14 @@ static double formula(int stage, double psi, int n, double P, double G, double K
     }
 }
 
+/* Rank r's model states in the plan: bytes of weights, gradients and optimizer state. */
+static double model_states(const struct dt_plan *plan, int r)
+{
+    struct dt_memory mem;
+    dt_plan_rank_memory(plan, r, &mem);
+    return mem.weights + mem.grads + mem.optimizer;
+}
+
 /* One row per precision and optimizer: bytes per parameter of weights, gradients and state
  * (mixed precision: 2-byte weights and gradients, fp32 master weights and moments). */
 static const struct {
@@ -107,9 +115,7 @@ static void memory_follows_the_paper(void **state)
                 double want = formula(stage, psi, n, bytes_per_param[i].P, bytes_per_param[i].G,
                                       bytes_per_param[i].K, staging);
                 for (int r = 0; r < n; r++) {
-                    struct dt_memory mem;
-                    dt_plan_rank_memory(plan, r, &mem);
-                    double got = mem.weights + mem.grads + mem.optimizer;
+                    double got = model_states(plan, r);
                     if (fabs(got - want) > 1e-9 * want)
                         fail_msg("%s, %d ranks, rank %d: %.0f bytes, the paper's form %.0f",
                                  flags, n, r, got, want);
@@ -139,11 +145,8 @@ static void mixed_precision_zoo_model(void **state)
         snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
         struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
         double got = 0;
-        for (int r = 0; r < n; r++) {
-            struct dt_memory mem;
-            dt_plan_rank_memory(plan, r, &mem);
-            got += mem.weights + mem.grads + mem.optimizer;
-        }
+        for (int r = 0; r < n; r++)
+            got += model_states(plan, r);
         if (got != n * want[stage])
             fail_msg("mlp-wide, %s on %d ranks: %.0f bytes per rank, the paper's form %.0f",
                      flags, n, got / n, want[stage]);
@@ -153,9 +156,10 @@ static void mixed_precision_zoo_model(void **state)
     dt_model_destroy(m);
 }
 
-/* A tied table (gpt2-124m's token and position embedding, whose token rows lm_head reads) has a staging of its own at stages
- * 2-3 beside the shared one, which is then the largest other layer: mixed-precision Adam on
- * 8 ranks, 2 psi + 14 psi / N + 2 (staging + table) and 16 psi / N + 4 (staging + table). */
+/* A tied table (gpt2-124m's token and position embedding, whose token rows lm_head reads)
+ * has a staging of its own at stages 2-3 beside the shared one, which is then the largest
+ * other layer: mixed-precision Adam on 8 ranks, 2 psi + 14 psi / N + 2 (staging + table) and
+ * 16 psi / N + 4 (staging + table). */
 static void tied_table_held_apart(void **state)
 {
     (void)state;
@@ -179,11 +183,8 @@ static void tied_table_held_apart(void **state)
         snprintf(flags, sizeof flags, "zero=%d precision=bf16", stage);
         struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
         double got = 0;
-        for (int r = 0; r < n; r++) {
-            struct dt_memory mem;
-            dt_plan_rank_memory(plan, r, &mem);
-            got += mem.weights + mem.grads + mem.optimizer;
-        }
+        for (int r = 0; r < n; r++)
+            got += model_states(plan, r);
         if (got != n * want[stage - 2])
             fail_msg("gpt2-124m, %s on %d ranks: %.0f bytes per rank, want %.0f", flags, n,
                      got / n, want[stage - 2]);
@@ -287,11 +288,8 @@ static void stage1_with_pipelines(void **state)
                 continue;
             double got = 0, psi = (double)rp->n_params;
             for (int r = 0; r < plan->n_ranks; r++)
-                if (plan->ranks[r].replicas == rp->replicas) {
-                    struct dt_memory mem;
-                    dt_plan_rank_memory(plan, r, &mem);
-                    got += mem.weights + mem.grads + mem.optimizer;
-                }
+                if (plan->ranks[r].replicas == rp->replicas)
+                    got += model_states(plan, r);
             double want = plan->dp * PG[f] * psi + K[f] * psi;
             if (got != want)
                 fail_msg("gpipe %s, replicas of rank %d: %.0f bytes, the form %.0f", flags[f],
@@ -325,11 +323,8 @@ static void tensor_parallel_zero(void **state)
                 double psi = (double)base->ranks[k].n_params, staging = 0, got = 0;
                 for (int l = 0; l < m->n_layers; l++)
                     staging = fmax(staging, (double)dt_shard_params(m, v, l));
-                for (int r = k; r < n; r += 2) {
-                    struct dt_memory mem;
-                    dt_plan_rank_memory(plan, r, &mem);
-                    got += mem.weights + mem.grads + mem.optimizer;
-                }
+                for (int r = k; r < n; r += 2)
+                    got += model_states(plan, r);
                 double want = stage == 1 ? N * 8 * psi + 8 * psi
                                          : N * 4 * psi + 12 * psi + N * 4 * staging;
                 if (got != want)

@@ -5,8 +5,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testdata.h"
 
@@ -25,6 +27,30 @@ struct dt_model *test_zoo_model(const char *name)
     if (dt_model_load(path, &m, &err) != DT_OK)
         fail_msg("model %s: %s", path, err.msg);
     return m;
+}
+
+int test_zoo_each(void (*fn)(const struct dt_model *m, void *ctx), void *ctx)
+{
+    const char *top = getenv("top_srcdir");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/models", top ? top : ".");
+    DIR *dp = opendir(dir);
+    if (!dp)
+        fail_msg("cannot open %s", dir);
+    int models = 0;
+    for (struct dirent *e; (e = readdir(dp));) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".yaml"))
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
+        struct dt_model *m = test_zoo_model(name);
+        fn(m, ctx);
+        dt_model_destroy(m);
+        models++;
+    }
+    closedir(dp);
+    return models;
 }
 
 struct dt_model *test_model_text(const char *text)
@@ -47,6 +73,14 @@ struct dt_model *test_chain_model(int n, int width)
     if (len >= (int)sizeof text)
         fail_msg("a chain of %d layers does not fit the text buffer", n);
     return test_model_text(text);
+}
+
+int test_count_layers(const struct dt_model *m, enum dt_layer_kind k)
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += m->layers[l].kind == k;
+    return n;
 }
 
 struct dt_topology *test_zoo_topology(const char *name)

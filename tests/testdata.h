@@ -11,8 +11,13 @@
 struct dt_model *test_zoo_model(const char *name);           /* models/NAME.yaml */
 struct dt_topology *test_zoo_topology(const char *name);     /* topologies/NAME.yaml */
 struct dt_model *test_model_text(const char *text);          /* a model file's text */
+/* Calls fn on each zoo model (each .yaml file in models/), then destroys it; returns how
+ * many. */
+int test_zoo_each(void (*fn)(const struct dt_model *m, void *ctx), void *ctx);
 /* "chain": n dense layers of `width` units on `width` inputs, `width` classes. */
 struct dt_model *test_chain_model(int n, int width);
+/* How many of m's layers are of kind k. */
+int test_count_layers(const struct dt_model *m, enum dt_layer_kind k);
 /* Defaults, then strategy s, the batch and the pairs of flags (dt_parallel_set_pairs). */
 struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *flags);
 /* The plan of those options (dt_plan_build, which also checks it); a refusal fails the test. */
