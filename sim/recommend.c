@@ -6,7 +6,6 @@
 #include "bound.h"
 #include "dt/table.h"
 #include "epoch.h"
-#include "player.h"
 #include "recommend.h"
 #include "symmetry.h"
 
@@ -272,18 +271,13 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc)
         return rc;
-    struct dt_sim_result res;
-    struct dt_sim_options so = {.group_cp = s->rq->group_cp};
-    rc = dt_sim_run(plan, &s->rq->group_cp[0], &so, &res, err);
+    struct dt_step st;
+    rc = dt_step_simulate(plan, s->rq->group_cp, &st, err);
     if (!rc) {
-        /* as dtsim's rows: the loader reads ahead, the slower of the two sets the pace */
-        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, &s->rq->group_cp[0]));
-        for (int r = 0; r < res.n_ranks; r++) {
-            c->v[V_COMPUTE] += res.rank[r].compute_s / res.n_ranks;
-            c->v[V_COMM] += res.rank[r].comm_s / res.n_ranks;
-            c->v[V_IDLE] += res.rank[r].idle_s / res.n_ranks;
-        }
-        dt_sim_result_free(&res);
+        c->v[V_ITER] = st.iter_s; /* as dtsim's rows: the slower of the devices and the loader */
+        c->v[V_COMPUTE] = st.compute_s;
+        c->v[V_COMM] = st.comm_s;
+        c->v[V_IDLE] = st.idle_s;
     }
     dt_plan_destroy(plan);
     return rc;
