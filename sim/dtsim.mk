@@ -66,22 +66,19 @@ BENCH_TARGETS += bench-scale
 bench-scale: dtsim$(EXEEXT)
 	top_srcdir=$(top_srcdir) $(SHELL) $(top_srcdir)/sim/bench_scale.sh ./dtsim$(EXEEXT) .
 
-# The symmetric estimate against the full simulation (sim/symmetry.c).
-check_PROGRAMS += tests/test_symmetry
-TESTS += tests/test_symmetry
-tests_test_symmetry_SOURCES = tests/test_symmetry.c sim/symmetry.c sim/bound.c sim/player.c sim/epoch.c \
-	sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c tests/testdata.h
-tests_test_symmetry_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+# The symmetric estimate against the full simulation (sim/symmetry.c), and --recommend's
+# lower bound against both (sim/bound.c): the player's test sources (tests/local.mk) and these.
+BOUND_TEST_SOURCES = sim/symmetry.c sim/bound.c sim/epoch.c $(PLAYER_TEST_SOURCES)
+check_PROGRAMS += tests/test_symmetry tests/test_bound
+TESTS += tests/test_symmetry tests/test_bound
+tests_test_symmetry_SOURCES = tests/test_symmetry.c $(BOUND_TEST_SOURCES)
+tests_test_symmetry_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_symmetry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_symmetry_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
-
-check_PROGRAMS += tests/test_bound
-TESTS += tests/test_bound
-tests_test_bound_SOURCES = tests/test_bound.c sim/symmetry.c sim/bound.c sim/player.c sim/epoch.c \
-	sim/matchindex.c sim/network.c sim/fabric.c tests/testdata.c tests/testdata.h
-tests_test_bound_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_symmetry_LDADD = $(PLAYER_TEST_LIBS)
+tests_test_bound_SOURCES = tests/test_bound.c $(BOUND_TEST_SOURCES)
+tests_test_bound_CPPFLAGS = $(PLAYER_TEST_CPPFLAGS)
 tests_test_bound_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_bound_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+tests_test_bound_LDADD = $(PLAYER_TEST_LIBS)
 
 # Benchmark: the GPT-3 175B / 1,024-GPU --recommend search (REC_MEMORY_LIMIT=... to set it).
 EXTRA_DIST += sim/bench_recommend.sh

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "player.h"
+
 double dt_sample_read_bytes(const struct dt_model *m)
 {
     if (m->dataset_bytes > 0 && m->dataset_samples > 0)
@@ -32,4 +34,23 @@ double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *c
     }
     free(samples);
     return worst;
+}
+
+int dt_step_simulate(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                     struct dt_step *out, struct dt_error *err)
+{
+    struct dt_sim_result res;
+    struct dt_sim_options so = {.group_cp = group_cp};
+    int rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
+    if (rc)
+        return rc;
+    *out = (struct dt_step){.sim_s = res.iter_s, .read_s = dt_step_read_s(plan, &group_cp[0])};
+    out->iter_s = fmax(out->sim_s, out->read_s);
+    for (int r = 0; r < res.n_ranks; r++) {
+        out->compute_s += res.rank[r].compute_s / res.n_ranks;
+        out->comm_s += res.rank[r].comm_s / res.n_ranks;
+        out->idle_s += res.rank[r].idle_s / res.n_ranks;
+    }
+    dt_sim_result_free(&res);
+    return DT_OK;
 }

@@ -18,4 +18,14 @@ double dt_sample_read_bytes(const struct dt_model *m);
  * bandwidth count 0: reading is not modelled there. */
 double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *cp);
 
+/* One step of plan as dtsim counts it, simulated at group_cp (one per node group): the
+ * player's iteration, the loader's read (dt_step_read_s at the first group's), the step (the
+ * slower of the two: the loader reads ahead) and the per-rank means of compute,
+ * communication and idle seconds. */
+struct dt_step {
+    double sim_s, read_s, iter_s, compute_s, comm_s, idle_s;
+};
+int dt_step_simulate(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                     struct dt_step *out, struct dt_error *err);
+
 #endif

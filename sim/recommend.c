@@ -6,7 +6,6 @@
 #include "bound.h"
 #include "dt/table.h"
 #include "epoch.h"
-#include "player.h"
 #include "recommend.h"
 #include "symmetry.h"
 
@@ -272,18 +271,13 @@ static int simulate(const struct search *s, struct candidate *c, struct dt_error
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc)
         return rc;
-    struct dt_sim_result res;
-    struct dt_sim_options so = {.group_cp = s->rq->group_cp};
-    rc = dt_sim_run(plan, &s->rq->group_cp[0], &so, &res, err);
+    struct dt_step st;
+    rc = dt_step_simulate(plan, s->rq->group_cp, &st, err);
     if (!rc) {
-        /* as dtsim's rows: the loader reads ahead, the slower of the two sets the pace */
-        c->v[V_ITER] = fmax(res.iter_s, dt_step_read_s(plan, &s->rq->group_cp[0]));
-        for (int r = 0; r < res.n_ranks; r++) {
-            c->v[V_COMPUTE] += res.rank[r].compute_s / res.n_ranks;
-            c->v[V_COMM] += res.rank[r].comm_s / res.n_ranks;
-            c->v[V_IDLE] += res.rank[r].idle_s / res.n_ranks;
-        }
-        dt_sim_result_free(&res);
+        c->v[V_ITER] = st.iter_s; /* as dtsim's rows: the slower of the devices and the loader */
+        c->v[V_COMPUTE] = st.compute_s;
+        c->v[V_COMM] = st.comm_s;
+        c->v[V_IDLE] = st.idle_s;
     }
     dt_plan_destroy(plan);
     return rc;
@@ -494,21 +488,13 @@ static const char *losing_term(const struct candidate *c, const struct candidate
     return dt_strategy_info(c->opt.strategy)->pipeline ? "bubble" : "waiting";
 }
 
-/* Why a family made no row: the smallest member over the memory limit, or the first refusal. */
-static void family_misses(const struct search *s, int f, const struct candidate **smallest,
-                          const struct candidate **refused)
+/* A family's first member its strategy refused (NULL: none). */
+static const struct candidate *first_refused(const struct search *s, int f)
 {
-    *smallest = *refused = NULL;
-    for (int i = 0; i < s->n; i++) {
-        const struct candidate *c = &s->c[i];
-        if (c->family != f)
-            continue;
-        if (not_applicable(c) && !*refused)
-            *refused = c;
-        if (over_memory(c) &&
-            (!*smallest || c->v[V_MEM] < (*smallest)->v[V_MEM]))
-            *smallest = c;
-    }
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].family == f && not_applicable(&s->c[i]))
+            return &s->c[i];
+    return NULL;
 }
 
 static const char *refusal(const struct candidate *c)
@@ -525,14 +511,12 @@ static void print_refused(const struct search *s, const bool *applies, FILE *out
     if (!done)
         return;
     for (int f = 0; f < s->n_families; f++) {
-        const struct candidate *small, *ref;
-        family_misses(s, f, &small, &ref);
+        const struct candidate *ref = first_refused(s, f);
         if (applies[f] || done[f] || !ref)
             continue;
         int count = 0;
         for (int g = f; g < s->n_families; g++) {
-            const struct candidate *sg, *rg;
-            family_misses(s, g, &sg, &rg);
+            const struct candidate *rg = first_refused(s, g);
             if (!applies[g] && !done[g] && rg && strcmp(refusal(rg), refusal(ref)) == 0) {
                 done[g] = true;
                 count++;
@@ -586,6 +570,29 @@ static void print_loss(const struct search *s, const struct candidate *best,
 static bool in_family(const struct candidate *c, int f) { return c->family == f; }
 static bool at_precision(const struct candidate *c, int p) { return (int)c->opt.precision == p; }
 
+/* A line "label: why" for the candidates `member` accepts (print_loss: their best ranked,
+ * else their least-bound pruned, else their smallest over the memory limit); false, and
+ * nothing printed, when there is none of those. */
+static bool print_group(const struct search *s, const int *idx, int k, int key,
+                        bool (*member)(const struct candidate *, int), const char *label,
+                        FILE *out)
+{
+    const struct candidate *fb = NULL, *smallest = NULL;
+    for (int j = 0; j < k && !fb; j++)
+        if (member(&s->c[idx[j]], key))
+            fb = &s->c[idx[j]];
+    for (int i = 0; i < s->n; i++)
+        if (member(&s->c[i], key) && over_memory(&s->c[i]) &&
+            (!smallest || s->c[i].v[V_MEM] < smallest->v[V_MEM]))
+            smallest = &s->c[i];
+    const struct candidate *least = least_pruned(s, key, member);
+    if (!fb && !least && !smallest)
+        return false;
+    fprintf(out, "  %-28s ", label);
+    print_loss(s, &s->c[idx[0]], fb, least, smallest, out);
+    return true;
+}
+
 /* A line per precision searched (when more than one is): its best config, or why it lost. */
 static void print_precisions(const struct search *s, const int *idx, int k, FILE *out)
 {
@@ -596,46 +603,21 @@ static void print_precisions(const struct search *s, const int *idx, int k, FILE
         return;
     fprintf(out, "\nPrecisions (best member against rank 1):\n");
     for (int p = 0; p < DT_PREC_COUNT; p++) {
-        if (!s->prec_searched[p])
-            continue;
-        const struct candidate *fb = NULL, *smallest = NULL;
-        for (int j = 0; j < k && !fb; j++)
-            if (at_precision(&s->c[idx[j]], p))
-                fb = &s->c[idx[j]];
-        for (int i = 0; i < s->n; i++)
-            if (at_precision(&s->c[i], p) && over_memory(&s->c[i]) &&
-                (!smallest || s->c[i].v[V_MEM] < smallest->v[V_MEM]))
-                smallest = &s->c[i];
-        const struct candidate *least = least_pruned(s, p, at_precision);
-        fprintf(out, "  %-28s ", dt_precision_name((enum dt_precision)p));
-        if (fb || least || smallest)
-            print_loss(s, &s->c[idx[0]], fb, least, smallest, out);
-        else
-            fprintf(out, "not applicable (no configuration compiles)\n");
+        const char *name = dt_precision_name((enum dt_precision)p);
+        if (s->prec_searched[p] && !print_group(s, idx, k, p, at_precision, name, out))
+            fprintf(out, "  %-28s not applicable (no configuration compiles)\n", name);
     }
 }
 
 /* A line per family: its best config, or why none of it made the table. */
 static void print_families(const struct search *s, const int *idx, int k, FILE *out)
 {
-    const struct candidate *best = &s->c[idx[0]];
     bool *applies = calloc((size_t)s->n_families + 1, 1);
     if (!applies)
         return;
     fprintf(out, "\nFamilies (best member against rank 1):\n");
-    for (int f = 0; f < s->n_families; f++) {
-        const struct candidate *fb = NULL, *smallest, *refused;
-        for (int j = 0; j < k && !fb; j++)
-            if (s->c[idx[j]].family == f)
-                fb = &s->c[idx[j]];
-        family_misses(s, f, &smallest, &refused);
-        const struct candidate *least = least_pruned(s, f, in_family);
-        applies[f] = fb || smallest || least;
-        if (!applies[f])
-            continue;
-        fprintf(out, "  %-28s ", s->families[f]);
-        print_loss(s, best, fb, least, smallest, out);
-    }
+    for (int f = 0; f < s->n_families; f++)
+        applies[f] = print_group(s, idx, k, f, in_family, s->families[f], out);
     print_refused(s, applies, out);
     free(applies);
     print_precisions(s, idx, k, out);

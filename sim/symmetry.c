@@ -1,8 +1,9 @@
 /* One replica simulated, the replicas' allreduce in closed form (see symmetry.h). */
 #include "symmetry.h"
 
+#include <math.h>
+
 #include "epoch.h"
-#include "player.h"
 
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
@@ -49,20 +50,13 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
         return rc;
     struct dt_memory peak;
     dt_plan_peak_memory(plan, &peak);
-    struct dt_sim_result res;
-    struct dt_sim_options so = {.group_cp = group_cp};
-    rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
+    struct dt_step st;
+    rc = dt_step_simulate(plan, group_cp, &st, err);
     if (!rc) {
-        *out = (struct dt_sym_result){.allreduce_s = dt_sym_allreduce_s(topo, D, T, peak.grads)};
-        for (int r = 0; r < res.n_ranks; r++) {
-            out->compute_s += res.rank[r].compute_s / res.n_ranks;
-            out->comm_s += res.rank[r].comm_s / res.n_ranks;
-            out->idle_s += res.rank[r].idle_s / res.n_ranks;
-        }
-        out->comm_s += out->allreduce_s;
-        double iter = res.iter_s + out->allreduce_s, read = dt_step_read_s(plan, &group_cp[0]);
-        out->iter_s = iter > read ? iter : read;
-        dt_sim_result_free(&res);
+        double allreduce = dt_sym_allreduce_s(topo, D, T, peak.grads);
+        *out = (struct dt_sym_result){.iter_s = fmax(st.sim_s + allreduce, st.read_s),
+                                      .compute_s = st.compute_s, .comm_s = st.comm_s + allreduce,
+                                      .idle_s = st.idle_s, .allreduce_s = allreduce};
     }
     dt_plan_destroy(plan);
     return rc;

@@ -13,18 +13,14 @@
 
 #include "bound.h"
 #include "epoch.h"
-#include "player.h"
 #include "testdata.h"
 
 static double simulated(const struct dt_plan *plan, const struct dt_cost_params *cp)
 {
-    struct dt_sim_result res;
+    struct dt_step st;
     struct dt_error err;
-    struct dt_sim_options so = {.group_cp = cp};
-    assert_int_equal(dt_sim_run(plan, cp, &so, &res, &err), 0);
-    double iter = fmax(res.iter_s, dt_step_read_s(plan, cp)); /* as recommend.c counts it */
-    dt_sim_result_free(&res);
-    return iter;
+    assert_int_equal(dt_step_simulate(plan, cp, &st, &err), 0);
+    return st.iter_s; /* as recommend.c counts it */
 }
 
 struct tally {
