@@ -354,7 +354,20 @@ static double layer_cost(const struct pipe *p, int l, int rows)
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
 }
 
-static int partition(struct pipe *p, int rows, struct dt_error *err)
+/* Under sequence parallelism (kind: the cut), a boundary right after a layer whose output is
+ * whole in the tensor group but split before or after it (dtc_seqpar_sends_whole) moves back
+ * one layer, where a chunk crosses instead: Megatron-LM's stages end on the residual stream,
+ * whose split tensor is what a stage sends. */
+static void seqpar_boundaries(const struct pipe *p, const enum dt_shard_kind *kind)
+{
+    int *first = p->plan->chunk_first;
+    for (int c = 1; kind && c < p->C; c++)
+        while (first[c] - 1 > first[c - 1] && dtc_seqpar_sends_whole(p->m, kind, first[c] - 1))
+            first[c]--;
+}
+
+static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
+                     struct dt_error *err)
 {
     const struct dt_plan_options *o = &p->plan->opt;
     int n = p->m->n_layers, *first = p->plan->chunk_first;
@@ -375,6 +388,8 @@ static int partition(struct pipe *p, int rows, struct dt_error *err)
         cost[l] = layer_cost(p, l, rows);
     int rc = dt_partition_balanced(cost, n, p->C, first);
     free(cost);
+    if (!rc)
+        seqpar_boundaries(p, kind);
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }
 
@@ -528,6 +543,9 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);
+    for (int l = 0; l < p->m->n_layers && !rc && p->T > 1; l++) /* sequence-parallel norms */
+        if (plan->views[view][l].runs)
+            rc = dtc_tensor_grads(plan, r, &p->tensor, l);
     if (!rc)
         rc = tied_allreduce(p, r, view);
     if (!rc && p->D > 1 && plan->opt.zero == 1)
@@ -655,7 +673,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     int rc = p.chunk_of && p.owner && plan->chunk_first && replicas && p.tied_group && handles && w &&
                      e.slot_of && e.slot_busy && e.loaded && e.pending &&
                      (p.T == 1 || (kind && p.tensor.tp_group &&
-                                   dtc_tensor_cut(m, p.T, kind) >= 0))
+                                   dtc_tensor_cut(m, p.T, plan->opt.sequence_parallel, kind) >= 0))
                  ? DT_OK
                  : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < plan->n_ranks && !rc; r++) {
@@ -665,7 +683,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         plan->ranks[r].slot_rows = (int)((len + p.M - 1) / p.M);
     }
     if (!rc)
-        rc = partition(&p, plan->ranks[0].slot_rows, err);
+        rc = partition(&p, plan->ranks[0].slot_rows, kind, err);
     p.first_train = m->n_layers;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         for (int c = 0; c < p.C; c++)

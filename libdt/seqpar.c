@@ -21,15 +21,6 @@ bool dtc_seqpar_fits(const struct dt_plan_options *o, char *why, size_t whylen)
                  "it needs --tp 2 or more");
         return false;
     }
-    if (dt_strategy_info(o->strategy)->pipeline) {
-        snprintf(why, whylen, "--sequence-parallel with the pipeline strategies is not "
-                 "implemented yet (the data-parallel ones take it)");
-        return false;
-    }
-    if (o->recompute != DT_RECOMPUTE_NONE) {
-        snprintf(why, whylen, "--sequence-parallel with --recompute is not implemented yet");
-        return false;
-    }
     return true;
 }
 
@@ -55,26 +46,50 @@ static bool column_entry(const struct dt_model *m, const enum dt_shard_kind *kin
            (kind[c] == DT_SHARD_COLUMNS || kind[c] == DT_SHARD_QKV || kind[c] == DT_SHARD_VOCAB);
 }
 
-/* Whether candidate l stays one: its inputs are partial sums whose readers are all candidates,
- * or candidates; its readers are candidates, or one column-parallel layer (its sole reader). */
+/* Whether layer j's output may feed a chunked layer: a partial sum (reduce-scattered) or a
+ * whole output every rank of the group holds alike (an embedding of the tokens on a pipeline
+ * stage): each reader takes its chunk, and in backward an allgather makes the gradient whole
+ * again (Megatron-LM's scatter_to_sequence_parallel_region and its dual). */
+static bool splits(const enum dt_shard_kind *kind, const bool *seq, int j)
+{
+    return partial(kind[j]) || (kind[j] == DT_SHARD_NONE && !seq[j]);
+}
+
+/* Whether layer c reads a chunked layer's output whole, after an allgather: a column-parallel
+ * input (f), or a layer every rank of the group runs whole (a pipeline's LM head); in backward
+ * the first's input gradient is a partial sum (reduce-scattered), the second's whole. */
+static bool gathers_for(const struct dt_model *m, const enum dt_shard_kind *kind,
+                        const bool *seq, int c)
+{
+    return column_entry(m, kind, c) || (kind[c] == DT_SHARD_NONE && !seq[c]);
+}
+
+static bool reads(const struct dt_model *m, int c, int l)
+{
+    for (int q = 0; q < m->layers[c].n_in; q++)
+        if (m->layers[c].in[q] == l)
+            return true;
+    return false;
+}
+
+/* Whether candidate l stays one: its inputs are candidates or split (splits) with only
+ * candidates reading them; its readers are candidates, or one layer that gathers it (its
+ * sole reader). */
 static bool stays(const struct dt_model *m, const int *readers, const enum dt_shard_kind *kind,
                   const bool *seq, int l)
 {
     const struct dt_layer *L = &m->layers[l];
     for (int k = 0; k < L->n_in; k++) {
         int j = L->in[k];
-        if (j < 0 || (!seq[j] && !partial(kind[j])))
+        if (j < 0 || (!seq[j] && !splits(kind, seq, j)))
             return false;
-        for (int c = j + 1; c < m->n_layers && partial(kind[j]); c++)
-            for (int q = 0; q < m->layers[c].n_in; q++)
-                if (m->layers[c].in[q] == j && !seq[c])
-                    return false;
+        for (int c = j + 1; c < m->n_layers && !seq[j]; c++)
+            if (reads(m, c, j) && !seq[c])
+                return false;
     }
     for (int c = l + 1; c < m->n_layers; c++)
-        for (int q = 0; q < m->layers[c].n_in; q++)
-            if (m->layers[c].in[q] == l && !seq[c] &&
-                !(column_entry(m, kind, c) && readers[l] == 1))
-                return false;
+        if (reads(m, c, l) && !seq[c] && !(gathers_for(m, kind, seq, c) && readers[l] == 1))
+            return false;
     return true;
 }
 
@@ -99,7 +114,7 @@ int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt
             continue;
         kind[l] = DT_SHARD_SEQ;
         for (int c = l + 1; c < m->n_layers; c++)
-            if (m->layers[c].in[0] == l && column_entry(m, kind, c))
+            if (!seq[c] && reads(m, c, l) && gathers_for(m, kind, seq, c))
                 kind[l] = DT_SHARD_SEQ_GATHER;
         marked++;
     }
@@ -111,6 +126,13 @@ bool dt_shard_scatters(const struct dt_model *m, const struct dt_layer_view *v, 
 {
     int c = dtc_first_reader(m, l);
     return partial(v[l].shard_kind) && c >= 0 && dt_shard_chunked(v[c].shard_kind);
+}
+
+bool dtc_seqpar_sends_whole(const struct dt_model *m, const enum dt_shard_kind *kind, int l)
+{
+    int c = dtc_first_reader(m, l);
+    return kind[l] == DT_SHARD_SEQ_GATHER ||
+           (partial(kind[l]) && c >= 0 && dt_shard_chunked(kind[c]));
 }
 
 int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, int l,
@@ -125,8 +147,9 @@ int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, 
         bool seen = false;
         for (int q = 0; q < n; q++)
             seen |= inputs[q] == j;
+        bool split = j >= 0 && (dt_shard_scatters(m, v, j) || v[j].shard_kind == DT_SHARD_NONE);
         /* the lowest reader runs its backward last: then every chunk has been written */
-        if (!seen && dt_shard_scatters(m, v, j) && dt_layer_needs_dact(m, j) &&
+        if (!seen && split && dt_layer_needs_dact(m, j) &&
             dtc_first_reader(m, j) == l)
             inputs[n++] = j;
     }
