@@ -47,21 +47,24 @@ static bool column_entry(const struct dt_model *m, const enum dt_shard_kind *kin
 }
 
 /* Whether layer j's output may feed a chunked layer: a partial sum (reduce-scattered) or a
- * whole output every rank of the group holds alike (an embedding of the tokens on a pipeline
- * stage): each reader takes its chunk, and in backward an allgather makes the gradient whole
- * again (Megatron-LM's scatter_to_sequence_parallel_region and its dual). */
-static bool splits(const enum dt_shard_kind *kind, const bool *seq, int j)
+ * whole embedding every rank of the group computes alike (a pipeline stage's, not split by
+ * vocabulary): each reader takes its chunk, and in backward an allgather makes the gradient
+ * whole again (Megatron-LM's scatter_to_sequence_parallel_region and its dual). Other whole
+ * layers do not: a region between them would only add allgathers. */
+static bool splits(const struct dt_model *m, const enum dt_shard_kind *kind, int j)
 {
-    return partial(kind[j]) || (kind[j] == DT_SHARD_NONE && !seq[j]);
+    return partial(kind[j]) ||
+           (kind[j] == DT_SHARD_NONE && m->layers[j].kind == DT_L_EMBEDDING);
 }
 
 /* Whether layer c reads a chunked layer's output whole, after an allgather: a column-parallel
- * input (f), or a layer every rank of the group runs whole (a pipeline's LM head); in backward
- * the first's input gradient is a partial sum (reduce-scattered), the second's whole. */
-static bool gathers_for(const struct dt_model *m, const enum dt_shard_kind *kind,
-                        const bool *seq, int c)
+ * input (f), or the LM head when every rank of the group runs it whole (a pipeline's last
+ * stage); in backward the first's input gradient is a partial sum (reduce-scattered), the
+ * second's whole. */
+static bool gathers_for(const struct dt_model *m, const enum dt_shard_kind *kind, int c)
 {
-    return column_entry(m, kind, c) || (kind[c] == DT_SHARD_NONE && !seq[c]);
+    return column_entry(m, kind, c) || (kind[c] == DT_SHARD_NONE && m->layers[c].kind ==
+                                        DT_L_DENSE && c == m->layers[m->n_layers - 1].in[0]);
 }
 
 static bool reads(const struct dt_model *m, int c, int l)
@@ -81,14 +84,14 @@ static bool stays(const struct dt_model *m, const int *readers, const enum dt_sh
     const struct dt_layer *L = &m->layers[l];
     for (int k = 0; k < L->n_in; k++) {
         int j = L->in[k];
-        if (j < 0 || (!seq[j] && !splits(kind, seq, j)))
+        if (j < 0 || (!seq[j] && !splits(m, kind, j)))
             return false;
         for (int c = j + 1; c < m->n_layers && !seq[j]; c++)
             if (reads(m, c, j) && !seq[c])
                 return false;
     }
     for (int c = l + 1; c < m->n_layers; c++)
-        if (reads(m, c, l) && !seq[c] && !(gathers_for(m, kind, seq, c) && readers[l] == 1))
+        if (reads(m, c, l) && !seq[c] && !(gathers_for(m, kind, c) && readers[l] == 1))
             return false;
     return true;
 }
@@ -114,7 +117,7 @@ int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt
             continue;
         kind[l] = DT_SHARD_SEQ;
         for (int c = l + 1; c < m->n_layers; c++)
-            if (!seq[c] && reads(m, c, l) && gathers_for(m, kind, seq, c))
+            if (!seq[c] && reads(m, c, l) && gathers_for(m, kind, c))
                 kind[l] = DT_SHARD_SEQ_GATHER;
         marked++;
     }
@@ -147,7 +150,8 @@ int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, 
         bool seen = false;
         for (int q = 0; q < n; q++)
             seen |= inputs[q] == j;
-        bool split = j >= 0 && (dt_shard_scatters(m, v, j) || v[j].shard_kind == DT_SHARD_NONE);
+        bool split = j >= 0 && (dt_shard_scatters(m, v, j) || (v[j].shard_kind == DT_SHARD_NONE &&
+                                                              m->layers[j].kind == DT_L_EMBEDDING));
         /* the lowest reader runs its backward last: then every chunk has been written */
         if (!seen && split && dt_layer_needs_dact(m, j) &&
             dtc_first_reader(m, j) == l)
