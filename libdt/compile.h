@@ -117,10 +117,6 @@ bool dtc_seqpar_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt_shard_kind *kind);
 int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, int l,
                        int *inputs);
-/* Whether layer l's output is whole in the tensor group between chunked layers of the cut
- * kind (an allgathered one, or a partial sum its chunked readers split): a pipeline's stage
- * should not end there. */
-bool dtc_seqpar_sends_whole(const struct dt_model *m, const enum dt_shard_kind *kind, int l);
 
 /* The first layer after j that reads it, or -1 (tensor.c; a pair's next layer, a partial
  * sum's reader under sequence parallelism). */

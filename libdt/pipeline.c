@@ -354,16 +354,38 @@ static double layer_cost(const struct pipe *p, int l, int rows)
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
 }
 
-/* Under sequence parallelism (kind: the cut), a boundary right after a layer whose output is
- * whole in the tensor group but split before or after it (dtc_seqpar_sends_whole) moves back
- * one layer, where a chunk crosses instead: Megatron-LM's stages end on the residual stream,
- * whose split tensor is what a stage sends. */
+/* Whether only token chunks (DT_SHARD_SEQ outputs) cross a stage boundary before layer b. */
+static bool chunks_cross(const struct pipe *p, const enum dt_shard_kind *kind, int b)
+{
+    const struct dt_model *m = p->m;
+    for (int c = b; c < m->n_layers; c++)
+        for (int k = 0; k < m->layers[c].n_in; k++) {
+            int j = m->layers[c].in[k];
+            if (j >= 0 && j < b && kind[j] != DT_SHARD_SEQ)
+                return false;
+        }
+    return true;
+}
+
+/* Under sequence parallelism (kind: the cut), each balanced stage boundary moves to the
+ * nearest one (between its neighbours) where only token chunks cross: Megatron-LM's stages
+ * end on the residual stream, whose split tensor B x T/t x h is what a stage sends. None
+ * there: it stays. */
 static void seqpar_boundaries(const struct pipe *p, const enum dt_shard_kind *kind)
 {
     int *first = p->plan->chunk_first;
     for (int c = 1; kind && c < p->C; c++)
-        while (first[c] - 1 > first[c - 1] && dtc_seqpar_sends_whole(p->m, kind, first[c] - 1))
-            first[c]--;
+        for (int d = 0; first[c] - d > first[c - 1] || first[c] + d < first[c + 1]; d++) {
+            int back = first[c] - d, ahead = first[c] + d;
+            if (back > first[c - 1] && chunks_cross(p, kind, back)) {
+                first[c] = back;
+                break;
+            }
+            if (ahead < first[c + 1] && chunks_cross(p, kind, ahead)) {
+                first[c] = ahead;
+                break;
+            }
+        }
 }
 
 static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
@@ -388,7 +410,7 @@ static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
         cost[l] = layer_cost(p, l, rows);
     int rc = dt_partition_balanced(cost, n, p->C, first);
     free(cost);
-    if (!rc)
+    if (!rc && o->sequence_parallel)
         seqpar_boundaries(p, kind);
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }

@@ -131,13 +131,6 @@ bool dt_shard_scatters(const struct dt_model *m, const struct dt_layer_view *v, 
     return partial(v[l].shard_kind) && c >= 0 && dt_shard_chunked(v[c].shard_kind);
 }
 
-bool dtc_seqpar_sends_whole(const struct dt_model *m, const enum dt_shard_kind *kind, int l)
-{
-    int c = dtc_first_reader(m, l);
-    return kind[l] == DT_SHARD_SEQ_GATHER ||
-           (partial(kind[l]) && c >= 0 && dt_shard_chunked(kind[c]));
-}
-
 int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, int l,
                        int *inputs)
 {
