@@ -354,7 +354,42 @@ static double layer_cost(const struct pipe *p, int l, int rows)
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
 }
 
-static int partition(struct pipe *p, int rows, struct dt_error *err)
+/* Whether only token chunks (DT_SHARD_SEQ outputs) cross a stage boundary before layer b. */
+static bool chunks_cross(const struct pipe *p, const enum dt_shard_kind *kind, int b)
+{
+    const struct dt_model *m = p->m;
+    for (int c = b; c < m->n_layers; c++)
+        for (int k = 0; k < m->layers[c].n_in; k++) {
+            int j = m->layers[c].in[k];
+            if (j >= 0 && j < b && kind[j] != DT_SHARD_SEQ)
+                return false;
+        }
+    return true;
+}
+
+/* Under sequence parallelism (kind: the cut), each balanced stage boundary moves to the
+ * nearest one (between its neighbours) where only token chunks cross: Megatron-LM's stages
+ * end on the residual stream, whose split tensor B x T/t x h is what a stage sends. None
+ * there: it stays. */
+static void seqpar_boundaries(const struct pipe *p, const enum dt_shard_kind *kind)
+{
+    int *first = p->plan->chunk_first;
+    for (int c = 1; kind && c < p->C; c++)
+        for (int d = 0; first[c] - d > first[c - 1] || first[c] + d < first[c + 1]; d++) {
+            int back = first[c] - d, ahead = first[c] + d;
+            if (back > first[c - 1] && chunks_cross(p, kind, back)) {
+                first[c] = back;
+                break;
+            }
+            if (ahead < first[c + 1] && chunks_cross(p, kind, ahead)) {
+                first[c] = ahead;
+                break;
+            }
+        }
+}
+
+static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
+                     struct dt_error *err)
 {
     const struct dt_plan_options *o = &p->plan->opt;
     int n = p->m->n_layers, *first = p->plan->chunk_first;
@@ -375,6 +410,8 @@ static int partition(struct pipe *p, int rows, struct dt_error *err)
         cost[l] = layer_cost(p, l, rows);
     int rc = dt_partition_balanced(cost, n, p->C, first);
     free(cost);
+    if (!rc && o->sequence_parallel)
+        seqpar_boundaries(p, kind);
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }
 
@@ -528,6 +565,9 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);
+    for (int l = 0; l < p->m->n_layers && !rc && p->T > 1; l++) /* sequence-parallel norms */
+        if (plan->views[view][l].runs)
+            rc = dtc_tensor_grads(plan, r, &p->tensor, l);
     if (!rc)
         rc = tied_allreduce(p, r, view);
     if (!rc && p->D > 1 && plan->opt.zero == 1)
@@ -655,7 +695,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     int rc = p.chunk_of && p.owner && plan->chunk_first && replicas && p.tied_group && handles && w &&
                      e.slot_of && e.slot_busy && e.loaded && e.pending &&
                      (p.T == 1 || (kind && p.tensor.tp_group &&
-                                   dtc_tensor_cut(m, p.T, kind) >= 0))
+                                   dtc_tensor_cut(m, p.T, plan->opt.sequence_parallel, kind) >= 0))
                  ? DT_OK
                  : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < plan->n_ranks && !rc; r++) {
@@ -665,7 +705,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
         plan->ranks[r].slot_rows = (int)((len + p.M - 1) / p.M);
     }
     if (!rc)
-        rc = partition(&p, plan->ranks[0].slot_rows, err);
+        rc = partition(&p, plan->ranks[0].slot_rows, kind, err);
     p.first_train = m->n_layers;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         for (int c = 0; c < p.C; c++)

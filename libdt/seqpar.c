@@ -21,15 +21,6 @@ bool dtc_seqpar_fits(const struct dt_plan_options *o, char *why, size_t whylen)
                  "it needs --tp 2 or more");
         return false;
     }
-    if (dt_strategy_info(o->strategy)->pipeline) {
-        snprintf(why, whylen, "--sequence-parallel with the pipeline strategies is not "
-                 "implemented yet (the data-parallel ones take it)");
-        return false;
-    }
-    if (o->recompute != DT_RECOMPUTE_NONE) {
-        snprintf(why, whylen, "--sequence-parallel with --recompute is not implemented yet");
-        return false;
-    }
     return true;
 }
 
@@ -55,26 +46,53 @@ static bool column_entry(const struct dt_model *m, const enum dt_shard_kind *kin
            (kind[c] == DT_SHARD_COLUMNS || kind[c] == DT_SHARD_QKV || kind[c] == DT_SHARD_VOCAB);
 }
 
-/* Whether candidate l stays one: its inputs are partial sums whose readers are all candidates,
- * or candidates; its readers are candidates, or one column-parallel layer (its sole reader). */
+/* Whether layer j's output may feed a chunked layer: a partial sum (reduce-scattered) or a
+ * whole embedding every rank of the group computes alike (a pipeline stage's, not split by
+ * vocabulary): each reader takes its chunk, and in backward an allgather makes the gradient
+ * whole again (Megatron-LM's scatter_to_sequence_parallel_region and its dual). Other whole
+ * layers do not: a region between them would only add allgathers. */
+static bool splits(const struct dt_model *m, const enum dt_shard_kind *kind, int j)
+{
+    return partial(kind[j]) ||
+           (kind[j] == DT_SHARD_NONE && m->layers[j].kind == DT_L_EMBEDDING);
+}
+
+/* Whether layer c reads a chunked layer's output whole, after an allgather: a column-parallel
+ * input (f), or the LM head when every rank of the group runs it whole (a pipeline's last
+ * stage); in backward the first's input gradient is a partial sum (reduce-scattered), the
+ * second's whole. */
+static bool gathers_for(const struct dt_model *m, const enum dt_shard_kind *kind, int c)
+{
+    return column_entry(m, kind, c) || (kind[c] == DT_SHARD_NONE && m->layers[c].kind ==
+                                        DT_L_DENSE && c == m->layers[m->n_layers - 1].in[0]);
+}
+
+static bool reads(const struct dt_model *m, int c, int l)
+{
+    for (int q = 0; q < m->layers[c].n_in; q++)
+        if (m->layers[c].in[q] == l)
+            return true;
+    return false;
+}
+
+/* Whether candidate l stays one: its inputs are candidates or split (splits) with only
+ * candidates reading them; its readers are candidates, or one layer that gathers it (its
+ * sole reader). */
 static bool stays(const struct dt_model *m, const int *readers, const enum dt_shard_kind *kind,
                   const bool *seq, int l)
 {
     const struct dt_layer *L = &m->layers[l];
     for (int k = 0; k < L->n_in; k++) {
         int j = L->in[k];
-        if (j < 0 || (!seq[j] && !partial(kind[j])))
+        if (j < 0 || (!seq[j] && !splits(m, kind, j)))
             return false;
-        for (int c = j + 1; c < m->n_layers && partial(kind[j]); c++)
-            for (int q = 0; q < m->layers[c].n_in; q++)
-                if (m->layers[c].in[q] == j && !seq[c])
-                    return false;
+        for (int c = j + 1; c < m->n_layers && !seq[j]; c++)
+            if (reads(m, c, j) && !seq[c])
+                return false;
     }
     for (int c = l + 1; c < m->n_layers; c++)
-        for (int q = 0; q < m->layers[c].n_in; q++)
-            if (m->layers[c].in[q] == l && !seq[c] &&
-                !(column_entry(m, kind, c) && readers[l] == 1))
-                return false;
+        if (reads(m, c, l) && !seq[c] && !(gathers_for(m, kind, c) && readers[l] == 1))
+            return false;
     return true;
 }
 
@@ -99,7 +117,7 @@ int dtc_seqpar_mark(const struct dt_model *m, const int *readers, int t, enum dt
             continue;
         kind[l] = DT_SHARD_SEQ;
         for (int c = l + 1; c < m->n_layers; c++)
-            if (m->layers[c].in[0] == l && column_entry(m, kind, c))
+            if (!seq[c] && reads(m, c, l) && gathers_for(m, kind, c))
                 kind[l] = DT_SHARD_SEQ_GATHER;
         marked++;
     }
@@ -125,8 +143,10 @@ int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, 
         bool seen = false;
         for (int q = 0; q < n; q++)
             seen |= inputs[q] == j;
+        bool split = j >= 0 && (dt_shard_scatters(m, v, j) || (v[j].shard_kind == DT_SHARD_NONE &&
+                                                              m->layers[j].kind == DT_L_EMBEDDING));
         /* the lowest reader runs its backward last: then every chunk has been written */
-        if (!seen && dt_shard_scatters(m, v, j) && dt_layer_needs_dact(m, j) &&
+        if (!seen && split && dt_layer_needs_dact(m, j) &&
             dtc_first_reader(m, j) == l)
             inputs[n++] = j;
     }

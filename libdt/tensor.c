@@ -276,10 +276,11 @@ static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_sh
     return marked < 0 ? -1 : pairs;
 }
 
-/* The pipelines' cut: pairs only (their stages keep the embedding and the head whole). */
-int dtc_tensor_cut(const struct dt_model *m, int T, enum dt_shard_kind *kind)
+/* The pipelines' cut: pairs, and with seq the sequence-parallel layers (their stages keep
+ * the embedding and the head whole). */
+int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
 {
-    return cut(m, T, false, false, kind, NULL);
+    return cut(m, T, false, seq, kind, NULL);
 }
 
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
@@ -313,7 +314,8 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
         }
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
-    int seq = 0, pairs = kind ? cut(m, T, true, o->sequence_parallel, kind, &seq) : -1;
+    bool vocab = !dt_strategy_info(o->strategy)->pipeline; /* as dtc_tensor_cut */
+    int seq = 0, pairs = kind ? cut(m, T, vocab, o->sequence_parallel, kind, &seq) : -1;
     free(kind);
     if (pairs == 0)
         snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "

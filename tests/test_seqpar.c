@@ -117,10 +117,10 @@ static void same_bytes_on_a_ring(void **state)
         }
 }
 
-/* Floats of rank 0's activation buffers (outputs and what layers keep), per layer. */
-static double act_floats(const struct dt_plan *plan)
+/* Floats of rank r's activation buffers (outputs and what layers keep), per layer. */
+static double act_floats(const struct dt_plan *plan, int r)
 {
-    const struct dt_rank_plan *rp = &plan->ranks[0];
+    const struct dt_rank_plan *rp = &plan->ranks[r];
     double f = 0;
     for (int i = 0; i < rp->n_bufs; i++)
         if ((rp->bufs[i].kind == DT_BUF_ACT || rp->bufs[i].kind == DT_BUF_KEEP) &&
@@ -148,12 +148,162 @@ static void activation_memory(void **state)
         const double L = test_count_layers(m, DT_L_ATTENTION_CORE), tp = runs[i].tp;
         const double T = (double)m->input.d[0], h = (double)m->layers[0].units;
         double want = (1 - 1 / tp) * runs[i].batch * (L * (2 * T * h + 4 * T) + 2 * T);
-        double got = act_floats(a) - act_floats(b);
+        double got = act_floats(a, 0) - act_floats(b, 0);
         if (got != want)
             fail_msg("%s tp %d: sequence parallelism saves %.0f activation floats, want %.0f",
                      runs[i].model, runs[i].tp, got, want);
         dt_plan_destroy(a);
         dt_plan_destroy(b);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+/* Rank r's step sends: how many; each must cover want elements. */
+static int sends(const struct dt_plan *plan, int r, long want)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    int n = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        if (rp->ops[i].kind != DT_OP_SEND)
+            continue;
+        if (rp->ops[i].region.count != want)
+            fail_msg("rank %d op %d: a send of %ld elements, want %ld", r, i,
+                     rp->ops[i].region.count, want);
+        n++;
+    }
+    return n;
+}
+
+/* Layers of a kind that rank r runs. */
+static int runs(const struct dt_plan *plan, int r, enum dt_layer_kind kind)
+{
+    const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
+    int n = 0;
+    for (int l = 0; l < plan->model->n_layers; l++)
+        n += v[l].runs && plan->model->layers[l].kind == kind;
+    return n;
+}
+
+/* Inside pipeline stages (3D with --tp): per stage and micro-batch 2 reduce-scatters and 2
+ * allgathers per layer each way; the first stage's embedding is split (its gradient
+ * allgathered), the last stage's LM head gathered; one send of B/M x T x h / t per micro-batch
+ * and stage boundary (the residual stream's chunk, where Megatron-LM ends a stage: against
+ * B/M x T x h without, on the same stages); activations per stage shrink by (1 - 1/t) rows
+ * (L_s (2 T h + 4 T) + [not first] T h + [last] 2 T): its blocks' adds and layernorm
+ * statistics as in activation_memory, the received residual, the final layernorm's
+ * statistics. */
+static void pipelines(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        enum dt_strategy s;
+        int pp, tp, batch, micro;
+    } runs_[] = {{"tiny-gpt", "1n4p", DT_STRAT_1F1B, 2, 2, 16, 2},
+                 {"tiny-gpt", "1n4p", DT_STRAT_GPIPE, 2, 2, 16, 4},
+                 {"gpt2-124m", "1n8p", DT_STRAT_1F1B, 2, 4, 4, 2}};
+    for (size_t i = 0; i < sizeof runs_ / sizeof runs_[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs_[i].model);
+        struct dt_topology *t = test_zoo_topology(runs_[i].topology);
+        const int T = runs_[i].tp, M = runs_[i].micro;
+        char on[128], off[160];
+        snprintf(on, sizeof on, "pp=%d tp=%d micro-batches=%d sequence-parallel=on",
+                 runs_[i].pp, T, M);
+        struct dt_plan *b = test_plan(m, t, runs_[i].s, runs_[i].batch, on);
+        int cut = b->chunk_first[1];
+        snprintf(off, sizeof off, "pp=%d tp=%d micro-batches=%d stages=0-%d,%d-%d", runs_[i].pp,
+                 T, M, cut - 1, cut, m->n_layers - 1);
+        struct dt_plan *a = test_plan(m, t, runs_[i].s, runs_[i].batch, off);
+        const double tok = (double)m->input.d[0], h = (double)m->layers[0].units;
+        const long bth = (long)(runs_[i].batch / M) * m->input.d[0] * m->layers[0].units;
+        for (int r = 0; r < b->n_ranks; r++) {
+            const struct dt_rank_plan *rp = &b->ranks[r];
+            int L = runs(b, r, DT_L_ATTENTION_CORE), first = rp->first, last = rp->last;
+            int rs_f = colls(b, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_ACT, bth);
+            int ag_f = colls(b, r, T, DT_COLL_ALLGATHER, DT_BUF_ACT, bth);
+            int rs_b = colls(b, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_DACT, bth);
+            int ag_b = colls(b, r, T, DT_COLL_ALLGATHER, DT_BUF_DACT, bth);
+            if (rs_f != 2 * L * M || ag_f != (2 * L + last) * M || rs_b != 2 * L * M ||
+                ag_b != (2 * L + first) * M)
+                fail_msg("%s %s rank %d (%d layers): forward %d reduce-scatters, %d "
+                         "allgathers; backward %d, %d", runs_[i].model, on, r, L, rs_f, ag_f,
+                         rs_b, ag_b);
+            assert_int_equal(colls(b, r, T, DT_COLL_ALLREDUCE, DT_BUF_ACT, -1), 0);
+            assert_int_equal(colls(b, r, T, DT_COLL_ALLREDUCE, DT_BUF_GRADS,
+                                   2 * m->layers[0].units), runs(b, r, DT_L_LAYERNORM));
+            assert_int_equal(sends(b, r, bth / T), M);
+            assert_int_equal(sends(a, r, bth), M);
+            double rows = (double)rp->slots * rp->slot_rows;
+            double want = (1 - 1.0 / T) * rows *
+                          (L * (2 * tok * h + 4 * tok) + !first * tok * h + last * 2 * tok);
+            double got = act_floats(a, r) - act_floats(b, r);
+            if (got != want)
+                fail_msg("%s %s rank %d: sequence parallelism saves %.0f activation floats, "
+                         "want %.0f", runs_[i].model, on, r, got, want);
+        }
+        dt_plan_destroy(a);
+        dt_plan_destroy(b);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+/* The activations a rank keeps (act_floats) under options flags on model m, topology t. */
+static double kept(const struct dt_model *m, const struct dt_topology *t, int batch,
+                   const char *fmt, int tp, const char *mode, const char *sp)
+{
+    char flags[128];
+    snprintf(flags, sizeof flags, fmt, tp, mode, sp);
+    struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, batch, flags);
+    double f = act_floats(plan, 0);
+    int L = test_count_layers(m, DT_L_ATTENTION_CORE);
+    if (!strcmp(mode, "full") && *sp) { /* each block's recomputation gathers again */
+        const long bth = (long)batch * m->input.d[0] * m->layers[0].units;
+        assert_int_equal(colls(plan, 0, tp, DT_COLL_REDUCE_SCATTER, DT_BUF_ACT, bth),
+                         2 * L + 1 + 2 * L);
+        assert_int_equal(colls(plan, 0, tp, DT_COLL_ALLGATHER, DT_BUF_ACT, bth), 2 * L + 1 + 2 * L);
+    }
+    dt_plan_destroy(plan);
+    return f;
+}
+
+/* With --recompute (Korthikanti et al. 2022, Table 2, per layer: tensor + sequence parallel
+ * sbh(34/t + 5as/(ht)), with selective recomputation sbh(34/t), with full 2sbh, its input,
+ * here the rank's chunk of it): selective drops the attention core's kept softmax, a/t heads
+ * of T x T per sample (the 5as/(ht) term: our transformer has no attention dropout), with or
+ * without sequence parallelism; full keeps each block's input, which sequence parallelism
+ * splits: it saves (1 - 1/t) B (L T h + 2 T) (and the final layernorm's statistics). The
+ * recomputed block re-runs its 2 reduce-scatters and 2 allgathers (section 4: recomputing a
+ * sequence-parallel segment gathers its input again). */
+static void recompute(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topology;
+        int tp, batch;
+    } runs_[] = {{"tiny-gpt", "1n2p", 2, 2}, {"tiny-gpt", "1n4p", 4, 4},
+                 {"gpt2-124m", "1n2p", 2, 1}};
+    const char *fmt = "tp=%d recompute=%s%s", *sp = " sequence-parallel=on";
+    for (size_t i = 0; i < sizeof runs_ / sizeof runs_[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs_[i].model);
+        struct dt_topology *t = test_zoo_topology(runs_[i].topology);
+        const int tp = runs_[i].tp, B = runs_[i].batch;
+        const double L = test_count_layers(m, DT_L_ATTENTION_CORE), T = (double)m->input.d[0];
+        const double h = (double)m->layers[0].units;
+        double heads = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            heads = m->layers[l].kind == DT_L_ATTENTION_CORE ? m->layers[l].heads : heads;
+        double softmax = L * B * heads / tp * T * T;
+        assert_true(kept(m, t, B, fmt, tp, "none", sp) - kept(m, t, B, fmt, tp, "selective", sp) ==
+                    softmax);
+        assert_true(kept(m, t, B, fmt, tp, "none", "") - kept(m, t, B, fmt, tp, "selective", "") ==
+                    softmax);
+        double got = kept(m, t, B, fmt, tp, "full", "") - kept(m, t, B, fmt, tp, "full", sp);
+        double want = (1 - 1.0 / tp) * B * (L * T * h + 2 * T);
+        if (got != want)
+            fail_msg("%s tp %d full recompute: sequence parallelism saves %.0f floats, want %.0f",
+                     runs_[i].model, tp, got, want);
         dt_topology_destroy(t);
         dt_model_destroy(m);
     }
@@ -171,7 +321,6 @@ static void refusals(void **state)
     } bad[] = {
         {DT_STRAT_ALLREDUCE_RING, "sequence-parallel=on", "needs --tp 2 or more"},
         {DT_STRAT_GPIPE, "pp=2 sequence-parallel=on", "needs --tp 2 or more"},
-        {DT_STRAT_ALLREDUCE_RING, "tp=2 sequence-parallel=on recompute=full", "--recompute"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct dt_plan_options o = test_options(bad[i].s, 8, bad[i].flags);
@@ -198,6 +347,8 @@ int main(void)
         cmocka_unit_test(collectives_per_layer),
         cmocka_unit_test(same_bytes_on_a_ring),
         cmocka_unit_test(activation_memory),
+        cmocka_unit_test(pipelines),
+        cmocka_unit_test(recompute),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
