@@ -68,12 +68,16 @@ static const struct param_info params[DT_CAL_COUNT] = {
                         "reading the training data at start-up (per process)"},
     [DT_CAL_EFF_GEMM_HALF] = {"eff_gemm_half", DT_CAL_FRACTION,
                               "fraction of the 16- or 8-bit peak reached by conv and dense "
-                              "layers (tensor cores)"},
+                              "layers (tensor cores, tied)"},
     [DT_CAL_EFF_MEM] = {"eff_mem", DT_CAL_FRACTION,
                         "fraction of the device's memory bandwidth compute ops reach"},
     [DT_CAL_EXP_TIME] = {"exp_time", DT_CAL_TIME,
                          "one exp evaluation (softmax, attention scores, sigmoid, loss)"},
     [DT_CAL_TANH_TIME] = {"tanh_time", DT_CAL_TIME, "one tanh evaluation (tanh, GELU, LSTM)"},
+    [DT_CAL_EFF_CONV_HALF] = {"eff_conv_half", DT_CAL_FRACTION,
+                              "fraction of the 16- or 8-bit peak, conv layers"},
+    [DT_CAL_EFF_DENSE_HALF] = {"eff_dense_half", DT_CAL_FRACTION,
+                               "fraction of the 16- or 8-bit peak, dense layers"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)
@@ -170,7 +174,9 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_NIC_LAT: return cp->nic_lat_s;
     case DT_CAL_NET_LAT: return cp->net_lat_s;
     case DT_CAL_READ_BW: return cp->read_Bps;
-    case DT_CAL_EFF_GEMM_HALF: return cp->eff_gemm_half;
+    case DT_CAL_EFF_GEMM_HALF:
+    case DT_CAL_EFF_CONV_HALF: return cp->eff_conv_half;
+    case DT_CAL_EFF_DENSE_HALF: return cp->eff_dense_half;
     case DT_CAL_EFF_MEM: return cp->eff_mem;
     case DT_CAL_EXP_TIME: return cp->exp_s;
     case DT_CAL_TANH_TIME: return cp->tanh_s;
@@ -206,7 +212,9 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_NIC_LAT: cp->nic_lat_s = v; break;
     case DT_CAL_NET_LAT: cp->net_lat_s = v; break;
     case DT_CAL_READ_BW: cp->read_Bps = v; break;
-    case DT_CAL_EFF_GEMM_HALF: cp->eff_gemm_half = v; break;
+    case DT_CAL_EFF_GEMM_HALF: cp->eff_conv_half = cp->eff_dense_half = v; break;
+    case DT_CAL_EFF_CONV_HALF: cp->eff_conv_half = v; break;
+    case DT_CAL_EFF_DENSE_HALF: cp->eff_dense_half = v; break;
     case DT_CAL_EFF_MEM: cp->eff_mem = v; break;
     case DT_CAL_EXP_TIME: cp->exp_s = v; break;
     case DT_CAL_TANH_TIME: cp->tanh_s = v; break;
@@ -235,7 +243,9 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     case DT_CAL_NIC_LAT: return g->nic.lat_s;
     case DT_CAL_NET_LAT: return topo->net.switch_lat_s;
     case DT_CAL_READ_BW: return g->data_read_Bps;
-    case DT_CAL_EFF_GEMM_HALF: return cp->eff[DT_CLASS_CONV]; /* unset: eff_gemm's */
+    case DT_CAL_EFF_GEMM_HALF:
+    case DT_CAL_EFF_CONV_HALF: return cp->eff[DT_CLASS_CONV]; /* unset: eff_conv's */
+    case DT_CAL_EFF_DENSE_HALF: return cp->eff[DT_CLASS_DENSE];
     case DT_CAL_EFF_MEM: return 1;                             /* unset: the datasheet's */
     default: return v;
     }
@@ -319,14 +329,19 @@ int dt_calibration_check_device(const struct dt_calibration *cal, const struct d
     return DT_OK;
 }
 
+static bool is_tie(enum dt_cal_param p)
+{
+    return p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF;
+}
+
 void dt_calibration_apply(const struct dt_calibration *cal, struct dt_cost_params *cp)
 {
     /* Tied parameters first, so that an explicit eff_conv beside eff_gemm wins. */
     for (int i = 0; i < cal->n_entries; i++)
-        if (cal->entry[i].param == DT_CAL_EFF_GEMM)
-            dt_cal_param_set(cp, DT_CAL_EFF_GEMM, cal->entry[i].value);
+        if (is_tie(cal->entry[i].param))
+            dt_cal_param_set(cp, cal->entry[i].param, cal->entry[i].value);
     for (int i = 0; i < cal->n_entries; i++)
-        if (cal->entry[i].param != DT_CAL_EFF_GEMM)
+        if (!is_tie(cal->entry[i].param))
             dt_cal_param_set(cp, cal->entry[i].param, cal->entry[i].value);
 }
 

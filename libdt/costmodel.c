@@ -251,14 +251,17 @@ static double flop_time(const struct dt_cost_params *cp, const struct dt_device_
                           l->bwd_weight_flops / (rate * q_weight));
 }
 
-/* Efficiency of class c at precision p: eff_gemm_half for conv and dense at 2 bytes or
- * fewer (tensor-core kernels) when set. */
+/* Efficiency of class c at precision p: at 2 bytes or fewer (tensor-core kernels) conv and
+ * dense layers take eff_conv_half and eff_dense_half when set. */
 static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
                        enum dt_precision p)
 {
-    bool gemm = c == DT_CLASS_CONV || c == DT_CLASS_DENSE;
-    if (gemm && cp->eff_gemm_half > 0 && dt_dtype_size(dt_precision_storage(p)) <= 2)
-        return cp->eff_gemm_half;
+    if (dt_dtype_size(dt_precision_storage(p)) <= 2) {
+        if (c == DT_CLASS_CONV && cp->eff_conv_half > 0)
+            return cp->eff_conv_half;
+        if (c == DT_CLASS_DENSE && cp->eff_dense_half > 0)
+            return cp->eff_dense_half;
+    }
     return cp->eff[c];
 }
 

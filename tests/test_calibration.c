@@ -99,8 +99,8 @@ static void test_roundtrip(void **state)
     assert_true(dt_calibration_has_interval(&b));
 }
 
-/* Ensure that every parameter of the table (eff_gemm apart: it stands for eff_conv and
- * eff_dense together) goes through the file and into the cost parameters with its value:
+/* Ensure that every parameter of the table (the ties apart: eff_gemm stands for eff_conv
+ * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half) goes through the file and into the cost parameters with its value:
  * a distinct value each, of its kind (fractions k/100, times k us, bandwidths k GB/s). */
 static void test_every_parameter_roundtrips(void **state)
 {
@@ -110,7 +110,7 @@ static void test_every_parameter_roundtrips(void **state)
     a.n_entries = 0;
     a.n_cov = 0;
     for (int p = 0; p < DT_CAL_COUNT; p++) {
-        if (p == DT_CAL_EFF_GEMM)
+        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF)
             continue;
         double k = p + 1;
         enum dt_cal_kind kind = dt_cal_param_kind(p);
@@ -123,7 +123,7 @@ static void test_every_parameter_roundtrips(void **state)
     dt_cost_defaults(&cp, DT_DEV_CPU);
     dt_calibration_apply(&b, &cp);
     for (int p = 0; p < DT_CAL_COUNT; p++) {
-        if (p == DT_CAL_EFF_GEMM)
+        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF)
             continue;
         const struct dt_cal_entry *e = dt_calibration_find(&a, p);
         double got = dt_cal_param_get(&cp, p);
@@ -152,6 +152,24 @@ static void test_apply(void **state)
     for (int c = 0; c < DT_CLASS_COUNT; c++)
         assert_true(cp.overhead_s[c] == 3e-6);
     assert_true(cp.nic_bw_Bps == 0); /* 0: the topology's value */
+}
+
+/* Ensure that eff_gemm_half sets both 16-bit GEMM efficiencies and an explicit
+ * eff_dense_half beside it wins, whatever their order in the file. */
+static void test_apply_half(void **state)
+{
+    (void)state;
+    struct dt_calibration cal;
+    dt_calibration_init(&cal);
+    dt_calibration_set(&cal, DT_CAL_EFF_DENSE_HALF, 0.6);
+    dt_calibration_set(&cal, DT_CAL_EFF_GEMM_HALF, 0.4);
+    struct dt_cost_params cp;
+    dt_cost_defaults(&cp, DT_DEV_GPU);
+    dt_calibration_apply(&cal, &cp);
+    assert_true(cp.eff_conv_half == 0.4);
+    assert_true(cp.eff_dense_half == 0.6);
+    assert_true(dt_cal_param_get(&cp, DT_CAL_EFF_CONV_HALF) == 0.4);
+    assert_true(dt_cal_param_get(&cp, DT_CAL_EFF_DENSE_HALF) == 0.6);
 }
 
 /* A prediction that is 2 x the per-iteration overhead: d log y / d log theta = 1. */
@@ -437,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_every_parameter_roundtrips),
         cmocka_unit_test(test_apply),
+        cmocka_unit_test(test_apply_half),
         cmocka_unit_test(test_interval_closed_form),
         cmocka_unit_test(test_error_unknown_parameter),
         cmocka_unit_test(test_error_wrong_unit),

@@ -323,6 +323,35 @@ static void test_gpu_roofline(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &pool), 8.46112e-6);
 }
 
+/* Ensure conv and dense layers take their own tensor-core efficiency at 16 bits, and fp32 and
+ * tf32 keep eff[], here without quantisation. conv2d_1 forward, 64 samples, bf16 (above):
+ * 571,940,864 FLOP at 100 TFLOP/s x eff_conv_half 0.25 = 22.87763456 us, compute-bound, + 5 us
+ * launch. dense (256 -> 1000) forward, 64 samples, bf16: 513,000 x 64 = 32,832,000 FLOP at
+ * 100 TFLOP/s x eff_dense_half 0.125 = 2.62656 us, above its (256 + 1000) x 2 B x 64 + 257,000
+ * x 2 B = 674,768 B (0.674768 us at 1 TB/s), + 5 us. conv2d_1 in tf32 (no tf32 peak here):
+ * fp32's 10 TFLOP/s x eff[conv] 0.5, 114.3881728 us + 5 us, whatever the 16-bit values. */
+static void test_half_efficiency_by_class(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    cp.gemm_tile = 0;
+    cp.eff_conv_half = 0.25;
+    cp.eff_dense_half = 0.125;
+    struct dt_op conv = at(compute(3, DT_PH_FORWARD, 64), DT_BF16);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &conv), 27.87763456e-6);
+    struct dt_op dense = at(compute(11, DT_PH_FORWARD, 64), DT_BF16);
+    double flops, bytes;
+    dt_op_work(m, &dense, &flops, &bytes);
+    assert_rel(flops, 32832000);
+    assert_rel(bytes, 674768);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &dense), 7.62656e-6);
+    struct dt_op t = at(compute(3, DT_PH_FORWARD, 64), DT_TF32);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
+    cp.eff_conv_half = 0; /* unset: the conv class's eff[] at the 16-bit peak */
+    assert_rel(dt_cost_compute(&cp, &dev, m, &conv), 16.43881728e-6);
+}
+
 /* Ensure tile and wave quantisation as documented, tile 128 on 10 SMs. 1000 x 256: 8 x 2 =
  * 16 tiles, 2 waves of 10: 256,000 / (20 x 128 x 128) = 0.78125; without waves (split-K)
  * 256,000 / (16 x 16,384) = 0.9765625. 1000 x 32: the narrow side gets a 64-wide tile, 8
@@ -545,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_colocated_share),
         cmocka_unit_test(test_precision_peak),
         cmocka_unit_test(test_gpu_roofline),
+        cmocka_unit_test(test_half_efficiency_by_class),
         cmocka_unit_test(test_gemm_quantisation),
         cmocka_unit_test(test_conv_quantised),
         cmocka_unit_test(test_fused_activations),

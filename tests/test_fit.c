@@ -110,6 +110,25 @@ static void test_too_few_observations(void **state)
     dtv_fit_free(&fit);
 }
 
+/* Ensure that a tie and one of its parts cannot be fitted together (eff_gemm with eff_conv,
+ * eff_gemm_half with eff_dense_half, in either order), the parts apart can, and the message
+ * names the tie. */
+static void test_fitspec_ties(void **state)
+{
+    (void)state;
+    struct dtv_fitspec spec;
+    char why[256];
+    assert_int_equal(dtv_fitspec_parse("eff_gemm,eff_conv", &spec, why, sizeof why), -1);
+    assert_non_null(strstr(why, "eff_gemm ties"));
+    assert_int_equal(dtv_fitspec_parse("eff_dense_half,eff_gemm_half", &spec, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "eff_gemm_half ties"));
+    assert_int_equal(dtv_fitspec_parse("eff_conv_half,eff_dense_half,eff_gemm", &spec, why,
+                                       sizeof why), 0);
+    assert_int_equal(spec.n, 3);
+    assert_int_equal(spec.p[1], DT_CAL_EFF_DENSE_HALF);
+}
+
 /* ---- the simulator as the model function ---- */
 
 /* Writes a reference table of the nine seed 002 shapes x two batches whose epoch times were
@@ -313,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_misra1a_start1),
         cmocka_unit_test(test_misra1a_start2),
         cmocka_unit_test(test_t95),
+        cmocka_unit_test(test_fitspec_ties),
         cmocka_unit_test(test_conv_joint_regression),
         cmocka_unit_test(test_too_few_observations),
         cmocka_unit_test(test_recovers_exact),

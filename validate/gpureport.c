@@ -41,32 +41,56 @@ static int select_rows(const struct dtv_runset *set, const struct dtv_published 
     return n;
 }
 
+/* The GEMM class (conv or dense) that does most of a model's forward FLOPs. */
+static enum dt_op_class main_gemm_class(const struct dt_model *m)
+{
+    double flops[DT_CLASS_COUNT] = {0};
+    for (int i = 0; i < m->n_layers; i++)
+        flops[dt_layer_class(m->layers[i].kind)] += m->layers[i].fwd_flops;
+    return flops[DT_CLASS_CONV] >= flops[DT_CLASS_DENSE] ? DT_CLASS_CONV : DT_CLASS_DENSE;
+}
+
+/* Adds the GEMM efficiencies of one precision class: conv and dense apart when the rows
+ * have models of both kinds (ResNet-50's convolutions and BERT's dense layers reach different
+ * fractions of the peak), the tie when one kind is all the rows can tell. */
+static void add_gemm(struct dtv_fitspec *spec, const bool seen[2], enum dt_cal_param tie,
+                     enum dt_cal_param conv, enum dt_cal_param dense)
+{
+    if (seen[0] && seen[1]) {
+        spec->p[spec->n++] = conv;
+        spec->p[spec->n++] = dense;
+    } else if (seen[0] || seen[1]) {
+        spec->p[spec->n++] = tie;
+    }
+}
+
 /* The GPU model's parameters, each only where the rows can tell it: the framework's
- * per-iteration overhead; the GEMM efficiency at fp32/tf32 and at 16 bits (tensor cores),
- * where rows of that precision class are fitted; the fraction of the memory bandwidth the
- * streaming layers reach (a fraction, so that it carries over to another datasheet); then
- * the links dtv_fitspec_default adds. The launch overhead per kernel keeps its default: with
- * ResNet-50 alone it is the per-iteration overhead over again, and with BERT's rows beside
- * them the fit drove it to 1e-11 s (out of range). */
+ * per-iteration overhead; the GEMM efficiencies at fp32/tf32 and at 16 bits (tensor cores),
+ * where rows of that precision class are fitted, conv and dense apart where both kinds of
+ * model are; the fraction of the memory bandwidth the streaming layers reach (a fraction, so
+ * that it carries over to another datasheet); then the links dtv_fitspec_default adds. The
+ * launch overhead per kernel keeps its default: with ResNet-50 alone it is the per-iteration
+ * overhead over again, and with BERT's rows beside them the fit drove it to 1e-11 s (out of
+ * range). */
 static void gpu_fitspec(const struct dtv_runset *set, const bool *use, struct dtv_fitspec *spec)
 {
-    bool wide = false, half = false;
+    bool wide[2] = {false, false}, half[2] = {false, false}; /* [0] conv, [1] dense */
     for (int i = 0; i < set->n; i++) {
         if (!use[i])
             continue;
         const struct dtv_run *r = &set->runs[i];
-        bool two = dt_dtype_size(dt_precision_storage(r->opt.precision)) <= 2;
-        half = half || two;
-        wide = wide || !two;
+        int k = main_gemm_class(r->model) == DT_CLASS_DENSE;
+        if (dt_dtype_size(dt_precision_storage(r->opt.precision)) <= 2)
+            half[k] = true;
+        else
+            wide[k] = true;
     }
     struct dtv_fitspec links;
     dtv_fitspec_default(set, use, &links);
     spec->n = 0;
     spec->p[spec->n++] = DT_CAL_ITER_OVERHEAD;
-    if (wide)
-        spec->p[spec->n++] = DT_CAL_EFF_GEMM;
-    if (half)
-        spec->p[spec->n++] = DT_CAL_EFF_GEMM_HALF;
+    add_gemm(spec, wide, DT_CAL_EFF_GEMM, DT_CAL_EFF_CONV, DT_CAL_EFF_DENSE);
+    add_gemm(spec, half, DT_CAL_EFF_GEMM_HALF, DT_CAL_EFF_CONV_HALF, DT_CAL_EFF_DENSE_HALF);
     spec->p[spec->n++] = DT_CAL_EFF_MEM;
     for (int k = 0; k < links.n; k++)
         if (links.p[k] != DT_CAL_ITER_OVERHEAD && links.p[k] != DT_CAL_EFF_GEMM)
@@ -163,10 +187,34 @@ static int predict_rows(FILE *out, const struct dtv_runset *set, const struct dt
     return DT_OK;
 }
 
-/* One report: fit on `train`, predict `test`. */
+/* Writes DIR/NAME.yaml when --dir is given and every value is in range (else says why). */
+static int save_calibration(FILE *out, const struct dtv_runset *set,
+                            const struct dtv_gpu_options *o, const char *name,
+                            struct dt_calibration *cal, struct dt_error *err)
+{
+    if (!o->dir || !name)
+        return DT_OK;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.yaml", o->dir, name);
+    snprintf(cal->notes + strlen(cal->notes), sizeof cal->notes - strlen(cal->notes),
+             " Rows of %s the simulator could not run were left out: see `dtvalidate gpu`.",
+             set->runs[0].file);
+    int rc = DT_OK;
+    if (dt_calibration_check_values(cal, err)) {
+        fprintf(out, "  not written to %s: %s\n", path, err->msg);
+        dt_error_clear(err);
+    } else if ((rc = dt_calibration_save(path, cal, err)) == DT_OK) {
+        fprintf(out, "  written to %s\n", path);
+    }
+    return rc;
+}
+
+/* One report: fit on `train`, predict `test`; the fit is written as DIR/SAVE_AS.yaml when
+ * save_as is not NULL. */
 static int train_test(FILE *out, const struct dtv_runset *set, const struct dtv_published *pub,
                       const struct dtv_gpu_options *o, const char *title, const struct sel *train,
-                      const struct sel *test, double target, struct dt_error *err)
+                      const struct sel *test, double target, const char *save_as,
+                      struct dt_error *err)
 {
     bool *tr = calloc((size_t)set->n, sizeof *tr), *te = calloc((size_t)set->n, sizeof *te);
     if (!tr || !te) {
@@ -184,6 +232,8 @@ static int train_test(FILE *out, const struct dtv_runset *set, const struct dtv_
     else if (fit_on(set, tr, o, &cb, out)) {
         print_params(out, &cb.cal);
         rc = predict_rows(out, set, pub, &cb.cal, te, target, err);
+        if (!rc)
+            rc = save_calibration(out, set, o, save_as, &cb.cal, err);
     }
     dtv_calib_free(&cb);
     free(tr);
@@ -208,18 +258,8 @@ static int device_calibration(FILE *out, const struct dtv_runset *set,
     if (n && fit_on(set, use, o, &cb, out)) {
         print_params(out, &cb.cal);
         rc = predict_rows(out, set, pub, &cb.cal, use, 5, err);
-        if (!rc && o->dir) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s.yaml", o->dir, device);
-            snprintf(cb.cal.notes + strlen(cb.cal.notes),
-                     sizeof cb.cal.notes - strlen(cb.cal.notes),
-                     " Rows of %s the simulator could not run were left out: see `dtvalidate "
-                     "gpu`.", set->runs[0].file);
-            if (dt_calibration_check_values(&cb.cal, err))
-                fprintf(out, "  not written to %s: %s\n", path, err->msg);
-            else if ((rc = dt_calibration_save(path, &cb.cal, err)) == DT_OK)
-                fprintf(out, "  written to %s\n", path);
-        }
+        if (!rc)
+            rc = save_calibration(out, set, o, device, &cb.cal, err);
     } else if (!n) {
         fprintf(out, "  no calibration for %s\n", device);
     }
@@ -257,23 +297,24 @@ int dtv_gpu_report(const struct dtv_gpu_options *o, FILE *out, struct dt_error *
         snprintf(title, sizeof title, "%s: fit on the 1-GPU rows, predict the multi-GPU rows "
                  "(target 5%%)", devices[d]);
         rc = train_test(out, &set, pub, o, title, &(struct sel){devices[d], 1, NULL, false},
-                        &(struct sel){devices[d], 2, NULL, false}, 5, err);
+                        &(struct sel){devices[d], 2, NULL, false}, 5, NULL, err);
     }
     for (int d = 0; d < 2 && !rc; d++)
         for (int f = 0; f < 3 && !rc; f++) {
-            char title[160];
+            char title[160], name[64];
             snprintf(title, sizeof title, "%s: fit on %s, predict the other frameworks "
                      "(target 5%%)", devices[d], frameworks[f]);
+            snprintf(name, sizeof name, "%s-%s", devices[d], frameworks[f]);
             rc = train_test(out, &set, pub, o, title,
                             &(struct sel){devices[d], 0, frameworks[f], false},
-                            &(struct sel){devices[d], 0, frameworks[f], true}, 5, err);
+                            &(struct sel){devices[d], 0, frameworks[f], true}, 5, name, err);
         }
     for (int d = 0; d < 2 && !rc; d++) {
         char title[160];
         snprintf(title, sizeof title, "fit on %s, predict %s from its datasheet (target 15%%)",
                  devices[d], devices[1 - d]);
         rc = train_test(out, &set, pub, o, title, &(struct sel){devices[d], 0, NULL, false},
-                        &(struct sel){devices[1 - d], 0, NULL, false}, 15, err);
+                        &(struct sel){devices[1 - d], 0, NULL, false}, 15, NULL, err);
     }
     dtv_runset_free(&set);
     free(pub);

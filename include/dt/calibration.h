@@ -55,6 +55,8 @@ enum dt_cal_param {
                                carries over to another device's datasheet) */
     DT_CAL_EXP_TIME,        /* s: one exp evaluation (softmax, attention, sigmoid, loss) */
     DT_CAL_TANH_TIME,       /* s: one tanh evaluation (tanh, GELU, LSTM) */
+    DT_CAL_EFF_CONV_HALF,   /* eff_gemm_half apart: conv layers only */
+    DT_CAL_EFF_DENSE_HALF,  /* eff_gemm_half apart: dense layers only */
     DT_CAL_COUNT
 };
 

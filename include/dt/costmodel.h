@@ -73,9 +73,10 @@ struct dt_cost_params {
     int gemm_tile;                     /* edge of a GEMM output tile for tile and wave
                                           quantisation over the device's SMs; 0 = none */
     /* Fractions a calibration fits so that it carries over to another device's datasheet. */
-    double eff_gemm_half;              /* conv and dense at 16- and 8-bit precisions, fraction
-                                          of that precision's peak; 0 = eff[] (tensor cores
-                                          reach a lower fraction of their peak than fp32) */
+    double eff_conv_half, eff_dense_half; /* conv and dense at 16- and 8-bit precisions,
+                                          fraction of that precision's peak; 0 = eff[] (tensor
+                                          cores reach a lower fraction of their peak than fp32,
+                                          convolutions less than a transformer's large GEMMs) */
     double eff_mem;                    /* fraction of the device's memory bandwidth reached
                                           when mem_Bps is 0; 0 = 1 */
 };
