@@ -195,10 +195,12 @@ struct dt_layer_view {
     int shard_kind, shard_index, shard_count;
 };
 
-/* Model parameters [model_offset, + count) held at the rank's PARAMS[offset] (ZeRO-3's shards:
- * the rank owns them; its layer view points at the staging buffer they are gathered into). */
+/* Parameters [packed_offset, + count) of the rank's view's packed layout (dt_shard_copy_packed:
+ * the model's layout without --tp, its tensor shards packed with it) held at the rank's
+ * PARAMS[offset] (ZeRO-3's shards: the rank owns them; its layer view points at the staging
+ * buffer they are gathered into). */
 struct dt_param_range {
-    long model_offset, offset, count;
+    long packed_offset, offset, count;
 };
 
 struct dt_program {
