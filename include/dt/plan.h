@@ -170,7 +170,8 @@ struct dt_op {
     int shards;              /* COMPUTE: the layer's work is split over this many tensor-
                                 parallel ranks (dt/tensor.h; dtc_push stamps it); 0 or 1: whole */
     bool recompute;          /* COMPUTE forward: a re-run, before the backward that needs them,
-                                of a forward whose outputs were not kept (--recompute) */
+                                of a forward whose outputs were not kept (--recompute); COPY,
+                                COLL: ZeRO-3's gather of its parameters again */
 };
 
 struct dt_group {
