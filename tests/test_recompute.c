@@ -242,19 +242,6 @@ static void every_family(void **state)
     dt_model_destroy(cnn);
 }
 
-static void zero3_refused(void **state)
-{
-    (void)state;
-    struct dt_model *m = test_zoo_model("tiny-gpt");
-    struct dt_topology *t = test_zoo_topology("1n2p");
-    struct dt_plan_options o = test_options(DT_STRAT_ALLREDUCE_RING, 8, "zero=3 recompute=full");
-    char why[256] = "";
-    assert_false(dt_strategy_fits_options(&o, m, t, 2, why, sizeof why));
-    assert_non_null(strstr(why, "--recompute with --zero 3"));
-    dt_topology_destroy(t);
-    dt_model_destroy(m);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,7 +249,6 @@ int main(void)
         cmocka_unit_test(selective_moves_attention_scores),
         cmocka_unit_test(cnn_segments_of_sqrt_layers),
         cmocka_unit_test(every_family),
-        cmocka_unit_test(zero3_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
