@@ -79,17 +79,42 @@ static void sqrt_segments(const struct dt_model *m, const bool *cut, int *seg)
     }
 }
 
-/* Whether layer l is inside its segment (not its last layer) and the rank runs everything
- * from it to that last layer, so that the segment's recomputation covers it. */
-static bool interior(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
-                     int l)
+/* A pipeline stage may run part of a segment (its boundary cuts a block): the segments become
+ * the runs of consecutive layers of one segment that the rank runs, numbered in order (the
+ * segments themselves when nothing is cut), so that a stage recomputes its part of a cut
+ * block from the part's input too, as Megatron-LM's stages recompute each of their layers. */
+static void rank_pieces(const struct dt_model *m, const struct dt_layer_view *v, int *seg)
+{
+    int pieces = 0, prev = -1; /* the segment of layer l - 1 when the rank runs it, else -1 */
+    for (int l = 0; l < m->n_layers; l++) {
+        int s = seg[l];
+        if (s < 0 || (v && !v[l].runs)) {
+            seg[l] = prev = -1;
+            continue;
+        }
+        pieces += s != prev;
+        seg[l] = pieces - 1;
+        prev = s;
+    }
+}
+
+/* Whether a layer outside layer l's segment reads its output (on another stage: it is sent). */
+static bool read_outside(const struct dt_model *m, const int *seg, int l)
+{
+    for (int j = l + 1; j < m->n_layers; j++)
+        for (int k = 0; k < m->layers[j].n_in; k++)
+            if (m->layers[j].in[k] == l && seg[j] != seg[l])
+                return true;
+    return false;
+}
+
+/* Whether layer l is inside its segment (not its last layer) and read only inside it, so that
+ * the segment's recomputation covers it. */
+static bool interior(const struct dt_model *m, const int *seg, int l)
 {
     if (seg[l] < 0 || l == m->n_layers - 1 || seg[l + 1] != seg[l])
         return false;
-    for (int k = l; k < m->n_layers && seg[k] == seg[l]; k++)
-        if (v && !v[k].runs)
-            return false;
-    return true;
+    return !read_outside(m, seg, l);
 }
 
 static void sizes(const struct dt_model *m, const struct dt_layer_view *v, int l, long *act,
@@ -145,8 +170,9 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
     for (int l = 0; l < n; l++)
         blocks |= is_attention(&m->layers[l]);
     (blocks ? block_segments : sqrt_segments)(m, cut, rc->segment);
+    rank_pieces(m, v, rc->segment);
     for (int l = 0; l < n; l++)
-        rc->act_ws[l] = rc->keep_ws[l] = interior(m, v, rc->segment, l);
+        rc->act_ws[l] = rc->keep_ws[l] = interior(m, rc->segment, l);
     /* a kept flatten view keeps the output it is a view of */
     for (int l = n - 1; l >= 0; l--) {
         const struct dt_layer *L = &m->layers[l];
