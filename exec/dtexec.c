@@ -79,6 +79,8 @@ struct options {
     long overflow_at;       /* --overflow-at: the step whose gradients overflow (0: none) */
 #define DROP_RECOMPUTE 1000 /* --drop-op recompute: the recomputed forwards */
 #define DROP_LOSS_COLL 1001 /* --drop-op loss-coll: the vocabulary-parallel loss's allreduces */
+#define DROP_RECOMPUTE_GATHER 1003 /* --drop-op recompute-gather: ZeRO-3's gathers of the
+                                      recomputed layers' parameters */
 #define DROP_SEQ_GRADS 1002 /* --drop-op seq-grads: the sequence-parallel layers' gradient
                                allreduces over the tensor group (their region names the layer) */
     double timeout;         /* --timeout: seconds, 0 off, DTX_WATCHDOG_AUTO by default */
@@ -155,13 +157,15 @@ static void usage(FILE *f)
             "                           progress, naming the silent rank (default: 300 until\n"
             "                           the first step, then max(60, 10 x the slowest step);\n"
             "                           0 = never)\n"
-            "      --drop-op zero|update|copy|coll|recompute|loss-coll|seq-grads\n"
+            "      --drop-op zero|update|copy|coll|recompute|recompute-gather|loss-coll|\n"
+            "                seq-grads\n"
             "                           testing: remove every such op from the step programs\n"
             "                           (a plan that must not train right: the tests'\n"
             "                           control; loss-coll: the allreduces of the\n"
             "                           vocabulary-parallel loss's statistics; seq-grads:\n"
             "                           the tensor group's allreduces of the sequence-\n"
-            "                           parallel layers' gradients)\n"
+            "                           parallel layers' gradients; recompute-gather: ZeRO-3's\n"
+            "                           gathers of the recomputed layers' parameters)\n"
             "      --overflow-at K      testing, mixed precision: rank 0's gradients overflow\n"
             "                           at step K (the step is skipped, the loss scale halves)\n"
             "  -q, --quiet              print nothing but errors\n"
@@ -350,13 +354,15 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
                 o->drop_op = DT_OP_COLL;
             else if (strcmp(optarg, "recompute") == 0)
                 o->drop_op = DROP_RECOMPUTE;
+            else if (strcmp(optarg, "recompute-gather") == 0)
+                o->drop_op = DROP_RECOMPUTE_GATHER;
             else if (strcmp(optarg, "loss-coll") == 0)
                 o->drop_op = DROP_LOSS_COLL;
             else if (strcmp(optarg, "seq-grads") == 0)
                 o->drop_op = DROP_SEQ_GRADS;
             else
                 rc = bad(msg, len, "--drop-op", "expected zero, update, copy, coll, recompute, "
-                         "loss-coll or seq-grads, got '%s'", optarg);
+                         "recompute-gather, loss-coll or seq-grads, got '%s'", optarg);
             break;
         case OPT_OVERFLOW_AT:
             rc = parse_long("--overflow-at", optarg, 1, LONG_MAX, &o->overflow_at, msg, len);
@@ -822,6 +828,8 @@ static bool dropped(int kind, const struct dt_op *o)
 {
     if (kind == DROP_RECOMPUTE)
         return o->recompute;
+    if (kind == DROP_RECOMPUTE_GATHER)
+        return o->recompute && o->kind != DT_OP_COMPUTE;
     if (kind == DROP_LOSS_COLL)
         return o->kind == DT_OP_COLL && o->region.buf == DT_BUF_KEEP;
     if (kind == DROP_SEQ_GRADS)

@@ -1274,19 +1274,45 @@ void dtx_exec_sync_state(struct dtx_exec *ex)
         dtx_cuda_upload(ex->gpu, s, (size_t)n * sizeof *s);
 }
 
-/* Copies a rank's packed parameters (the ranges it owns, else its view's layers or their
- * tensor-parallel shards) to their places in the full vector. */
-static void unpack(float *full, float *packed, const struct dt_plan *plan,
+/* Copies a rank's packed parameters to their places in the full vector: its view's layers or
+ * their tensor-parallel shards; ZeRO-3's owned ranges into their view's packed layout in
+ * owned[view] (whole once every rank's are there: copied by unpack_owned). */
+static void unpack(float *full, float **owned, float *packed, const struct dt_plan *plan,
                    const struct dt_rank_plan *rp)
 {
     const struct dt_model *m = plan->model;
     const struct dt_layer_view *v = plan->views[rp->view];
     for (int i = 0; i < rp->n_owned; i++)
-        memcpy(full + rp->owned[i].model_offset, packed + rp->owned[i].offset,
+        memcpy(owned[rp->view] + rp->owned[i].packed_offset, packed + rp->owned[i].offset,
                (size_t)rp->owned[i].count * sizeof *packed);
     for (int l = 0; l < m->n_layers && !rp->owned; l++)
         if (v[l].runs)
             dt_shard_copy(m, v, l, packed, full, true);
+}
+
+/* ZeRO-3 on rank 0: one packed buffer per view (NULL elsewhere, or when nothing is owned). */
+static float **owned_views(const struct dtx_exec *ex, bool *ok)
+{
+    const struct dt_plan *plan = ex->plan;
+    float **views = ex->rank == 0 && ex->rp->owned ? calloc((size_t)plan->n_views, sizeof *views)
+                                                   : NULL;
+    *ok = !(ex->rank == 0 && ex->rp->owned) || views;
+    for (int v = 0; views && v < plan->n_views && *ok; v++) {
+        long n = dt_shard_packed_floats(plan->model, plan->views[v]);
+        *ok = (views[v] = malloc((size_t)(n ? n : 1) * sizeof **views)) != NULL;
+    }
+    return views;
+}
+
+/* The assembled views to the model's layout, and freed. */
+static void unpack_owned(float *full, float **views, const struct dt_plan *plan, bool copy)
+{
+    for (int v = 0; views && v < plan->n_views; v++) {
+        if (copy)
+            dt_shard_copy_packed(plan->model, plan->views[v], views[v], full, true);
+        free(views[v]);
+    }
+    free(views);
 }
 
 /* The norm and sum of the gathered vector on rank 0, sent to every rank (tensor parallelism:
@@ -1346,16 +1372,19 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
         if (contributes(&plan->ranks[r]) && plan->ranks[r].n_params > largest)
             largest = plan->ranks[r].n_params;
     float *buf = ex->rank == 0 && full ? malloc((size_t)(largest + 1) * sizeof *buf) : NULL;
-    int ok = largest <= INT_MAX && (ex->rank != 0 || (full && buf));
+    bool views_ok;
+    float **views = owned_views(ex, &views_ok);
+    int ok = largest <= INT_MAX && views_ok && (ex->rank != 0 || (full && buf));
     MPI_Request req;
     MPI_Ibcast(&ok, 1, MPI_INT, 0, ex->comm, &req);
     dtx_watchdog_wait(ex->wd, &req, "the parameter gather");
     if (!ok) {
         free(buf);
+        unpack_owned(full, views, plan, false);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "cannot gather the parameters");
     }
     if (ex->rank == 0)
-        unpack(full, p, plan, ex->rp);
+        unpack(full, views, p, plan, ex->rp);
     for (int r = 1; r < ex->size; r++) {
         const struct dt_rank_plan *rp = &plan->ranks[r];
         if (!contributes(rp))
@@ -1368,9 +1397,10 @@ int dtx_exec_gather_params(struct dtx_exec *ex, float *full, double *l2, double 
             continue;
         MPI_Irecv(buf, (int)rp->n_params, MPI_FLOAT, r, 0, ex->comm, &req);
         dtx_watchdog_wait(ex->wd, &req, "the parameter gather");
-        unpack(full, buf, plan, rp);
+        unpack(full, views, buf, plan, rp);
     }
     free(buf);
+    unpack_owned(full, views, plan, true);
     if (plan->opt.tp > 1 || plan->stages > 1) /* shards overlap, or a stage copies a table */
         full_sums(ex, full, l2, sum);
     return ex->gpu ? dtx_cuda_status(ex->gpu, false, err) : DT_OK; /* the download's */

@@ -50,9 +50,8 @@ int dtc_precision_buffers(struct dt_plan *plan, int r);
  * buffers its ops need; sets eval_rows. Call after its programs are complete. */
 int dtc_finish_rank(struct dt_plan *plan, int rank);
 
-/* --recompute (recompute.c): whether the options allow it; rank r's step program with each
- * segment's recomputation before its backward (dtc_finish_rank calls it first). */
-bool dtc_recompute_fits(const struct dt_plan_options *o, char *why, size_t whylen);
+/* --recompute (recompute.c): rank r's step program with each segment's recomputation before
+ * its backward (dtc_finish_rank calls it first). */
 int dtc_recompute_program(struct dt_plan *plan, int r);
 
 /* The algorithm of the options' gradient exchange among replicas: the registry's for the

@@ -79,17 +79,42 @@ static void sqrt_segments(const struct dt_model *m, const bool *cut, int *seg)
     }
 }
 
-/* Whether layer l is inside its segment (not its last layer) and the rank runs everything
- * from it to that last layer, so that the segment's recomputation covers it. */
-static bool interior(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
-                     int l)
+/* A pipeline stage may run part of a segment (its boundary cuts a block): the segments become
+ * the runs of consecutive layers of one segment that the rank runs, numbered in order (the
+ * segments themselves when nothing is cut), so that a stage recomputes its part of a cut
+ * block from the part's input too, as Megatron-LM's stages recompute each of their layers. */
+static void rank_pieces(const struct dt_model *m, const struct dt_layer_view *v, int *seg)
+{
+    int pieces = 0, prev = -1; /* the segment of layer l - 1 when the rank runs it, else -1 */
+    for (int l = 0; l < m->n_layers; l++) {
+        int s = seg[l];
+        if (s < 0 || (v && !v[l].runs)) {
+            seg[l] = prev = -1;
+            continue;
+        }
+        pieces += s != prev;
+        seg[l] = pieces - 1;
+        prev = s;
+    }
+}
+
+/* Whether a layer outside layer l's segment reads its output (on another stage: it is sent). */
+static bool read_outside(const struct dt_model *m, const int *seg, int l)
+{
+    for (int j = l + 1; j < m->n_layers; j++)
+        for (int k = 0; k < m->layers[j].n_in; k++)
+            if (m->layers[j].in[k] == l && seg[j] != seg[l])
+                return true;
+    return false;
+}
+
+/* Whether layer l is inside its segment (not its last layer) and read only inside it, so that
+ * the segment's recomputation covers it. */
+static bool interior(const struct dt_model *m, const int *seg, int l)
 {
     if (seg[l] < 0 || l == m->n_layers - 1 || seg[l + 1] != seg[l])
         return false;
-    for (int k = l; k < m->n_layers && seg[k] == seg[l]; k++)
-        if (v && !v[k].runs)
-            return false;
-    return true;
+    return !read_outside(m, seg, l);
 }
 
 static void sizes(const struct dt_model *m, const struct dt_layer_view *v, int l, long *act,
@@ -145,8 +170,9 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
     for (int l = 0; l < n; l++)
         blocks |= is_attention(&m->layers[l]);
     (blocks ? block_segments : sqrt_segments)(m, cut, rc->segment);
+    rank_pieces(m, v, rc->segment);
     for (int l = 0; l < n; l++)
-        rc->act_ws[l] = rc->keep_ws[l] = interior(m, v, rc->segment, l);
+        rc->act_ws[l] = rc->keep_ws[l] = interior(m, rc->segment, l);
     /* a kept flatten view keeps the output it is a view of */
     for (int l = n - 1; l >= 0; l--) {
         const struct dt_layer *L = &m->layers[l];
@@ -242,26 +268,135 @@ static int after_forward(const struct dt_rank_plan *rp, int f, int l)
     return n;
 }
 
-/* Re-runs segment s's recomputed layers for the micro-batch of backward op b: each one's
- * forward (flagged) and the collectives that followed it. fwd: per layer, the index of its
- * latest forward of that micro-batch before b (-1: none). */
+/* ZeRO-3 (zero.c) fills a unit's parameter staging before the forward of its first layer and
+ * again before the backward of its last: a COPY of the rank's chunk into PARAMS, then an
+ * allgather of PARAMS. A recomputed forward fills it once more, as DeepSpeed's stage 3
+ * gathers a checkpointed layer's parameters again for its recomputation. */
+static bool fills_params(const struct dt_op *op)
+{
+    return (op->kind == DT_OP_COPY && op->dst.buf == DT_BUF_PARAMS) ||
+           (op->kind == DT_OP_COLL && op->region.buf == DT_BUF_PARAMS);
+}
+
+/* Pushes the fill that starts at op lo again, flagged as the recomputation's. */
+static int push_fill(struct dt_program *out, const struct dt_rank_plan *rp, int lo)
+{
+    int rc = DT_OK;
+    for (int i = lo; i < rp->n_ops && fills_params(&rp->ops[i]) && !rc; i++) {
+        struct dt_op op = rp->ops[i];
+        op.recompute = true;
+        rc = dt_program_push(out, &op);
+    }
+    return rc;
+}
+
+/* Whether the fills at a and b gather the same unit: the same ops on the same ranges. */
+static bool same_fill(const struct dt_rank_plan *rp, int a, int b)
+{
+    const struct dt_op *x = &rp->ops[a], *y = &rp->ops[b], *end = rp->ops + rp->n_ops;
+    for (; x < end && y < end && fills_params(x) && fills_params(y); x++, y++)
+        if (x->kind != y->kind || x->region.offset != y->region.offset ||
+            x->region.count != y->region.count || x->dst.offset != y->dst.offset)
+            return false;
+    return (x == end || !fills_params(x)) && (y == end || !fills_params(y));
+}
+
+/* Where the fills and gradient zeroings right before backward op b start, if there is a
+ * fill among them (the staging of b's unit: the recomputation goes before it); else b. */
+static int fill_start(const struct dt_rank_plan *rp, int b)
+{
+    int j = b;
+    bool any = false;
+    while (j > 0 && (fills_params(&rp->ops[j - 1]) || rp->ops[j - 1].kind == DT_OP_ZERO))
+        any |= fills_params(&rp->ops[--j]);
+    return any ? j : b;
+}
+
+/* Whether a backward from op b on reads parameters from the staging before the next fill
+ * (a unit of several layers, --bucket, cut by a segment's end). */
+static bool reads_staging(const struct dt_plan *plan, const struct dt_rank_plan *rp, int b)
+{
+    const struct dt_layer_view *v = plan->views[rp->view];
+    for (int i = b; i < rp->n_ops && !fills_params(&rp->ops[i]); i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD &&
+            dt_shard_params(plan->model, v, op->layer) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* Per micro-batch mb and segment or layer x (both < n_layers), at [mb x n_layers + x], as the
+ * walk over the step program goes (one pass, not a search back from every backward). */
+struct walk {
+    bool *done; /* segment x of mb recomputed */
+    int *fwd;   /* the index of layer x's latest forward of mb (-1: none) */
+    int *fill;  /* ZeRO-3 (else NULL): the first op of the fill before that forward, if x has
+                   parameters (-1: none) */
+    int latest; /* ZeRO-3: the first op of the latest fill (-1: none) */
+};
+
+/* Re-runs segment s's recomputed layers for the micro-batch at row of the walk: each one's
+ * fill (a new one), its forward (flagged) and the collectives that followed it. *last_fill:
+ * the first op of the last fill pushed, if any. */
 static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
-                        const struct dt_recompute_layout *rc, int s, const int *fwd)
+                        const struct dt_recompute_layout *rc, int s, const struct walk *w,
+                        size_t row, int *last_fill)
 {
     int rcode = DT_OK;
     for (int l = 0; l < rc->n_layers && !rcode; l++) {
         if (rc->segment[l] != s || !(rc->act_ws[l] || rc->keep_ws[l]))
             continue;
-        int f = fwd[l];
+        int f = w->fwd[row + (size_t)l];
         if (f < 0)
             continue;
+        int fill = w->fill ? w->fill[row + (size_t)l] : -1;
+        if (fill >= 0 && fill != *last_fill) {
+            rcode = push_fill(out, rp, fill);
+            *last_fill = fill;
+        }
         struct dt_op op = rp->ops[f];
         op.recompute = true;
-        rcode = dt_program_push(out, &op);
+        rcode = rcode ? rcode : dt_program_push(out, &op);
         for (int k = 1, n = after_forward(rp, f, l); k <= n && !rcode; k++)
             rcode = dt_program_push(out, &rp->ops[f + k]);
     }
     return rcode;
+}
+
+/* Segment s recomputed before backward op b, whose preceding ops are the last ones of out.
+ * Under ZeRO-3 before the fill of b's unit (pushed again after it), or, when the backward
+ * reads a unit filled earlier that the recomputation's last fill replaced, with the latest
+ * fill pushed again after it. */
+static int recompute_before(struct dt_program *out, const struct dt_plan *plan,
+                            const struct dt_rank_plan *rp, const struct dt_recompute_layout *rc,
+                            int s, int b, const struct walk *w, size_t row)
+{
+    int j = w->fill ? fill_start(rp, b) : b;
+    int last_fill = -1;
+    out->n_ops -= b - j;
+    int rcode = emit_segment(out, rp, rc, s, w, row, &last_fill);
+    if (!rcode && last_fill >= 0 && j == b && w->latest >= 0 &&
+        !same_fill(rp, last_fill, w->latest) && reads_staging(plan, rp, b))
+        rcode = push_fill(out, rp, w->latest);
+    for (int k = j; k < b && !rcode; k++)
+        rcode = dt_program_push(out, &rp->ops[k]);
+    return rcode;
+}
+
+/* One op of the step program into the walk's state (before it is pushed). */
+static void walk_op(struct walk *w, const struct dt_plan *plan, const struct dt_rank_plan *rp,
+                    int i, size_t row)
+{
+    const struct dt_op *op = &rp->ops[i];
+    if (w->fill && fills_params(op) && (i == 0 || !fills_params(&rp->ops[i - 1])))
+        w->latest = i;
+    if (op->kind != DT_OP_COMPUTE || op->phase != DT_PH_FORWARD)
+        return;
+    w->fwd[row + (size_t)op->layer] = i;
+    if (w->fill)
+        w->fill[row + (size_t)op->layer] =
+            dt_shard_params(plan->model, plan->views[rp->view], op->layer) > 0 ? w->latest : -1;
 }
 
 int dtc_recompute_program(struct dt_plan *plan, int r)
@@ -277,32 +412,30 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     int micros = 1;
     for (int i = 0; i < rp->n_ops; i++)
         micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
-    /* per micro-batch mb and segment or layer x (both < n_layers), at [mb x n_layers + x]:
-     * done: segment x of mb recomputed; fwd: the index of layer x's latest forward of mb, as
-     * the walk goes (one pass, not a search back from every backward) */
     size_t cells = (size_t)rc->n_layers * (size_t)micros;
-    bool *done = calloc(cells, sizeof *done);
-    int *fwd = malloc(cells * sizeof *fwd);
+    bool zero3 = plan->opt.zero == 3;
+    struct walk w = {.done = calloc(cells, sizeof *w.done), .fwd = malloc(cells * sizeof *w.fwd),
+                     .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1};
     struct dt_program out = {0};
-    int rcode = done && fwd ? DT_OK : DT_ENOMEM;
-    for (size_t c = 0; fwd && c < cells; c++)
-        fwd[c] = -1;
+    int rcode = w.done && w.fwd && (w.fill || !zero3) ? DT_OK : DT_ENOMEM;
+    for (size_t c = 0; !rcode && c < cells; c++)
+        w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
         const struct dt_op *op = &rp->ops[i];
         size_t row = (size_t)op->micro * (size_t)rc->n_layers;
-        if (op->kind == DT_OP_COMPUTE && op->phase == DT_PH_FORWARD)
-            fwd[row + (size_t)op->layer] = i;
+        walk_op(&w, plan, rp, i, row);
         int s = op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD
                     ? rc->segment[op->layer] : -1;
-        if (s >= 0 && !done[row + (size_t)s]) {
-            done[row + (size_t)s] = true;
-            rcode = emit_segment(&out, rp, rc, s, fwd + row);
+        if (s >= 0 && !w.done[row + (size_t)s]) {
+            w.done[row + (size_t)s] = true;
+            rcode = recompute_before(&out, plan, rp, rc, s, i, &w, row);
         }
         if (!rcode)
             rcode = dt_program_push(&out, op);
     }
-    free(done);
-    free(fwd);
+    free(w.done);
+    free(w.fwd);
+    free(w.fill);
     if (rcode) {
         free(out.ops);
         return DT_ENOMEM;
@@ -312,14 +445,4 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     rp->n_ops = out.n_ops;
     rp->cap_ops = out.cap_ops;
     return DT_OK;
-}
-
-bool dtc_recompute_fits(const struct dt_plan_options *o, char *why, size_t whylen)
-{
-    if (o->recompute != DT_RECOMPUTE_NONE && o->zero == 3) {
-        snprintf(why, whylen, "--recompute with --zero 3 is not implemented yet (a segment's "
-                 "recomputation would gather its layers' parameters again)");
-        return false;
-    }
-    return true;
 }

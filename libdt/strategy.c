@@ -164,8 +164,6 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
         return false;
     if (o->zero && !dtc_zero_fits(o, why, whylen))
         return false;
-    if (!dtc_recompute_fits(o, why, whylen))
-        return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
 }
 

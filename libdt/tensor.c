@@ -127,12 +127,10 @@ static void vocab_copy(const struct dt_layer *L, const struct dt_layer_view *s, 
     }
 }
 
-void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int l,
-                   float *packed, float *full, bool to_full)
+/* Layer L's shard s between its place p in a packed buffer and f in the model's layout. */
+static void layer_copy(const struct dt_layer *L, const struct dt_layer_view *s, float *p,
+                       float *f, bool to_full)
 {
-    const struct dt_layer *L = &m->layers[l];
-    const struct dt_layer_view *s = &v[l];
-    float *p = packed + s->param_offset, *f = full + L->param_offset;
     long U = L->units, D = in_width(L), k = s->shard_index;
     if (s->shard_kind == DT_SHARD_COLUMNS && L->params > 0) { /* rows k u.. of W, of b */
         long u = U / s->shard_count;
@@ -156,6 +154,32 @@ void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int 
         vocab_copy(L, s, p, f, to_full);
     } else {
         copy(p, f, L->params, to_full);
+    }
+}
+
+void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int l,
+                   float *packed, float *full, bool to_full)
+{
+    const struct dt_layer *L = &m->layers[l];
+    layer_copy(L, &v[l], packed + v[l].param_offset, full + L->param_offset, to_full);
+}
+
+long dt_shard_packed_floats(const struct dt_model *m, const struct dt_layer_view *v)
+{
+    long n = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        n += dt_shard_params(m, v, l);
+    return n;
+}
+
+void dt_shard_copy_packed(const struct dt_model *m, const struct dt_layer_view *v,
+                          float *packed, float *full, bool to_full)
+{
+    long off = 0; /* tensor_view's layout, whatever v's param_offsets say now */
+    for (int l = 0; l < m->n_layers; l++) {
+        const struct dt_layer *L = &m->layers[l];
+        layer_copy(L, &v[l], packed + off, full + L->param_offset, to_full);
+        off += dt_shard_params(m, v, l);
     }
 }
 
@@ -299,19 +323,11 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
         snprintf(why, whylen, "--tp %d does not divide the %d ranks", T, n_ranks);
         return false;
     }
-    if (o->zero && !dt_strategy_info(o->strategy)->pipeline) {
-        /* zero.c shards each tensor rank's packed parameters over its data-parallel peers;
-         * ZeRO-3's owned ranges are in the model's layout, which a shard's packing is not */
-        if (o->zero == 3) {
-            snprintf(why, whylen, "--tp with --zero 3 is not implemented yet (--zero 1 and 2 "
-                     "are)");
-            return false;
-        }
-        if (n_ranks / T < 2) {
-            snprintf(why, whylen, "--zero %d shards over data-parallel replicas: --tp %d on %d "
-                     "ranks leaves one", o->zero, T, n_ranks);
-            return false;
-        }
+    if (o->zero && !dt_strategy_info(o->strategy)->pipeline && n_ranks / T < 2) {
+        /* zero.c shards each tensor rank's packed parameters over its data-parallel peers */
+        snprintf(why, whylen, "--zero %d shards over data-parallel replicas: --tp %d on %d "
+                 "ranks leaves one", o->zero, T, n_ranks);
+        return false;
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
     bool vocab = !dt_strategy_info(o->strategy)->pipeline; /* as dtc_tensor_cut */

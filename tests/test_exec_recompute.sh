@@ -2,8 +2,8 @@
 # dtexec, activation recomputation (--recompute full|selective): the recomputed forward is the
 # first one bit for bit (same kernels, same inputs, dropout replaying its stream), so the
 # weights after N steps equal --recompute none's exactly (TOL = 0), on tiny-gpt and tiny-cnn at
-# 1 and 2 ranks (against none at the same ranks), with tensor parallelism, a pipeline and
-# ZeRO-2, and cnn21k's dropout at 1 rank; every rank allocates its plan's buffer table (the workspace instead of the recomputed layers' outputs and state).
+# 1 and 2 ranks (against none at the same ranks), with tensor parallelism, pipelines (3
+# stages cutting tiny-gpt's blocks) and ZeRO-2, and cnn21k's dropout at 1 rank; every rank allocates its plan's buffer table (the workspace instead of the recomputed layers' outputs and state).
 # Controls: without the recompute ops (--drop-op recompute) the backward reads what a later
 # segment (or attention layer) left in the shared workspace, and the weights differ.
 . "${top_srcdir:=..}/tests/testlib.sh"
@@ -27,10 +27,15 @@ check gpt-tp 2 "full selective" $gpt --strategy ring --tp 2
 check cnn-ring 2 full $cnn --strategy ring
 check cnn-zero2 2 full $cnn --strategy ring --zero 2
 check cnn-gpipe 2 full $cnn --strategy gpipe --pp 2 --micro-batches 2
+# 3 stages cut tiny-gpt's blocks: each stage recomputes its part of a cut block (the layers
+# whose outputs go to the next stage kept)
+check gpt-1f1b 3 full $gpt --strategy 1f1b --pp 3 --micro-batches 2
 
 # controls
 differs gpt-none ctl-gpt-full 1 $gpt --recompute full --drop-op recompute
 differs gpt-none ctl-gpt-selective 1 $gpt --recompute selective --drop-op recompute
 differs cnn-none ctl-cnn-full 1 $cnn --recompute full --drop-op recompute
+differs gpt-1f1b-none ctl-gpt-1f1b-full 3 $gpt --strategy 1f1b --pp 3 --micro-batches 2 \
+  --recompute full --drop-op recompute
 differs drop-none ctl-drop-seed 1 $drop --recompute full --seed 8
 exit $((fails > 0))

@@ -2,8 +2,8 @@
 # dtexec, ZeRO stages 1-3 (Rajbhandari et al. 2020): 2 ranks with batch B each (and 4 ranks,
 # oversubscribed, with B/2) must reach the weights of 1 rank with batch 2B, for ring,
 # mpi-allreduce and ps-sharded, with buckets (several layers per unit) and accumulation; a
-# stage that skips its ZERO or its COPY ops must not (the controls); --tp 2 with stages 1 and 2
-# on 4 ranks likewise. And every rank must
+# stage that skips its ZERO or its COPY ops must not (the controls); --tp 2 with stages 1-3
+# on 4 ranks likewise, and stage 3 with --recompute. And every rank must
 # allocate exactly its plan's buffer table (ZeRO's shards and staging buffers included).
 #
 # Tolerance: as in test_exec_equivalence.sh, the runs differ only in the order float32
@@ -63,6 +63,31 @@ same gpt gpt-z2-tied 2 $gpt --batch 8 --strategy ring --zero 2
 same gpt gpt-z3-tied 2 $gpt --batch 8 --strategy mpi-allreduce --zero 3
 same gpt gpt-z3-tied-bucket 2 $gpt --batch 8 --strategy ring --zero 3 --bucket 4KiB
 same gpt gpt-tp2-z2-tied 4 $gpt --batch 8 --strategy ring --tp 2 --zero 2
+# stage 3 with --tp 2 (dp 2 x tp 2): each tensor rank's packed shards (the vocabulary-parallel
+# table and head, the column/row pairs) gathered per layer from its 2 data-parallel peers;
+# with accumulation (global batch 32: 1 rank --batch 16 --accumulate 2), ring with 4 KiB
+# buckets. Seen: 2.98e-8 each. Controls: without the ZERO before a unit's
+# backward (gradients carried over: NaN seen), without the COPY of the shard into staging.
+same gpt gpt-tp2-z3 4 $gpt --batch 8 --strategy mpi-allreduce --tp 2 --zero 3
+same gpt gpt-tp2-z3-bucket 4 $gpt --batch 8 --strategy ring --tp 2 --zero 3 --bucket 4KiB
+exec_ok gpt-acc 1 $gpt --batch 16 --accumulate 2 || exit 1
+same gpt-acc gpt-tp2-z3-acc 4 $gpt --batch 8 --accumulate 2 --strategy ring --tp 2 --zero 3
+differs gpt ctl-tp2-z3-zero 4 $gpt --batch 8 --strategy ring --tp 2 --zero 3 --drop-op zero
+differs gpt ctl-tp2-z3-copy 4 $gpt --batch 8 --strategy ring --tp 2 --zero 3 --drop-op copy
+# stage 3 with --recompute: the recomputed forward gathers its layers' parameters again
+# before the backward's own gather (full: every block layer; selective: the attention cores,
+# which have none), and with 1 KiB buckets on tp-mlp a unit cut by a segment's end is gathered
+# once more after the recomputation (without that: 0.33 off, seen). Seen: 3e-8, 8.9e-8.
+# Control: without the recomputation's gathers (--drop-op recompute-gather: 0.042 off, seen).
+same gpt gpt-z3-full 2 $gpt --batch 8 --strategy ring --zero 3 --recompute full
+same gpt gpt-z3-selective 2 $gpt --batch 8 --strategy mpi-allreduce --zero 3 --recompute selective
+same gpt gpt-tp2-z3-full 4 $gpt --batch 8 --strategy ring --tp 2 --zero 3 --recompute full
+same tpm tpm-z3-full-bucket 2 $tpm --batch 16 --momentum 0.9 --strategy ring --zero 3 \
+  --recompute full --bucket 1KiB
+differs gpt ctl-z3-full-gather 2 $gpt --batch 8 --strategy ring --zero 3 --recompute full \
+  --drop-op recompute-gather
+differs tpm ctl-z3-full-bucket-gather 2 $tpm --batch 16 --momentum 0.9 --strategy ring \
+  --zero 3 --recompute full --bucket 1KiB --drop-op recompute-gather
 differs gpt ctl-z2-tied-zero 2 $gpt --batch 8 --strategy ring --zero 2 --drop-op zero
 differs tpm ctl-tp2-copy2 4 $tpm --batch 16 --momentum 0.9 --strategy ring --tp 2 --zero 2 \
   --drop-op copy

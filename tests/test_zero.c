@@ -301,11 +301,12 @@ static void stage1_with_pipelines(void **state)
     dt_model_destroy(m);
 }
 
-/* --tp T with --zero 1 and 2: each tensor rank's packed parameters (psi_t, its shards: the
+/* --tp T with --zero 1, 2 and 3: each tensor rank's packed parameters (psi_t, its shards: the
  * plan's n_params without ZeRO) are what ZeRO shards over its N = p / T data-parallel peers,
- * so the N ranks of tensor rank k sum to N (P + G) psi_t + K psi_t (stage 1) and
- * N P psi_t + (G + K) psi_t + N G staging (stage 2, staging: its largest layer shard). Adam
- * in fp32 (4, 4, 8); --zero 3 and a single replica are refused. */
+ * so the N ranks of tensor rank k sum to N (P + G) psi_t + K psi_t (stage 1),
+ * N P psi_t + (G + K) psi_t + N G staging (stage 2, staging: its largest layer shard) and
+ * (P + G + K) psi_t + N (P + G) staging (stage 3). Adam in fp32 (4, 4, 8); a single replica
+ * is refused. */
 static void tensor_parallel_zero(void **state)
 {
     (void)state;
@@ -314,7 +315,7 @@ static void tensor_parallel_zero(void **state)
         struct dt_topology *t = nodes(1, n);
         struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
         const int N = n / 2;
-        for (int stage = 1; stage <= 2; stage++) {
+        for (int stage = 1; stage <= 3; stage++) {
             char flags[64];
             snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
             struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
@@ -325,8 +326,9 @@ static void tensor_parallel_zero(void **state)
                     staging = fmax(staging, (double)dt_shard_params(m, v, l));
                 for (int r = k; r < n; r += 2)
                     got += model_states(plan, r);
-                double want = stage == 1 ? N * 8 * psi + 8 * psi
-                                         : N * 4 * psi + 12 * psi + N * 4 * staging;
+                double want = stage == 1   ? N * 8 * psi + 8 * psi
+                              : stage == 2 ? N * 4 * psi + 12 * psi + N * 4 * staging
+                                           : 16 * psi + N * 8 * staging;
                 if (got != want)
                     fail_msg("%s on %d ranks, tensor rank %d: %.0f bytes, the form %.0f", flags,
                              n, k, got, want);
@@ -339,7 +341,7 @@ static void tensor_parallel_zero(void **state)
     static const struct {
         int ranks, zero;
         const char *why;
-    } refused[] = {{4, 3, "--tp with --zero 3 is not implemented"}, {2, 1, "leaves one"}};
+    } refused[] = {{2, 1, "leaves one"}, {2, 3, "leaves one"}};
     for (int i = 0; i < 2; i++) {
         struct dt_topology *t = nodes(1, refused[i].ranks);
         struct dt_plan_options o;
@@ -351,6 +353,87 @@ static void tensor_parallel_zero(void **state)
         assert_false(dt_strategy_fits_options(&o, m, t, refused[i].ranks, why, sizeof why));
         if (!strstr(why, refused[i].why))
             fail_msg("tp 2, zero %d on %d ranks: %s", o.zero, refused[i].ranks, why);
+        dt_topology_destroy(t);
+    }
+    dt_model_destroy(m);
+}
+
+/* --tp 2 with ZeRO, as dtsim plays it: the f/g allreduces stay, and the data-parallel traffic
+ * of each tensor rank's psi_t over its N peers is plain data parallelism's (2 (N - 1) / N x
+ * 4 psi_t) at stages 1-2 and 1.5 times it at stage 3: the plan's bytes minus those of --tp 2
+ * without ZeRO are 0, 0 and 0.5 x that, per rank. */
+static void tensor_parallel_traffic(void **state)
+{
+    (void)state;
+    struct dt_model *m = model();
+    for (int n = 4; n <= 8; n *= 2) {
+        struct dt_topology *t = nodes(1, n);
+        struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
+        const int N = n / 2;
+        for (int stage = 1; stage <= 3; stage++) {
+            char flags[64];
+            snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
+            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
+            for (int r = 0; r < n; r++) {
+                double psi = (double)base->ranks[r].n_params;
+                double more = stage == 3 ? 0.5 * 2.0 * (N - 1) / N * 4 * psi : 0;
+                double got = sent(plan, r) - sent(base, r);
+                if (fabs(got - more) > 1e-9 * psi)
+                    fail_msg("%s on %d ranks, rank %d: %.0f bytes more than --tp 2 alone, the "
+                             "closed form %.0f", flags, n, r, got, more);
+            }
+            dt_plan_destroy(plan);
+        }
+        dt_plan_destroy(base);
+        dt_topology_destroy(t);
+    }
+    dt_model_destroy(m);
+}
+
+/* Stage 3 with --recompute full on tiny-gpt: each block is a checkpoint segment whose layers
+ * but the last (the residual add, no parameters) are recomputed, so the recomputation
+ * gathers every block parameter once more per micro-batch, as DeepSpeed does: per rank
+ * (N - 1) / N x 4 x the blocks' psi_b (12 L h^2 + 13 L h = 25,408 for L = 2, h = 32; without
+ * --tp; with --tp 2 the tensor rank's: its psi_t less its table shard and ln_f) x
+ * micro-batches more than stage 3 without it, beside what the recomputation sends without
+ * ZeRO (with --tp: the g allreduces after the recomputed row-parallel layers). Selective
+ * recomputation re-runs the attention cores only, which have no parameters: nothing more. */
+static void stage3_recompute_traffic(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    const int ln_f = m->n_layers - 3; /* before lm_head and the loss */
+    static const struct {
+        int n;
+        const char *flags;
+    } cases[] = {{2, ""}, {4, ""}, {2, " accumulate=2"}, {4, " tp=2"}, {8, " tp=2 accumulate=2"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct dt_topology *t = nodes(1, cases[c].n);
+        char flags[5][96]; /* stage 3 none, full, selective; no ZeRO none, full */
+        const char *mode[5] = {"none", "full", "selective", "none", "full"};
+        struct dt_plan *plan[5];
+        for (int k = 0; k < 5; k++) {
+            snprintf(flags[k], sizeof flags[k], "zero=%d recompute=%s%s", k < 3 ? 3 : 0,
+                     mode[k], cases[c].flags);
+            plan[k] = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags[k]);
+        }
+        const int N = plan[0]->dp, K = plan[0]->micro_batches;
+        for (int r = 0; r < cases[c].n; r++) {
+            const struct dt_layer_view *v = plan[0]->views[plan[0]->ranks[r].view];
+            double blocks = 0; /* the tensor rank's block parameters */
+            for (int l = 1; l < ln_f; l++)
+                blocks += (double)dt_shard_params(m, v, l);
+            double recompute = sent(plan[4], r) - sent(plan[3], r);
+            double want = K * (N - 1.0) / N * 4 * blocks + recompute, base = sent(plan[0], r);
+            double full = sent(plan[1], r) - base, sel = sent(plan[2], r) - base;
+            bool tp = strstr(cases[c].flags, "tp") != NULL;
+            assert_true(tp || blocks == 12 * 2 * 32 * 32 + 13 * 2 * 32);
+            if (fabs(full - want) > 1e-9 * want || sel != 0 || (!tp && recompute != 0))
+                fail_msg("%s, rank %d: %.0f bytes more than without, selective %.0f; the closed "
+                         "form %.0f and 0", flags[1], r, full, sel, want);
+        }
+        for (int k = 0; k < 5; k++)
+            dt_plan_destroy(plan[k]);
         dt_topology_destroy(t);
     }
     dt_model_destroy(m);
@@ -390,6 +473,8 @@ int main(void)
         cmocka_unit_test(stage1_with_pipelines),
         cmocka_unit_test(other_strategies_refused),
         cmocka_unit_test(tensor_parallel_zero),
+        cmocka_unit_test(tensor_parallel_traffic),
+        cmocka_unit_test(stage3_recompute_traffic),
         cmocka_unit_test(tied_table_held_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

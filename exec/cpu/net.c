@@ -432,6 +432,21 @@ static bool received(const struct dtk_net_view *v, int j)
     return v->layers && v->layers[j].dact_received;
 }
 
+/* ZeRO-3: the ranges the rank owns of its view's packed layout, from the model's parameters. */
+static int init_owned(struct dtk_net *net, float *all)
+{
+    long n = dt_shard_packed_floats(net->model, net->view);
+    float *packed = malloc((size_t)(n ? n : 1) * sizeof *packed);
+    if (!packed)
+        return -1;
+    dt_shard_copy_packed(net->model, net->view, packed, all, false);
+    for (int i = 0; i < net->n_owned; i++)
+        memcpy(net->params + net->owned[i].offset, packed + net->owned[i].packed_offset,
+               (size_t)net->owned[i].count * sizeof *packed);
+    free(packed);
+    return 0;
+}
+
 /* Copies the run layers' parameters from the model's flat layout into the packed buffer. */
 static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
 {
@@ -450,9 +465,7 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
     if (!all)
         return -1;
     dtk_init_model(all, m, init, seed);
-    for (int i = 0; i < net->n_owned; i++)
-        memcpy(net->params + net->owned[i].offset, all + net->owned[i].model_offset,
-               (size_t)net->owned[i].count * sizeof *all);
+    int rc = net->n_owned ? init_owned(net, all) : 0;
     for (int i = 0; i < m->n_layers && !net->n_owned; i++) {
         if (net->lay[i].runs)
             dt_shard_copy(m, net->view, i, net->params, all, false);
@@ -463,7 +476,7 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
         }
     }
     free(all);
-    return 0;
+    return rc;
 }
 
 /* Under mixed precision the parameters are the float32 initialisation rounded to the dtype

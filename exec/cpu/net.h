@@ -57,8 +57,8 @@ struct dtk_net_view {
     long n_params;                      /* with layers: the rank's packed parameters */
     long n_grads;                       /* with layers: its gradients when not n_params
                                            (ZeRO-2: a layer's grad_offset says where) */
-    const struct dt_param_range *owned; /* with layers: ZeRO-3's ranges of the model's
-                                           parameters the rank owns, the only ones it
+    const struct dt_param_range *owned; /* with layers: ZeRO-3's ranges of the view's
+                                           packed parameters the rank owns, the only ones it
                                            initialises (the layers' staging is gathered) */
     int n_owned;
     int opt_moments;                    /* optimizer floats per parameter the net allocates

@@ -170,7 +170,8 @@ struct dt_op {
     int shards;              /* COMPUTE: the layer's work is split over this many tensor-
                                 parallel ranks (dt/tensor.h; dtc_push stamps it); 0 or 1: whole */
     bool recompute;          /* COMPUTE forward: a re-run, before the backward that needs them,
-                                of a forward whose outputs were not kept (--recompute) */
+                                of a forward whose outputs were not kept (--recompute); COPY,
+                                COLL: ZeRO-3's gather of its parameters again */
 };
 
 struct dt_group {
@@ -195,10 +196,12 @@ struct dt_layer_view {
     int shard_kind, shard_index, shard_count;
 };
 
-/* Model parameters [model_offset, + count) held at the rank's PARAMS[offset] (ZeRO-3's shards:
- * the rank owns them; its layer view points at the staging buffer they are gathered into). */
+/* Parameters [packed_offset, + count) of the rank's view's packed layout (dt_shard_copy_packed:
+ * the model's layout without --tp, its tensor shards packed with it) held at the rank's
+ * PARAMS[offset] (ZeRO-3's shards: the rank owns them; its layer view points at the staging
+ * buffer they are gathered into). */
 struct dt_param_range {
-    long model_offset, offset, count;
+    long packed_offset, offset, count;
 };
 
 struct dt_program {

@@ -88,5 +88,12 @@ void dt_shard_keep(const struct dt_model *m, const struct dt_layer_view *v, int 
  * param_offset) into the rank's packed buffer (at v[l].param_offset), or back (to_full). */
 void dt_shard_copy(const struct dt_model *m, const struct dt_layer_view *v, int l,
                    float *packed, float *full, bool to_full);
+/* The packed layout of view v's shards: every layer's shard in model order (a tensor rank's
+ * parameters as --tp lays them out; the model's own layout without --tp). Its floats, and
+ * the copy of every layer between it and the model's layout; v's param_offsets are not read
+ * (ZeRO-3 points them at its staging buffer). */
+long dt_shard_packed_floats(const struct dt_model *m, const struct dt_layer_view *v);
+void dt_shard_copy_packed(const struct dt_model *m, const struct dt_layer_view *v,
+                          float *packed, float *full, bool to_full);
 
 #endif
