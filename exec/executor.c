@@ -118,8 +118,9 @@ static enum dt_dtype dtype_of(const struct dtx_exec *ex, const struct dt_region 
  * gradient holds one slot's rows). */
 static char *at(struct dtx_exec *ex, const struct dt_region *g)
 {
-    long offset = g->buf == DT_BUF_DACT ? dtk_net_dact_offset(ex->net, g->layer, g->offset)
-                                        : g->offset;
+    long offset = g->buf == DT_BUF_DACT  ? dtk_net_dact_offset(ex->net, g->layer, g->offset)
+                  : g->buf == DT_BUF_ACT ? dtk_net_act_offset(ex->net, g->layer, g->offset)
+                                         : g->offset;
     return buffer_of(ex, g) + (size_t)offset * dt_dtype_size(dtype_of(ex, g));
 }
 
@@ -386,7 +387,7 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, int 
                              .dtype = ex->dtype,
                              .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks)),
                              .dact = dt_plan_rank_dact(plan, (int)(rp - plan->ranks)),
-                             .slot_rows = rp->slot_rows};
+                             .slot_rows = rp->slot_rows, .ws_rows = rp->ws_rows};
     int rc = dtk_net_create_view(m, &v, init, seed, &ex->net, err);
     if (rc)
         return rc;

@@ -733,8 +733,9 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
             }
         }
     int eval_rows = 1 << 30;
-    for (int r = 0; r < plan->n_ranks && !rc; r++) {
-        int cap = plan->ranks[r].slots * plan->ranks[r].slot_rows;
+    for (int r = 0; r < plan->n_ranks && !rc; r++) { /* a recomputation workspace: one slot */
+        int slots = plan->opt.recompute != DT_RECOMPUTE_NONE ? 1 : plan->ranks[r].slots;
+        int cap = slots * plan->ranks[r].slot_rows;
         eval_rows = cap < eval_rows ? cap : eval_rows;
     }
     for (int r = 0; r < plan->n_ranks && !rc; r++) {

@@ -20,24 +20,27 @@ static double buffer_size(const struct dt_plan *plan, int r, const struct dt_reg
     if (g->buf == DT_BUF_ACT || g->buf == DT_BUF_DACT) {
         if (g->layer < 0 || g->layer >= plan->model->n_layers)
             return -1;
-        const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
-        const struct dt_rank_plan *rp = &plan->ranks[r];
-        if (g->buf == DT_BUF_ACT && rc && rc->act_ws[g->layer]) /* in the workspace */
-            return (double)dt_shard_act_floats(plan->model, plan->views[rp->view], g->layer) *
-                   rp->slots * rp->slot_rows;
         return dt_plan_buffer_layer(plan, r, g->buf, g->layer);
     }
     return dt_plan_buffer_elems(plan, r, g->buf);
 }
 
-/* A pooled gradient holds one slot: its region names rows of one slot (dt/plan.h). */
-static bool inside_slot(const struct dt_plan *plan, int r, const struct dt_region *g)
+/* A pooled gradient holds one slot, an output in the recomputation workspace ws_rows rows:
+ * the region names rows of the rank's slots (dt/plan.h) inside one such block. */
+static bool inside_block(const struct dt_plan *plan, int r, const struct dt_region *g,
+                         int block_rows)
 {
     const struct dt_rank_plan *rp = &plan->ranks[r];
-    long slot = dt_shard_act_floats(plan->model, plan->views[rp->view], g->layer) *
-                rp->slot_rows;
-    return g->offset + g->count <= slot * rp->slots &&
-           (g->count == 0 || g->offset / slot == (g->offset + g->count - 1) / slot);
+    long row = dt_shard_act_floats(plan->model, plan->views[rp->view], g->layer);
+    long block = row * block_rows;
+    return block > 0 && g->offset + g->count <= row * rp->slots * rp->slot_rows &&
+           (g->count == 0 || g->offset / block == (g->offset + g->count - 1) / block);
+}
+
+static bool in_workspace(const struct dt_plan *plan, int r, int layer)
+{
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
+    return rc && rc->act_ws[layer];
 }
 
 static bool inside(const struct dt_plan *plan, int r, const struct dt_region *g)
@@ -46,7 +49,10 @@ static bool inside(const struct dt_plan *plan, int r, const struct dt_region *g)
         return false;
     if (g->buf == DT_BUF_DACT && g->layer >= 0 && g->layer < plan->model->n_layers &&
         dt_plan_dact_pooled(plan, r, g->layer))
-        return inside_slot(plan, r, g);
+        return inside_block(plan, r, g, plan->ranks[r].slot_rows);
+    if (g->buf == DT_BUF_ACT && g->layer >= 0 && g->layer < plan->model->n_layers &&
+        in_workspace(plan, r, g->layer))
+        return inside_block(plan, r, g, plan->ranks[r].ws_rows);
     return (double)g->offset + (double)g->count <= buffer_size(plan, r, g);
 }
 
@@ -73,6 +79,9 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
         if (op->slot < 0 || op->samples < 1 ||
             (long)op->slot * rp->slot_rows + op->samples > cap)
             return "rows outside the rank's activation slots";
+        if (op->kind == DT_OP_COMPUTE && rp->ws_rows > 0 &&
+            (long)op->slot * rp->slot_rows % rp->ws_rows + op->samples > rp->ws_rows)
+            return "rows across the end of the recomputation workspace";
         if (op->kind == DT_OP_LOAD && op->row0 < 0)
             return "rows outside the rank's step batch";
         return NULL;

@@ -79,42 +79,25 @@ static void sqrt_segments(const struct dt_model *m, const bool *cut, int *seg)
     }
 }
 
-/* A pipeline stage may run part of a segment (its boundary cuts a block): the segments become
- * the runs of consecutive layers of one segment that the rank runs, numbered in order (the
- * segments themselves when nothing is cut), so that a stage recomputes its part of a cut
- * block from the part's input too, as Megatron-LM's stages recompute each of their layers. */
-static void rank_pieces(const struct dt_model *m, const struct dt_layer_view *v, int *seg)
-{
-    int pieces = 0, prev = -1; /* the segment of layer l - 1 when the rank runs it, else -1 */
-    for (int l = 0; l < m->n_layers; l++) {
-        int s = seg[l];
-        if (s < 0 || (v && !v[l].runs)) {
-            seg[l] = prev = -1;
-            continue;
-        }
-        pieces += s != prev;
-        seg[l] = pieces - 1;
-        prev = s;
-    }
-}
-
-/* Whether a layer outside layer l's segment reads its output (on another stage: it is sent). */
-static bool read_outside(const struct dt_model *m, const int *seg, int l)
-{
-    for (int j = l + 1; j < m->n_layers; j++)
-        for (int k = 0; k < m->layers[j].n_in; k++)
-            if (m->layers[j].in[k] == l && seg[j] != seg[l])
-                return true;
-    return false;
-}
-
-/* Whether layer l is inside its segment (not its last layer) and read only inside it, so that
- * the segment's recomputation covers it. */
-static bool interior(const struct dt_model *m, const int *seg, int l)
+/* Whether layer l is inside the part of its segment that the rank runs (not that part's last
+ * layer) and only the rank reads it (sent[l]: a layer of another rank reads it), so that the
+ * part's recomputation covers it. A segment cut by a pipeline stage boundary is recomputed
+ * part by part: each part starts from what the rank receives, which it keeps anyway. */
+static bool interior(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
+                     const bool *sent, int l)
 {
     if (seg[l] < 0 || l == m->n_layers - 1 || seg[l + 1] != seg[l])
         return false;
-    return !read_outside(m, seg, l);
+    return !v || (v[l].runs && v[l + 1].runs && !sent[l]);
+}
+
+/* Whether layer l ends the rank's part of a segment that goes on past it on another rank: its
+ * output is sent and stays, but what it keeps for its backward is recomputed with the part
+ * (Megatron recomputes the whole layer; an attention core's probabilities are the most). */
+static bool cut_short(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
+                      int l)
+{
+    return v && v[l].runs && seg[l] >= 0 && l < m->n_layers - 1 && seg[l + 1] == seg[l];
 }
 
 static void sizes(const struct dt_model *m, const struct dt_layer_view *v, int l, long *act,
@@ -154,8 +137,17 @@ static void place(struct dt_recompute_layout *rc, const struct dt_model *m, cons
     }
 }
 
+/* sent[l]: a layer the rank does not run reads layer l (v NULL: none). */
+static void find_sent(const struct dt_model *m, const struct dt_layer_view *v, bool *sent)
+{
+    for (int k = 0; v && k < m->n_layers; k++)
+        for (int j = 0; j < m->layers[k].n_in && !v[k].runs; j++)
+            if (m->layers[k].in[j] >= 0)
+                sent[m->layers[k].in[j]] = true;
+}
+
 static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const struct dt_layer_view *v,
-                 enum dt_recompute mode, const bool *cut)
+                 enum dt_recompute mode, const bool *cut, const bool *sent)
 {
     int n = m->n_layers;
     if (mode == DT_RECOMPUTE_SELECTIVE) { /* each attention layer is a segment of its own */
@@ -170,9 +162,10 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
     for (int l = 0; l < n; l++)
         blocks |= is_attention(&m->layers[l]);
     (blocks ? block_segments : sqrt_segments)(m, cut, rc->segment);
-    rank_pieces(m, v, rc->segment);
-    for (int l = 0; l < n; l++)
-        rc->act_ws[l] = rc->keep_ws[l] = interior(m, rc->segment, l);
+    for (int l = 0; l < n; l++) {
+        rc->act_ws[l] = interior(m, v, rc->segment, sent, l);
+        rc->keep_ws[l] = rc->act_ws[l] || cut_short(m, v, rc->segment, l);
+    }
     /* a kept flatten view keeps the output it is a view of */
     for (int l = n - 1; l >= 0; l--) {
         const struct dt_layer *L = &m->layers[l];
@@ -193,19 +186,22 @@ int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,
     rc->act_at = calloc((size_t)n, sizeof *rc->act_at);
     rc->keep_at = calloc((size_t)n, sizeof *rc->keep_at);
     rc->ikeep_at = calloc((size_t)n, sizeof *rc->ikeep_at);
-    bool *cut = calloc((size_t)n, sizeof *cut);
+    bool *cut = calloc((size_t)n, sizeof *cut), *sent = calloc((size_t)n, sizeof *sent);
     if (!rc->segment || !rc->act_ws || !rc->keep_ws || !rc->act_at || !rc->keep_at ||
-        !rc->ikeep_at || !cut) {
+        !rc->ikeep_at || !cut || !sent) {
         free(cut);
+        free(sent);
         dt_recompute_free(rc);
         return DT_ENOMEM;
     }
     for (int l = 0; l < n; l++)
         rc->segment[l] = -1;
     find_cuts(m, cut);
+    find_sent(m, v, sent);
     if (mode != DT_RECOMPUTE_NONE)
-        mark(rc, m, v, mode, cut);
+        mark(rc, m, v, mode, cut, sent);
     free(cut);
+    free(sent);
     place(rc, m, v);
     return DT_OK;
 }
@@ -250,6 +246,22 @@ const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *p
     int v = plan->ranks[rank].view;
     const struct dt_recompute_layout *rc = v < plan->n_recompute ? plan->recompute[v] : NULL;
     return rc && rc->any ? rc : NULL;
+}
+
+static int widest_compute(const struct dt_op *ops, int n)
+{
+    int most = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == DT_OP_COMPUTE && ops[i].samples > most)
+            most = ops[i].samples;
+    return most;
+}
+
+int dt_plan_ws_rows(const struct dt_rank_plan *rp)
+{
+    int a = widest_compute(rp->ops, rp->n_ops), b = widest_compute(rp->eval.ops, rp->eval.n_ops);
+    int per = rp->slot_rows > 0 ? rp->slot_rows : 1, slots = ((a > b ? a : b) + per - 1) / per;
+    return per * (slots < 1 ? 1 : slots > rp->slots && rp->slots > 0 ? rp->slots : slots);
 }
 
 /* ---- the step program ---- */

@@ -327,11 +327,13 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     }
     if (!rc && dl->pool) /* one slot's rows */
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, -1, (double)dl->pool * rp->slot_rows);
+    rp->ws_rows = rcmp ? dt_plan_ws_rows(rp) : 0;
     if (rcmp && rcmp->ws_floats)
-        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1, (double)rcmp->ws_floats * rows);
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1,
+                                 (double)rcmp->ws_floats * rp->ws_rows);
     if (rcmp && rcmp->ws_ints)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, DT_TYPE_I32, -1,
-                                 (double)rcmp->ws_ints * rows);
+                                 (double)rcmp->ws_ints * rp->ws_rows);
     long in = dt_shape_size(&m->input);
     if (rp->first)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_INPUT, DT_TYPE_F32, -1, in * rows);

@@ -489,7 +489,7 @@ static const char *losing_term(const struct candidate *c, const struct candidate
 }
 
 /* A family's first member its strategy refused (NULL: none). */
-static const struct candidate *first_refused(const struct search *s, int f)
+static struct candidate *first_refused(const struct search *s, int f)
 {
     for (int i = 0; i < s->n; i++)
         if (s->c[i].family == f && not_applicable(&s->c[i]))
@@ -497,10 +497,24 @@ static const struct candidate *first_refused(const struct search *s, int f)
     return NULL;
 }
 
-static const char *refusal(const struct candidate *c)
+/* Why a candidate does not apply: its strategy's refusal, else its compile's own message
+ * (compiled again here: the process that compiled it may be another, and only numbers are
+ * combined). */
+static const char *refusal(const struct search *s, struct candidate *c)
 {
-    return c->why[0] ? c->why : "its plans could not be compiled (run dtsim with their flags "
-                                "to see why)";
+    if (!c->why[0]) {
+        struct dt_plan *plan = NULL;
+        struct dt_error err = {0};
+        if (dt_plan_probe(s->rq->model, s->rq->topo, &c->opt, &plan, &err) == DT_OK)
+            dt_plan_destroy(plan);
+        const char *head = "its plans could not be compiled: ";
+        size_t n = strlen(head);
+        memcpy(c->why, head, n);
+        /* the message as far as it fits */
+        snprintf(c->why + n, sizeof c->why - n, "%.*s", (int)(sizeof c->why - n - 1),
+                 err.msg[0] ? err.msg : "no message");
+    }
+    return c->why;
 }
 
 /* The families that apply nowhere, a line per reason: "--tp is not implemented yet (16
@@ -511,19 +525,19 @@ static void print_refused(const struct search *s, const bool *applies, FILE *out
     if (!done)
         return;
     for (int f = 0; f < s->n_families; f++) {
-        const struct candidate *ref = first_refused(s, f);
+        struct candidate *ref = first_refused(s, f);
         if (applies[f] || done[f] || !ref)
             continue;
         int count = 0;
         for (int g = f; g < s->n_families; g++) {
-            const struct candidate *rg = first_refused(s, g);
-            if (!applies[g] && !done[g] && rg && strcmp(refusal(rg), refusal(ref)) == 0) {
+            struct candidate *rg = first_refused(s, g);
+            if (!applies[g] && !done[g] && rg && strcmp(refusal(s, rg), refusal(s, ref)) == 0) {
                 done[g] = true;
                 count++;
             }
         }
         fprintf(out, "  not applicable (%d famil%s: %s%s): %s\n", count, count > 1 ? "ies" : "y",
-                s->families[f], count > 1 ? ", ..." : "", refusal(ref));
+                s->families[f], count > 1 ? ", ..." : "", refusal(s, ref));
     }
     free(done);
 }

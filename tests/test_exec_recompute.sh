@@ -30,6 +30,13 @@ check cnn-gpipe 2 full $cnn --strategy gpipe --pp 2 --micro-batches 2
 # 3 stages cut tiny-gpt's blocks: each stage recomputes its part of a cut block (the layers
 # whose outputs go to the next stage kept)
 check gpt-1f1b 3 full $gpt --strategy 1f1b --pp 3 --micro-batches 2
+# stage boundaries inside a block: each stage recomputes its part (the first ends at the
+# attention core, whose probabilities it recomputes; the second at the MLP's GELU); the
+# workspace holds one micro-batch of 4
+cut1="--strategy 1f1b --pp 2 --micro-batches 4 --stages 0-3,4-23"
+cut2="--strategy gpipe --pp 2 --micro-batches 2 --stages 0-8,9-23 --precision bf16"
+check gpt-cut1 2 "full selective" $gpt $cut1
+check gpt-cut2 2 full $gpt $cut2
 
 # controls
 differs gpt-none ctl-gpt-full 1 $gpt --recompute full --drop-op recompute
@@ -37,5 +44,6 @@ differs gpt-none ctl-gpt-selective 1 $gpt --recompute selective --drop-op recomp
 differs cnn-none ctl-cnn-full 1 $cnn --recompute full --drop-op recompute
 differs gpt-1f1b-none ctl-gpt-1f1b-full 3 $gpt --strategy 1f1b --pp 3 --micro-batches 2 \
   --recompute full --drop-op recompute
+differs gpt-cut1-none ctl-gpt-cut1 2 $gpt $cut1 --recompute full --drop-op recompute
 differs drop-none ctl-drop-seed 1 $drop --recompute full --seed 8
 exit $((fails > 0))

@@ -193,6 +193,17 @@ static void cnn_segments_of_sqrt_layers(void **state)
     dt_model_destroy(m);
 }
 
+static bool plan_runs(const struct dt_plan *p, int r, int l)
+{
+    return p->views[p->ranks[r].view][l].runs;
+}
+
+static bool rc_keep(const struct dt_plan *p, int r, int l)
+{
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(p, r);
+    return rc && rc->keep_ws[l] && !rc->act_ws[l];
+}
+
 /* Rank r of plan b (with --recompute) against a (without): its recompute ops in place, one
  * per recomputed layer and micro-batch, and no more activation memory. */
 static void check_rank(const struct dt_plan *a, const struct dt_plan *b, int r)
@@ -240,6 +251,48 @@ static void every_family(void **state)
     dt_topology_destroy(t);
     dt_model_destroy(gpt);
     dt_model_destroy(cnn);
+}
+
+/* A pipeline stage boundary inside a block (1f1b, 2 stages, 4 micro-batches of 2 rows):
+ * each stage recomputes its part of the block from what it receives, as Megatron recomputes
+ * whole layers from their stage's input. Under full only the layer inputs stay per
+ * micro-batch: what a stage receives or sends, the blocks' ends and the layers outside
+ * blocks; the attention core that ends stage 0 recomputes its probabilities; and the
+ * workspace holds one micro-batch (2 rows), not every slot's. */
+static void stage_cut_blocks(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    const char *cut = "pp=2 micro-batches=4 stages=0-3,4-23";
+    char flags[128];
+    snprintf(flags, sizeof flags, "%s recompute=full", cut);
+    struct dt_plan *none = test_plan(m, t, DT_STRAT_1F1B, 8, cut);
+    struct dt_plan *full = test_plan(m, t, DT_STRAT_1F1B, 8, flags);
+    int core = layer(m, "transformer.h.0.attn.core"), end0 = layer(m, "transformer.h.0.mlp.add");
+    int end1 = layer(m, "transformer.h.1.mlp.add");
+    for (int r = 0; r < 2; r++) {
+        const struct dt_rank_plan *rp = &full->ranks[r];
+        const struct dt_recompute_layout *rc = dt_plan_rank_recompute(full, r);
+        assert_non_null(rc);
+        assert_int_equal(rp->slot_rows, 2);
+        assert_int_equal(rp->ws_rows, 2);
+        assert_true(kept(full, r, -1) == (double)rc->ws_floats * 2 * 4); /* fp32 */
+        for (int l = 1; l < end1; l++) {
+            bool input = l == core || l == end0; /* sent by stage 0, or a block's end */
+            if (plan_runs(full, r, l))
+                assert_true(kept(full, r, l) == (input ? rp->slots * 2 * 4.0 * 16 * 32 : 0));
+        }
+        check_rank(none, full, r);
+    }
+    /* stage 0 runs ln_1, c_attn and the core: nothing of them stays per micro-batch but the
+     * core's output (sent); before, its probabilities (heads x T x T) stayed too */
+    assert_true(kept(none, 0, core) > kept(full, 0, core));
+    assert_true(rc_keep(full, 0, core));
+    dt_plan_destroy(none);
+    dt_plan_destroy(full);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
 }
 
 /* Whether layer l's output crosses rank r's stage boundary: r holds it and one of l and its
@@ -310,6 +363,7 @@ int main(void)
         cmocka_unit_test(cnn_segments_of_sqrt_layers),
         cmocka_unit_test(every_family),
         cmocka_unit_test(stages_keep_block_outputs),
+        cmocka_unit_test(stage_cut_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@ struct dtk_lay {
     bool alias;             /* flatten: act/dact are the input's */
     bool pooled;            /* dact holds one slot's rows, in the gradient pool (row b0 of the
                                batch at b0 mod slot_rows) */
+    bool act_ws, keep_ws;   /* act / aux (and iaux) hold ws_rows rows, in the recomputation
+                               workspace (row b0 at b0 mod ws_rows) */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
     int owner;              /* the layer whose dact this is (itself unless a flatten view) */
     int zero_at;            /* owner only: the backward that zeroes dact first (its last
@@ -90,6 +92,7 @@ struct dtk_net {
     struct staged { uint16_t *h; float *f; long n; } staged[2 * DT_MAX_INPUTS + 8];
     const struct dt_recompute_layout *rcmp; /* --recompute: the workspace's layout, or NULL */
     int slot_rows;          /* rows of a pooled gradient */
+    int ws_rows;            /* rows of the recomputation workspace */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
     struct dtk_rng *drop_rngs; /* the recomputed dropouts' drop_rng, one allocation */
 };
@@ -593,8 +596,9 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     if (model->input_is_tokens && net->lay[0].runs)
         iacts += net->in_sz * max_batch;
     net->rcmp = v->recompute;
-    long ws = net->rcmp ? net->rcmp->ws_floats * max_batch : 0;
-    long iws = net->rcmp ? net->rcmp->ws_ints * max_batch : 0;
+    net->ws_rows = v->ws_rows > 0 ? v->ws_rows : max_batch;
+    long ws = net->rcmp ? net->rcmp->ws_floats * net->ws_rows : 0;
+    long iws = net->rcmp ? net->rcmp->ws_ints * net->ws_rows : 0;
     net->slot_rows = v->dact ? v->slot_rows : max_batch;
     long pool = v->dact ? v->dact->pool * net->slot_rows : 0;
     acts += ws + pool;
@@ -672,13 +676,15 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         const struct dt_layer *L = &model->layers[i];
         struct dtk_lay *ly = &net->lay[i];
         if (ly->alias) {
+            ly->act_ws = net->lay[L->in[0]].act_ws;
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
             ly->act16 = net->lay[L->in[0]].act16;
             ly->dact16 = ly->need ? net->lay[L->in[0]].dact16 : NULL;
         } else if (ly->holds) {
-            if (rw && rw->act_ws[i]) /* the workspace's, at the plan's offset */
-                arena_at(net, rw->act_at[i] * max_batch, &ly->act, &ly->act16);
+            ly->act_ws = rw && rw->act_ws[i];
+            if (ly->act_ws) /* the workspace's, at the plan's offset */
+                arena_at(net, rw->act_at[i] * net->ws_rows, &ly->act, &ly->act16);
             else
                 carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
             if (ly->pooled) /* the pool's, at the plan's offset */
@@ -686,9 +692,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             else if (ly->need)
                 carve(net, &fp, ly->out_sz * max_batch, &ly->dact, &ly->dact16);
         }
-        if (rw && rw->keep_ws[i]) {
-            arena_at(net, rw->keep_at[i] * max_batch, &ly->aux, &ly->aux16);
-            ly->iaux = net->iarena + rw->ikeep_at[i] * max_batch;
+        ly->keep_ws = rw && rw->keep_ws[i];
+        if (ly->keep_ws) {
+            arena_at(net, rw->keep_at[i] * net->ws_rows, &ly->aux, &ly->aux16);
+            ly->iaux = net->iarena + rw->ikeep_at[i] * net->ws_rows;
         } else if (f32_keep(net, i)) {
             ly->aux = net->stats;
             ly->iaux = ip;
@@ -799,6 +806,24 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
     return ly->pooled ? elem % (ly->out_sz * net->slot_rows) : elem;
 }
 
+/* The rows of a layer's output and of its kept state that hold row b0 of the batch: the
+ * recomputation workspace holds ws_rows rows. */
+static long act_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
+{
+    return ly->act_ws ? b0 % net->ws_rows : b0;
+}
+
+static long keep_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
+{
+    return ly->keep_ws ? b0 % net->ws_rows : b0;
+}
+
+long dtk_net_act_offset(const struct dtk_net *net, int i, long elem)
+{
+    const struct dtk_lay *ly = &net->lay[i];
+    return ly->act_ws ? elem % (ly->out_sz * net->ws_rows) : elem;
+}
+
 uint16_t *dtk_net_act16(struct dtk_net *net, int i) { return net->lay[i].act16; }
 uint16_t *dtk_net_dact16(struct dtk_net *net, int i) { return net->lay[i].dact16; }
 
@@ -848,7 +873,8 @@ static void stage_output(struct dtk_net *net, float **cur, int o, int b0, int nb
     if (lo->act || !lo->act16)
         return; /* staged already, or not held here */
     bool grads = stages_grads(op);
-    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, b0, nb, act_written);
+    float *a = stage_rows(net, cur, lo->act16, lo->out_sz, (int)act_row(net, lo, b0), nb,
+                          act_written);
     float *d = grads && lo->dact16
                    ? stage_rows(net, cur, lo->dact16, lo->out_sz, (int)dact_row(net, lo, b0), nb,
                                 true)
@@ -879,7 +905,8 @@ static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_o
         if (L->in[k] >= 0)
             stage_output(net, &cur, net->lay[L->in[k]].owner, b0, nb, op, is_loss(op));
     if (ly->aux_row && ly->aux16) /* (f32_keep: float32 already) */
-        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, b0, nb, keeps);
+        ly->aux = stage_rows(net, &cur, ly->aux16, ly->aux_row, (int)keep_row(net, ly, b0), nb,
+                             keeps);
     if (i == net->model->n_layers - 1 && net->probs16)
         net->probs = stage_rows(net, &cur, net->probs16, ly->out_sz, b0, nb, is_loss(op));
     net->wstage = cur;
@@ -926,7 +953,7 @@ static const float *in_rows(const struct dtk_net *net, int j, int b0)
 {
     if (j < 0)
         return net->x + (long)b0 * net->in_sz;
-    return net->lay[j].act + (long)b0 * net->lay[j].out_sz;
+    return net->lay[j].act + act_row(net, &net->lay[j], b0) * net->lay[j].out_sz;
 }
 
 static float *din_rows(struct dtk_net *net, int j, int b0)
@@ -1035,9 +1062,9 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
     const float *x = x_rows(net, i, L->in[0], b0, nb);
     const float *w = layer_w(net, ly);
     const long osz = ly->out_sz;
-    float *y = ly->act + (long)b0 * osz + chunk_of(net, i, i, nb);
-    float *aux = ly->aux + (long)b0 * ly->aux_row;
-    int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
+    float *y = ly->act + act_row(net, ly, b0) * osz + chunk_of(net, i, i, nb);
+    float *aux = ly->aux + keep_row(net, ly, b0) * ly->aux_row;
+    int *iaux = ly->iaux + keep_row(net, ly, b0) * ly->iaux_row;
     const long n = (long)nb * ly->span;
     struct dtk_conv_dims d = rows_dims(ly, nb);
 
@@ -1401,10 +1428,10 @@ static void backward_kernels(struct dtk_net *net, int i, int b0, int nb)
     float *dx = dx_rows(net, i, L->in[0], b0, nb);
     const float *w = layer_w(net, ly);
     float *dw = layer_dw(net, ly);
-    const float *y = ly->act + (long)b0 * osz + own;
+    const float *y = ly->act + act_row(net, ly, b0) * osz + own;
     const float *dy = ly->dact + dact_row(net, ly, b0) * osz + own;
-    const float *aux = ly->aux + (long)b0 * ly->aux_row;
-    const int *iaux = ly->iaux + (long)b0 * ly->iaux_row;
+    const float *aux = ly->aux + keep_row(net, ly, b0) * ly->aux_row;
+    const int *iaux = ly->iaux + keep_row(net, ly, b0) * ly->iaux_row;
     struct dtk_conv_dims d = rows_dims(ly, nb);
     const bool set = backward_sets_input(net, i); /* dx is written, not added to */
 

@@ -72,6 +72,8 @@ struct dtk_net_view {
     const struct dt_dact_layout *dact;  /* the output gradients that share one slot's pool
                                            (dt/plan.h; NULL: each layer its own, all rows) */
     int slot_rows;                      /* with dact: the rows of one slot */
+    int ws_rows;                        /* with recompute: the workspace's rows (row b0 of
+                                           a layer there at b0 mod ws_rows) */
 };
 /* Builds the network of one rank: parameters and gradients of the layers it runs (packed at
  * the view's offsets, initialised as the whole model would be, so that stages start from the
@@ -114,6 +116,9 @@ float *dtk_net_dact(struct dtk_net *net, int i);
 /* Where element elem of layer i's gradient rows (row b0 of the batch at b0 x its output
  * floats) is in dtk_net_dact's storage: a pooled gradient holds one slot (dt/plan.h). */
 long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem);
+/* Where element elem of layer i's output (as rows of the batch) is in its storage: an output
+ * in the recomputation workspace holds ws_rows rows. */
+long dtk_net_act_offset(const struct dtk_net *net, int i, long elem);
 /* The stream that draws dropout masks (seeded from the creation seed; reseed it per rank). */
 struct dtk_rng *dtk_net_rng(struct dtk_net *net);
 /* Batchnorm running-statistics momentum, PyTorch's convention (weight of the new batch).

@@ -221,6 +221,9 @@ struct dt_rank_plan {
     int batch;                  /* samples this rank's replica processes per step */
     int slot_rows, slots;       /* rows of one activation slot, and slots */
     int eval_rows;              /* rows the eval program handles at a time */
+    int ws_rows;                /* --recompute: rows of the workspace (the widest compute op's,
+                                   rounded up to whole slots); row b of an op is at b mod
+                                   ws_rows there */
     long n_params;              /* parameters it holds */
     long n_updated;             /* parameters it runs the optimizer on */
     long n_grads;               /* gradients it holds, when not n_params (ZeRO-2) */
@@ -448,9 +451,11 @@ int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
  * before the segment's backward. A segment is a transformer block (from the cut before an
  * attention layer to the cut before the next; the last block has as many cuts as the one
  * before), layers outside blocks (embedding, final norm, head) are kept; a model without
- * attention is cut into segments of ceil(sqrt(L)) layers at cuts. A layer is recomputed only
- * when the rank runs every layer from it to its segment's end (a pipeline stage boundary
- * inside a segment keeps what is sent). `selective` (Korthikanti et al. 2022) recomputes only
+ * attention is cut into segments of ceil(sqrt(L)) layers at cuts. A pipeline stage boundary
+ * inside a segment splits it into parts, each recomputed from what its rank receives; a layer
+ * that another rank reads is kept (it is sent). The workspace holds one micro-batch: a rank
+ * recomputes a segment just before its backward, which nothing interrupts, so its rows
+ * (dt_rank_plan's ws_rows) are those of the widest op. `selective (Korthikanti et al. 2022) recomputes only
  * the attention scores: an attention layer's kept state (the B x heads x T x T probabilities;
  * a fused `attention` layer keeps q, k, v and the context with them) goes to the workspace and
  * the layer's forward runs again before its backward; a model without attention recomputes
@@ -471,6 +476,9 @@ void dt_recompute_free(struct dt_recompute_layout *rc);
 const struct dt_recompute_layout *dt_plan_recompute(struct dt_plan *plan, int view);
 /* The layout of a rank of a built plan (NULL when nothing is recomputed there). */
 const struct dt_recompute_layout *dt_plan_rank_recompute(const struct dt_plan *plan, int rank);
+/* The rows a rank's recomputation workspace needs (dt_rank_plan's ws_rows), from its step and
+ * eval programs. */
+int dt_plan_ws_rows(const struct dt_rank_plan *rp);
 /* Activation gradients by liveness (dact.c). Only one micro-batch runs backward at a time on
  * a rank, and frameworks free an activation gradient once the layer's backward has read it:
  * layer j's gradient is live from the backward of its last reader (the first to write it; the
