@@ -47,10 +47,13 @@ struct activity {
                               * (a ring sends to one peer for many rounds), or -1 */
     long reduce_floats;      /* the last sum's size and duration (the same every round) */
     double reduce_s;
+    int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
+                               * came before it was posted wait in the matching index) */
 };
 
-/* A message delivered before its receive was posted: a link of its key's chain in the
- * matching index (next: the next to arrive, or the next free slot). */
+/* A message delivered before its receive was posted: a link of its activity's list, or of
+ * its key's chain in the matching index while the activity has not started (next: the next
+ * to arrive, or the next free slot). */
 struct mail {
     int src;
     double t_start;
@@ -284,10 +287,9 @@ static int release_rendezvous(struct player *p, int ai)
  * round's sources are consumed, in arrival order, the rest wait. */
 static void consume_mail(struct player *p, struct activity *a)
 {
-    struct dt_match_entry *e = dt_match_find(&p->ix, a->rank, a->group, a->seq, -1);
-    if (!e || (a->p2p && a->s.xfers[0].send))
+    if (a->p2p && a->s.xfers[0].send)
         return;
-    for (int prev = -1, m = e->mail_head; m >= 0;) {
+    for (int prev = -1, m = a->mail_head; m >= 0;) {
         struct mail *ml = &p->mail[m];
         int next = ml->next;
         if (!try_match(p, a, ml->src, ml->t_start)) {
@@ -296,19 +298,20 @@ static void consume_mail(struct player *p, struct activity *a)
             continue;
         }
         if (prev < 0)
-            e->mail_head = next;
+            a->mail_head = next;
         else
             p->mail[prev].next = next;
-        if (e->mail_tail == m)
-            e->mail_tail = prev;
+        if (a->mail_tail == m)
+            a->mail_tail = prev;
         ml->next = p->mail_free;
         p->mail_free = m;
         m = next;
     }
 }
 
-/* Keeps a message for a receive not posted yet. */
-static int post_mail(struct player *p, const struct flowrec *f, double t_start)
+/* Keeps a message for a receive not posted yet: in the list of its activity ai, or while
+ * there is none (ai < 0) in the matching index under its key. */
+static int post_mail(struct player *p, const struct flowrec *f, int ai, double t_start)
 {
     int m = p->mail_free;
     if (m >= 0) {
@@ -318,15 +321,23 @@ static int post_mail(struct player *p, const struct flowrec *f, double t_start)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         m = p->n_mail++;
     }
-    struct dt_match_entry *e = dt_match_get(&p->ix, f->dst, f->group, f->seq, -1);
-    if (!e)
-        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     p->mail[m] = (struct mail){f->src, t_start, -1};
-    if (e->mail_tail >= 0)
-        p->mail[e->mail_tail].next = m;
+    int *head, *tail;
+    if (ai >= 0) {
+        head = &p->acts[ai].mail_head;
+        tail = &p->acts[ai].mail_tail;
+    } else {
+        struct dt_match_entry *e = dt_match_get(&p->ix, f->dst, f->group, f->seq, -1);
+        if (!e)
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        head = &e->mail_head;
+        tail = &e->mail_tail;
+    }
+    if (*tail >= 0)
+        p->mail[*tail].next = m;
     else
-        e->mail_head = m;
-    e->mail_tail = m;
+        *head = m;
+    *tail = m;
     return DT_OK;
 }
 
@@ -474,6 +485,10 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     if (!e)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     e->act = ai;
+    /* messages that came before it now wait in its own list */
+    a->mail_head = e->mail_head;
+    a->mail_tail = e->mail_tail;
+    e->mail_head = e->mail_tail = -1;
     *out = ai;
     if (a->n_rounds == 0) {
         activity_done(a);
@@ -633,7 +648,7 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
         }
         return rc;
     }
-    return post_mail(p, f, c->t_start);
+    return post_mail(p, f, ai, c->t_start);
 }
 
 static int on_compute(struct player *p, const struct dt_sim_completion *c)
