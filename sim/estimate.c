@@ -3,15 +3,16 @@
 
 #include "dt/collective.h"
 
-/* End-to-end simulation rate, flows per CPU second, measured as user + sys time of
+/* End-to-end simulation rate, flows per CPU second (user + sys), measured with
  * `dtsim -s rail-ring -m resnet50-imagenet -b 32` on h100-128n-fattree with 1,024 and 2,048
  * nodes (8,192 and 16,384 ranks, 1.7e7 and 6.7e7 flows; README, "dtsim at scale", scale5) on
- * the 2-core VM the project is developed on, loaded by other jobs (load average 16-24):
- * 1.0e6 to 1.2e6 flows/s, the slower kept. A quiet machine and smaller runs go faster (2,048
- * ranks: about 3e6 flows/s), so the forecast errs long, the safe side for a warning. It was
- * 3.3e5 (a 4,096-rank flat ring before the engine's records were made compact), which
- * forecast 204 s for a 16,384-rank rail-ring that took 51 to 64 CPU s. */
-#define FLOWS_PER_S 1.0e6
+ * the 2-core VM the project is developed on while other jobs ran: 1.0e6 to 1.2e6 flows/s at
+ * 8,192 ranks (load 16-24), 8.5e5 at 16,384 (78.8 CPU s, load 21-25); the slowest is kept.
+ * A quiet machine and smaller runs go faster (2,048 ranks: about 3e6 flows/s), so the
+ * forecast errs long, the safe side for a warning. It was 3.3e5 (a 4,096-rank flat ring
+ * before the engine's records were made compact), which forecast 204 s for a 16,384-rank
+ * rail-ring that took 51 CPU s at load 5. */
+#define FLOWS_PER_S 8.5e5
 
 /* Flows of member `me` of a collective: the sends of its first round times its rounds. */
 static double coll_flows(const struct dt_op *op, int p, int me, struct dt_schedule *s)
