@@ -40,7 +40,7 @@ static int round_open(struct dt_schedule *s)
     if (!keeping(s))
         return DT_OK;
     if (s->n_rounds + 2 > s->cap_rounds) {
-        int cap = s->cap_rounds ? 2 * s->cap_rounds : 16;
+        int cap = s->cap_rounds ? 2 * s->cap_rounds : 4; /* lazy: a round at a time */
         int *rs = realloc(s->round_start, (size_t)cap * sizeof *rs);
         if (!rs)
             return DT_ENOMEM;
@@ -59,7 +59,7 @@ static int add(struct dt_schedule *s, bool send, int peer, long offset, long cou
     if (count <= 0 || !keeping(s))
         return DT_OK; /* an empty chunk moves nothing; a round outside the window is skipped */
     if (s->n_xfers == s->cap_xfers) {
-        int cap = s->cap_xfers ? 2 * s->cap_xfers : 16;
+        int cap = s->cap_xfers ? 2 * s->cap_xfers : 4;
         struct dt_xfer *x = realloc(s->xfers, (size_t)cap * sizeof *x);
         if (!x)
             return DT_ENOMEM;

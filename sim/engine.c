@@ -29,33 +29,54 @@ struct lref {
     uint32_t hop;
 };
 
+/* A link's record: what a flow event touches, in one cache line. Its first flow is kept in
+ * the record itself (most links carry one flow at a time), more go to a separate list. */
 struct link {
-    double bw_Bps, lat_s;
-    bool shared;          /* finite capacity: takes part in max-min */
-    bool dirty;           /* its set of flows changed since the last solve */
-    struct lref *fl;      /* flows in their transfer phase on this link */
-    int nf, capf, max_flows;
+    double bw_Bps;
     double bytes;         /* carried by flows up to their last update */
     double busy_s, busy_since;
+    union {
+        struct lref one;  /* capf <= 1: the list is this one entry */
+        struct lref *many; /* capf > 1 */
+    } fl;                 /* flows in their transfer phase on this link */
+    int nf, capf, max_flows;
     uint32_t stamp;       /* component search: visited in search number stamp */
     int local;            /* index in the current component's problem */
+    bool shared;          /* finite capacity: takes part in max-min */
+    bool dirty;           /* its set of flows changed since the last solve */
+};
+_Static_assert(sizeof(struct link) <= 64, "a link's record fits one cache line");
+
+/* What a flow's start reads of a link, apart from the records the events touch. */
+struct link_route {
+    double lat_s;
+    bool shared;
 };
 
 enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
+
+/* A flow's record is two cache lines: the first INLINE_HOPS hops of its route live in it
+ * (routes are 2 to 7 hops but on tori), the others in a side table (xhops) made when a longer
+ * route first comes. */
+#define INLINE_HOPS 7
+#define EXTRA_HOPS (DT_SIM_MAX_HOPS - INLINE_HOPS)
+
+struct hop {
+    int32_t link;
+    int32_t pos;          /* index of this flow in the link's list */
+};
 
 struct flow {
     double bytes, remaining, rate, t_upd, t_start;
     uint64_t tag;
     int src, dst;
-    uint32_t ev;          /* pending end event (FL_ACTIVE with a rate), else NONE */
+    uint32_t ev;          /* pending end event (FL_ACTIVE with a rate), else NONE; when free:
+                           * the next free record */
     uint32_t stamp;
-    uint32_t next_free;
     uint8_t state, n_hops, n_shared;
-    struct hop {          /* together, so a short route's hops share the header's lines */
-        int32_t link;
-        int32_t pos;      /* index of this flow in the link's list */
-    } hop[DT_SIM_MAX_HOPS];
+    struct hop hop[INLINE_HOPS];
 };
+_Static_assert(sizeof(struct flow) <= 128, "a flow's record fits two cache lines");
 
 struct op {               /* a compute op or a timer in flight */
     uint64_t tag;
@@ -73,13 +94,16 @@ struct dt_sim {
     struct dt_eventq *q;
     struct dt_maxmin *mm;
 
-    struct link *links;
-    int n_links, cap_links;
+    struct link *links;   /* 64-byte aligned: one line each */
+    struct link_route *lroute; /* per link, what a flow's start reads */
+    int n_links, cap_links, cap_lroute;
     struct device *devs;
     int n_devs, cap_devs;
 
-    struct flow *flows;
-    uint32_t n_flows, cap_flows, flow_free;
+    struct flow *flows;   /* 64-byte aligned: two lines each */
+    struct hop *xhops;    /* hops INLINE_HOPS.. of flow i at i * EXTRA_HOPS; NULL until a
+                           * route that long */
+    uint32_t n_flows, cap_flows, cap_xhops, flow_free;
     int active_flows, transferring;
     struct op *ops;
     uint32_t n_ops, cap_ops, op_free;
@@ -103,20 +127,44 @@ struct dt_sim {
     struct dt_sim_counters cnt;
 };
 
-/* Grows an array to hold n elements (capacity doubles). */
-static int grow(void **p, int *capacity, int n, size_t sz)
+/* The capacity, doubling from 64, that holds n elements; -1 past INT32_MAX. */
+static int capacity_for(int capacity, int n)
 {
-    if (n <= *capacity)
-        return 0;
-    int c = *capacity ? *capacity : 64;
+    int c = capacity ? capacity : 64;
     while (c < n) {
         if (c > INT32_MAX / 2)
             return -1;
         c *= 2;
     }
-    void *q = realloc(*p, (size_t)c * sz);
+    return c;
+}
+
+/* Grows an array to hold n elements (capacity doubles). */
+static int grow(void **p, int *capacity, int n, size_t sz)
+{
+    if (n <= *capacity)
+        return 0;
+    int c = capacity_for(*capacity, n);
+    void *q = c < 0 ? NULL : realloc(*p, (size_t)c * sz);
     if (!q)
         return -1;
+    *p = q;
+    *capacity = c;
+    return 0;
+}
+
+/* As grow, 64-byte aligned, for records that must not straddle cache lines. */
+static int grow_aligned(void **p, int *capacity, int n, size_t sz)
+{
+    if (n <= *capacity)
+        return 0;
+    int c = capacity_for(*capacity, n);
+    void *q = c < 0 ? NULL : aligned_alloc(64, ((size_t)c * sz + 63) / 64 * 64);
+    if (!q)
+        return -1;
+    if (*capacity)
+        memcpy(q, *p, (size_t)*capacity * sz);
+    free(*p);
     *p = q;
     *capacity = c;
     return 0;
@@ -152,8 +200,11 @@ void dt_sim_destroy(struct dt_sim *sim)
     dt_eventq_destroy(sim->q);
     dt_maxmin_destroy(sim->mm);
     for (int l = 0; l < sim->n_links; l++)
-        free(sim->links[l].fl);
+        if (sim->links[l].capf > 1)
+            free(sim->links[l].fl.many);
     free(sim->links);
+    free(sim->lroute);
+    free(sim->xhops);
     free(sim->devs);
     free(sim->flows);
     free(sim->ops);
@@ -177,13 +228,15 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
     if (!(lat_s >= 0) || !isfinite(lat_s))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "link latency %g s: must be finite and >= 0",
                        lat_s);
-    if (grow((void **)&sim->links, &sim->cap_links, sim->n_links + 1, sizeof *sim->links))
+    if (grow_aligned((void **)&sim->links, &sim->cap_links, sim->n_links + 1,
+                     sizeof *sim->links) ||
+        grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
     memset(l, 0, sizeof *l);
     l->bw_Bps = bw_Bps;
-    l->lat_s = lat_s;
     l->shared = isfinite(bw_Bps);
+    sim->lroute[sim->n_links] = (struct link_route){lat_s, l->shared};
     if (id)
         *id = sim->n_links;
     sim->n_links++;
@@ -282,6 +335,46 @@ int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_err
     return DT_OK;
 }
 
+/* Hop h of flow i's route. */
+static inline struct hop *hop_of(const struct dt_sim *sim, uint32_t i, int h)
+{
+    return h < INLINE_HOPS ? &sim->flows[i].hop[h]
+                           : &sim->xhops[(size_t)i * EXTRA_HOPS + (size_t)(h - INLINE_HOPS)];
+}
+
+/* The flows in a link's list. */
+static inline struct lref *refs(struct link *l)
+{
+    return l->capf <= 1 ? &l->fl.one : l->fl.many;
+}
+
+/* A free flow record (and room for its hops past INLINE_HOPS). */
+static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_error *err)
+{
+    uint32_t i = sim->flow_free;
+    if (i != NONE) {
+        sim->flow_free = sim->flows[i].ev;
+    } else {
+        int c = (int)sim->cap_flows;
+        if (grow_aligned((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
+            return oom(err, "flows");
+        sim->cap_flows = (uint32_t)c;
+        i = sim->n_flows++;
+    }
+    if (n_hops > INLINE_HOPS && sim->cap_xhops < sim->cap_flows) {
+        struct hop *x = realloc(sim->xhops, (size_t)sim->cap_flows * EXTRA_HOPS * sizeof *x);
+        if (!x) {
+            sim->flows[i].ev = sim->flow_free;
+            sim->flow_free = i;
+            return oom(err, "flow routes");
+        }
+        sim->xhops = x;
+        sim->cap_xhops = sim->cap_flows;
+    }
+    *out = i;
+    return DT_OK;
+}
+
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err)
 {
@@ -297,27 +390,20 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
         if (route[h] < 0 || route[h] >= sim->n_links)
             return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route: link %d does not exist",
                            route[h]);
-        lat += sim->links[route[h]].lat_s;
-        n_shared += sim->links[route[h]].shared;
+        lat += sim->lroute[route[h]].lat_s;
+        n_shared += sim->lroute[route[h]].shared;
     }
     int rc = endpoint(sim, src, err);
     if (!rc)
         rc = endpoint(sim, dst, err);
     if (rc)
         return rc;
-    uint32_t i = sim->flow_free;
-    if (i != NONE) {
-        sim->flow_free = sim->flows[i].next_free;
-    } else {
-        int c = (int)sim->cap_flows;
-        if (grow((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
-            return oom(err, "flows");
-        sim->cap_flows = (uint32_t)c;
-        i = sim->n_flows++;
-    }
+    uint32_t i = NONE;
+    if ((rc = new_flow(sim, n_hops, &i, err)))
+        return rc;
     rc = dt_eventq_schedule(sim->q, lat, EV_FLOW_START, i, NULL, err);
     if (rc) {
-        sim->flows[i].next_free = sim->flow_free;
+        sim->flows[i].ev = sim->flow_free;
         sim->flow_free = i;
         return rc;
     }
@@ -334,7 +420,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     f->n_hops = (uint8_t)n_hops;
     f->n_shared = (uint8_t)n_shared;
     for (int h = 0; h < n_hops; h++)
-        f->hop[h].link = route[h];
+        hop_of(sim, i, h)->link = route[h];
     if (src >= 0)
         sim->sent[src] += bytes;
     sim->active_flows++;
@@ -354,17 +440,35 @@ static int mark_dirty(struct dt_sim *sim, int l, struct dt_error *err)
 }
 
 /* Brings a transferring flow's remaining bytes (and its links' byte counts) up to now. */
-static void settle(struct dt_sim *sim, struct flow *f, double now)
+static void settle(struct dt_sim *sim, uint32_t i, double now)
 {
+    struct flow *f = &sim->flows[i];
     double moved = f->rate * (now - f->t_upd);
     if (moved > f->remaining)
         moved = f->remaining;
     if (moved > 0) {
         f->remaining -= moved;
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[f->hop[h].link].bytes += moved;
+            sim->links[hop_of(sim, i, h)->link].bytes += moved;
     }
     f->t_upd = now;
+}
+
+/* Makes room for one more flow in a link's list: the record's own entry, then 4, 8, ... */
+static int grow_list(struct link *l)
+{
+    int cap = l->capf < 2 ? 4 : 2 * l->capf;
+    if (l->capf > INT32_MAX / 2)
+        return -1;
+    struct lref *m = l->capf > 1 ? realloc(l->fl.many, (size_t)cap * sizeof *m)
+                                 : malloc((size_t)cap * sizeof *m);
+    if (!m)
+        return -1;
+    if (l->capf <= 1 && l->nf == 1)
+        m[0] = l->fl.one;
+    l->fl.many = m;
+    l->capf = cap;
+    return 0;
 }
 
 /* The flow's latency is over: it joins its links' lists and waits for the next solve. */
@@ -376,29 +480,30 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     if (f->bytes == 0 || f->n_shared == 0) {
         /* nothing to share: delivered at once (unshared links carry it instantly) */
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[f->hop[h].link].bytes += f->bytes;
+            sim->links[hop_of(sim, i, h)->link].bytes += f->bytes;
         f->remaining = 0;
         *done = true;
         return DT_OK;
     }
     *done = false;
     f->state = FL_ACTIVE;
+    int seed = -1;
     for (int h = 0; h < f->n_hops; h++) {
-        struct link *l = &sim->links[f->hop[h].link];
-        if (grow((void **)&l->fl, &l->capf, l->nf + 1, sizeof *l->fl))
+        struct hop *hp = hop_of(sim, i, h);
+        struct link *l = &sim->links[hp->link];
+        if (l->nf == l->capf && grow_list(l))
             return oom(err, "link flow list");
         if (l->nf == 0)
             l->busy_since = now;
-        f->hop[h].pos = l->nf;
-        l->fl[l->nf++] = (struct lref){i, (uint32_t)h};
+        hp->pos = l->nf;
+        refs(l)[l->nf++] = (struct lref){i, (uint32_t)h};
         if (l->nf > l->max_flows)
             l->max_flows = l->nf;
+        if (seed < 0 && l->shared)
+            seed = hp->link;
     }
     /* one shared link suffices: the search from it finds the whole component */
-    for (int h = 0; h < f->n_hops; h++)
-        if (sim->links[f->hop[h].link].shared)
-            return mark_dirty(sim, f->hop[h].link, err);
-    return DT_OK;
+    return seed >= 0 ? mark_dirty(sim, seed, err) : DT_OK;
 }
 
 /* The flow delivered its last byte: it leaves its links; what remains may share anew. */
@@ -406,18 +511,19 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 {
     struct flow *f = &sim->flows[i];
     for (int h = 0; h < f->n_hops; h++) {
-        struct link *l = &sim->links[f->hop[h].link];
+        const struct hop *hp = hop_of(sim, i, h);
+        struct link *l = &sim->links[hp->link];
         l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
-        int p = f->hop[h].pos;
-        struct lref last = l->fl[--l->nf];
+        int p = hp->pos;
+        struct lref *fl = refs(l), last = fl[--l->nf];
         if (p != l->nf) {
-            l->fl[p] = last;
-            sim->flows[last.flow].hop[last.hop].pos = p;
+            fl[p] = last;
+            hop_of(sim, last.flow, (int)last.hop)->pos = p;
         }
         if (l->nf == 0)
             l->busy_s += now - l->busy_since;
         else if (l->shared) {
-            int rc = mark_dirty(sim, f->hop[h].link, err);
+            int rc = mark_dirty(sim, hp->link, err);
             if (rc)
                 return rc;
         }
@@ -431,7 +537,7 @@ static void free_flow(struct dt_sim *sim, uint32_t i)
 {
     struct flow *f = &sim->flows[i];
     f->state = FL_FREE;
-    f->next_free = sim->flow_free;
+    f->ev = sim->flow_free;
     sim->flow_free = i;
     sim->active_flows--;
 }
@@ -457,8 +563,9 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
     /* breadth-first over shared links; clinks doubles as the queue */
     for (int qi = 0; qi < n_links; qi++) {
         struct link *l = &sim->links[sim->clinks[qi]];
+        const struct lref *fl = refs(l);
         for (int k = 0; k < l->nf; k++) {
-            uint32_t fi = l->fl[k].flow;
+            uint32_t fi = fl[k].flow;
             struct flow *f = &sim->flows[fi];
             if (f->stamp == stamp)
                 continue;
@@ -467,13 +574,14 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
             sim->cflows[n_flows++] = fi;
             nnz += f->n_shared;
             for (int h = 0; h < f->n_hops; h++) {
-                struct link *m = &sim->links[f->hop[h].link];
+                int link = hop_of(sim, fi, h)->link;
+                struct link *m = &sim->links[link];
                 if (!m->shared || m->stamp == stamp)
                     continue;
                 m->stamp = stamp;
                 RESERVE(clinks, cap_clinks, n_links + 1, "component");
                 m->local = n_links;
-                sim->clinks[n_links++] = f->hop[h].link;
+                sim->clinks[n_links++] = link;
             }
         }
     }
@@ -505,7 +613,7 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
         double r = sim->crate[j];
         if (r == f->rate && f->ev != NONE)
             continue; /* same rate: the end event already stands */
-        settle(sim, f, now);
+        settle(sim, fi, now);
         f->rate = r;
         double dt = f->remaining / r;
         int rc;
@@ -531,10 +639,11 @@ static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
         sim->ccap[k] = sim->links[sim->clinks[k]].bw_Bps;
     int w = 0;
     for (int j = 0; j < n_flows; j++) {
-        const struct flow *f = &sim->flows[sim->cflows[j]];
+        uint32_t fi = sim->cflows[j];
+        const struct flow *f = &sim->flows[fi];
         sim->cstart[j] = w;
         for (int h = 0; h < f->n_hops; h++) {
-            const struct link *m = &sim->links[f->hop[h].link];
+            const struct link *m = &sim->links[hop_of(sim, fi, h)->link];
             if (m->shared)
                 sim->cidx[w++] = m->local;
         }
@@ -653,7 +762,7 @@ int dt_sim_n_links(const struct dt_sim *sim)
 void dt_sim_link_params(const struct dt_sim *sim, int link, double *bw_Bps, double *lat_s)
 {
     *bw_Bps = sim->links[link].bw_Bps;
-    *lat_s = sim->links[link].lat_s;
+    *lat_s = sim->lroute[link].lat_s;
 }
 
 int dt_sim_n_devices(const struct dt_sim *sim)
@@ -674,8 +783,9 @@ void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_st
     const struct link *l = &sim->links[link];
     double now = dt_eventq_now(sim->q);
     out->bytes = l->bytes;
+    const struct lref *fl = l->capf <= 1 ? &l->fl.one : l->fl.many;
     for (int k = 0; k < l->nf; k++) {
-        const struct flow *f = &sim->flows[l->fl[k].flow];
+        const struct flow *f = &sim->flows[fl[k].flow];
         double moved = f->rate * (now - f->t_upd);
         out->bytes += moved < f->remaining ? moved : f->remaining;
     }

@@ -3,11 +3,16 @@
 
 #include "dt/collective.h"
 
-/* End-to-end simulation rate of `dtsim -s ring -m mlp-fmnist` on h100-superpod-2048n cut to
- * 512 nodes (4,096 ranks, 33.5 million flows): about 100 s on the 2-core VM the project is
- * developed on (README, "Fabrics"), so 3.3e5 flows/s. Smaller runs go faster (1,024 ranks:
- * about 6e5 flows/s), so the forecast errs long, the safe side for a warning. */
-#define FLOWS_PER_S 3.3e5
+/* End-to-end simulation rate, flows per CPU second (user + sys), measured with
+ * `dtsim -s rail-ring -m resnet50-imagenet -b 32` on h100-128n-fattree with 1,024 and 2,048
+ * nodes (8,192 and 16,384 ranks, 1.7e7 and 6.7e7 flows; README, "dtsim at scale", scale5) on
+ * the 2-core VM the project is developed on while other jobs ran: 1.0e6 to 1.2e6 flows/s at
+ * 8,192 ranks (load 16-24), 8.5e5 at 16,384 (78.8 CPU s, load 21-25); the slowest is kept.
+ * A quiet machine and smaller runs go faster (2,048 ranks: about 3e6 flows/s), so the
+ * forecast errs long, the safe side for a warning. It was 3.3e5 (a 4,096-rank flat ring
+ * before the engine's records were made compact), which forecast 204 s for a 16,384-rank
+ * rail-ring that took 51 CPU s at load 5. */
+#define FLOWS_PER_S 8.5e5
 
 /* Flows of member `me` of a collective: the sends of its first round times its rounds. */
 static double coll_flows(const struct dt_op *op, int p, int me, struct dt_schedule *s)

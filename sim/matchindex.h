@@ -10,7 +10,8 @@
 struct dt_match_entry {
     int rank, group, seq, dst;  /* the key */
     int act;                    /* the activity, or -1 while none is posted */
-    int mail_head, mail_tail;   /* undelivered messages, arrival order; -1 when none */
+    int mail_head, mail_tail;   /* messages that came before the activity was posted, arrival
+                                 * order (the activity then takes them over); -1 when none */
 };
 
 struct dt_match_index {

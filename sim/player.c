@@ -43,10 +43,17 @@ struct activity {
     bool posted;             /* the current round's receives are posted (not summing) */
     bool done;
     double t_round, latest_sender_start;
+    int peer, peer_act;      /* the receiving activity of the last peer sent to, found once
+                              * (a ring sends to one peer for many rounds), or -1 */
+    long reduce_floats;      /* the last sum's size and duration (the same every round) */
+    double reduce_s;
+    int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
+                               * came before it was posted wait in the matching index) */
 };
 
-/* A message delivered before its receive was posted: a link of its key's chain in the
- * matching index (next: the next to arrive, or the next free slot). */
+/* A message delivered before its receive was posted: a link of its activity's list, or of
+ * its key's chain in the matching index while the activity has not started (next: the next
+ * to arrive, or the next free slot). */
 struct mail {
     int src;
     double t_start;
@@ -56,6 +63,8 @@ struct mail {
 struct flowrec {
     int act;                 /* the sender's activity; next free record when unused */
     int src, dst, group, seq;
+    int rcv_act;             /* the receiving activity when it was posted at the send, else -1
+                              * (looked up at delivery) */
 };
 
 struct rankstate {
@@ -209,6 +218,21 @@ static double elem_bytes(const struct player *p, const struct activity *a)
     return (double)dt_dtype_size(dt_plan_region_dtype(p->plan, a->rank, &op->region));
 }
 
+/* The activity that receives activity ai's messages to peer, or -1 while it is not posted:
+ * what on_flow would look up, kept per activity for its last peer. Keys are never removed
+ * and an entry's activity never changes once set, so a receiver found now is the one the
+ * delivery would find. */
+static int receiver(struct player *p, int ai, int peer)
+{
+    struct activity *a = &p->acts[ai];
+    if (a->peer != peer || a->peer_act < 0) {
+        const struct dt_match_entry *e = dt_match_find(&p->ix, peer, a->group, a->seq, -1);
+        a->peer = peer;
+        a->peer_act = e ? e->act : -1;
+    }
+    return a->peer_act;
+}
+
 static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
 {
     struct activity *a = &p->acts[ai];
@@ -221,7 +245,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         fi = p->n_flows++;
     }
-    p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq};
+    p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
     int route[DT_SIM_MAX_HOPS];
     int hops = dt_simnet_route(&p->net, a->rank, peer, route);
     double bytes = elem_bytes(p, a) * x->count;
@@ -263,10 +287,9 @@ static int release_rendezvous(struct player *p, int ai)
  * round's sources are consumed, in arrival order, the rest wait. */
 static void consume_mail(struct player *p, struct activity *a)
 {
-    struct dt_match_entry *e = dt_match_find(&p->ix, a->rank, a->group, a->seq, -1);
-    if (!e || (a->p2p && a->s.xfers[0].send))
+    if (a->p2p && a->s.xfers[0].send)
         return;
-    for (int prev = -1, m = e->mail_head; m >= 0;) {
+    for (int prev = -1, m = a->mail_head; m >= 0;) {
         struct mail *ml = &p->mail[m];
         int next = ml->next;
         if (!try_match(p, a, ml->src, ml->t_start)) {
@@ -275,19 +298,20 @@ static void consume_mail(struct player *p, struct activity *a)
             continue;
         }
         if (prev < 0)
-            e->mail_head = next;
+            a->mail_head = next;
         else
             p->mail[prev].next = next;
-        if (e->mail_tail == m)
-            e->mail_tail = prev;
+        if (a->mail_tail == m)
+            a->mail_tail = prev;
         ml->next = p->mail_free;
         p->mail_free = m;
         m = next;
     }
 }
 
-/* Keeps a message for a receive not posted yet. */
-static int post_mail(struct player *p, const struct flowrec *f, double t_start)
+/* Keeps a message for a receive not posted yet: in the list of its activity ai, or while
+ * there is none (ai < 0) in the matching index under its key. */
+static int post_mail(struct player *p, const struct flowrec *f, int ai, double t_start)
 {
     int m = p->mail_free;
     if (m >= 0) {
@@ -297,15 +321,23 @@ static int post_mail(struct player *p, const struct flowrec *f, double t_start)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         m = p->n_mail++;
     }
-    struct dt_match_entry *e = dt_match_get(&p->ix, f->dst, f->group, f->seq, -1);
-    if (!e)
-        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     p->mail[m] = (struct mail){f->src, t_start, -1};
-    if (e->mail_tail >= 0)
-        p->mail[e->mail_tail].next = m;
+    int *head, *tail;
+    if (ai >= 0) {
+        head = &p->acts[ai].mail_head;
+        tail = &p->acts[ai].mail_tail;
+    } else {
+        struct dt_match_entry *e = dt_match_get(&p->ix, f->dst, f->group, f->seq, -1);
+        if (!e)
+            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        head = &e->mail_head;
+        tail = &e->mail_tail;
+    }
+    if (*tail >= 0)
+        p->mail[*tail].next = m;
     else
-        e->mail_head = m;
-    e->mail_tail = m;
+        *head = m;
+    *tail = m;
     return DT_OK;
 }
 
@@ -372,8 +404,12 @@ static int finish_round(struct player *p, int ai)
     a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
-        double d = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats,
-                                  elem_bytes(p, a));
+        if (a->sum_floats != a->reduce_floats) { /* 0 at first; sum_floats > 0 here */
+            a->reduce_floats = a->sum_floats;
+            a->reduce_s = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats,
+                                         elem_bytes(p, a));
+        }
+        double d = a->reduce_s;
         a->outstanding = -1; /* reduction in progress */
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
     }
@@ -415,6 +451,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     a->rank = rank;
     a->op = op_index;
     a->p2p = p2p;
+    a->peer = a->peer_act = -1;
     dt_schedule_init(&a->s);
     int rc;
     if (p2p) {
@@ -448,6 +485,10 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     if (!e)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     e->act = ai;
+    /* messages that came before it now wait in its own list */
+    a->mail_head = e->mail_head;
+    a->mail_tail = e->mail_tail;
+    e->mail_head = e->mail_tail = -1;
     *out = ai;
     if (a->n_rounds == 0) {
         activity_done(a);
@@ -594,8 +635,11 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     }
     /* receiver side: the posted receive of the same collective (or of the same source, tag
      * and place in their order: a SEND/RECV group names its source), or the mailbox */
-    const struct dt_match_entry *e = dt_match_find(&p->ix, f->dst, f->group, f->seq, -1);
-    int ai = e ? e->act : -1;
+    int ai = f->rcv_act;
+    if (ai < 0) {
+        const struct dt_match_entry *e = dt_match_find(&p->ix, f->dst, f->group, f->seq, -1);
+        ai = e ? e->act : -1;
+    }
     if (ai >= 0 && try_match(p, &p->acts[ai], f->src, c->t_start)) {
         if (p->acts[ai].outstanding == 0) {
             rc = finish_round(p, ai);
@@ -604,7 +648,7 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
         }
         return rc;
     }
-    return post_mail(p, f, c->t_start);
+    return post_mail(p, f, ai, c->t_start);
 }
 
 static int on_compute(struct player *p, const struct dt_sim_completion *c)

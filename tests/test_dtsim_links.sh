@@ -65,11 +65,11 @@ else bad "--estimate small: $(cat "$tmp/e.txt" "$tmp/e.err") (simulated $flows f
 "$dtsim" -t 2n4p -m mlp-fmnist >/dev/null 2>"$tmp/run.err"
 grep -q warning "$tmp/run.err" && bad "a small run warns: $(cat "$tmp/run.err")" ||
   ok "no warning before a small run"
-# 4,096 ranks in one ring: 2 x 4095 x 4096 = 33.5 million flows, over a minute.
-"$dtsim" -t h100-128n-fattree -m mlp-fmnist --sweep nodes=512 ppn=8 -s ring --estimate \
+# 8,192 ranks in one ring: 2 x 8191 x 8192 = 134 million flows, over a minute.
+"$dtsim" -t h100-128n-fattree -m mlp-fmnist --sweep nodes=1024 ppn=8 -s ring --estimate \
   >"$tmp/big.txt" 2>"$tmp/big.err"
-grep -q "warning: simulating ring on 4096 ranks may take about [0-9]* s" "$tmp/big.err" &&
-  grep -q "3.35e+07 flows" "$tmp/big.err" && ok "--estimate: a long run warns" ||
+grep -q "warning: simulating ring on 8192 ranks may take about [0-9]* s" "$tmp/big.err" &&
+  grep -q "1.34e+08 flows" "$tmp/big.err" && ok "--estimate: a long run warns" ||
   bad "--estimate large: $(cat "$tmp/big.txt" "$tmp/big.err")"
 
 finish

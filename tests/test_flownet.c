@@ -386,6 +386,50 @@ static void test_batched_and_local_solves(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Ensure that a route of DT_SIM_MAX_HOPS hops (past the hops a flow's record holds; the rest
+ * lie in a side table) and a link crowded past the one flow its record holds share as a
+ * single link would: nine flows on one link of 1e6 B/s, no latency, share it equally; each
+ * end hands the rest more (processor sharing): sizes 1000 ... 4000 B end at 9, 9 + 8 = 17,
+ * 24, 30 ms, the long flow's 4500 B at 30 + 5 x 0.5 = 32.5, then 5000 ... 8000 B at
+ * 32.5 + 4 x 0.5 = 34.5, 37.5, 39.5, 40.5 ms. The first end moves the long flow (the list's
+ * last) to the front: its position there must follow for its own end to find it. */
+static void test_long_route_crowded_link(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int route[DT_SIM_MAX_HOPS];
+    for (int h = 0; h < DT_SIM_MAX_HOPS; h++)
+        route[h] = link(sim, 1e6, 0);
+    int last = route[DT_SIM_MAX_HOPS - 1];
+    for (int k = 1; k <= 8; k++)
+        assert_int_equal(dt_sim_flow(sim, 1000.0 * k, &last, 1, -1, -1, (uint64_t)k, NULL),
+                         DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 4500, route, DT_SIM_MAX_HOPS, -1, -1, 9, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 9);
+    const double want_ms[9] = {9, 17, 24, 30, 34.5, 37.5, 39.5, 40.5, 32.5};
+    for (int k = 1; k <= 9; k++)
+        assert_close(by_tag(&r, (uint64_t)k)->t_end, want_ms[k - 1] * 1e-3);
+    struct dt_sim_link_stats st;
+    dt_sim_link_stats(sim, last, &st);
+    assert_close(st.bytes, 36000 + 4500);
+    assert_int_equal(st.max_flows, 9);
+    dt_sim_link_stats(sim, route[0], &st);
+    assert_close(st.bytes, 4500);
+    dt_sim_destroy(sim);
+
+    /* the latency of a long route is every hop's: 25 x 0.1 ms, then 1000 B at 1e6 B/s */
+    sim = new_sim();
+    for (int h = 0; h < DT_SIM_MAX_HOPS; h++)
+        route[h] = link(sim, 1e6, 1e-4);
+    assert_int_equal(dt_sim_flow(sim, 1000, route, DT_SIM_MAX_HOPS, -1, -1, 1, NULL), DT_OK);
+    drain(sim, &r);
+    assert_int_equal(r.n, 1);
+    assert_close(r.c[0].t_end, DT_SIM_MAX_HOPS * 1e-4 + 1e-3);
+    dt_sim_destroy(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_link_stats),
         cmocka_unit_test(test_unshared_link),
         cmocka_unit_test(test_batched_and_local_solves),
+        cmocka_unit_test(test_long_route_crowded_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
