@@ -7,7 +7,8 @@
  *                   over the device's SMs (dt_op_gemm_quantisation), 1 elsewhere; on GPUs an
  *                   activation after a conv, dense, norm or add costs nothing: it is fused
  *                   into its producer's kernel (dt_op_fused))
- *                  (bw: cache_bw when the op's bytes fit in the device's cache, else mem_bw)
+ *                  (bw: cache_bw when the op's bytes fit in the device's cache, else mem_bw;
+ *                   the optimizer step: opt_bw when calibrated)
  *                  (+ lowered bytes / lower_bw for a convolution: the im2col matrix and the
  *                   GEMM's output, which im2col-based convolutions stream besides the GEMM;
  *                   what makes a convolution with few channels far slower per FLOP)
@@ -58,6 +59,9 @@ struct dt_cost_params {
                                           modelled (the datasheet default) */
     double exp_s, tanh_s;              /* one exp / tanh evaluation (dt_op_special_evals); 0 =
                                           not modelled (the datasheet default) */
+    double opt_Bps;                    /* the optimizer step's streaming bandwidth (a pure
+                                          prefetched pass, faster than mem_bw's mix of ops);
+                                          0 = the other ops' bandwidth (dt_cost_stream_bw) */
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
