@@ -79,7 +79,7 @@ static const struct param_info params[DT_CAL_COUNT] = {
     [DT_CAL_EFF_DENSE_HALF] = {"eff_dense_half", DT_CAL_FRACTION,
                                "fraction of the 16- or 8-bit peak, dense layers"},
     [DT_CAL_OPT_BW] = {"opt_bw", DT_CAL_BANDWIDTH,
-                       "bytes/s of the optimizer step's pass over its state"},
+                       "bytes/s of the optimizer's passes: its update, the gradient reset"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)

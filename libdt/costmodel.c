@@ -329,8 +329,9 @@ struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                           long n, double elem_bytes)
 {
+    /* the optimizer's zero_grad: one pass over parameter-sized state, like its update */
     double bytes = elem_bytes * (double)n;
-    double bw = dt_cost_stream_bw(cp, dev, bytes);
+    double bw = cp->opt_Bps > 0 ? cp->opt_Bps : dt_cost_stream_bw(cp, dev, bytes);
     return bw > 0 ? bytes / bw : 0;
 }
 
@@ -361,8 +362,10 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
     switch (op->kind) {
     case DT_OP_COMPUTE:
     case DT_OP_UPDATE: return dt_cost_compute(cp, dev, m, op);
-    case DT_OP_ZERO:
-        return dt_cost_grad_reset(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
+    case DT_OP_ZERO: /* the gradient reset, or a pipeline's activation-gradient buffer */
+        if (op->region.buf == DT_BUF_GRADS)
+            return dt_cost_grad_reset(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
+        return stream_time(cp, dev, op->region.count * elem_bytes(op, op->region.buf));
     case DT_OP_COPY:
         if (op->sum)
             return dt_cost_reduce(cp, dev, op->region.count, elem_bytes(op, op->region.buf));

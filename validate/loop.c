@@ -28,8 +28,8 @@
  * memory bandwidth of ops that stream from memory and of those that fit in cache, the
  * bandwidth the node's ranks share, the link between ranks, and tiny-gpt's libm calls (the
  * tanh of its GELUs is most of its step; exp: its softmax, attention and loss), and the
- * optimizer step's own streaming rate (Adam's one prefetched pass runs at about twice the
- * bandwidth the other ops' mix fits: dtexec --ops-csv). (The
+ * optimizer's own streaming rate (Adam's update and the gradient reset, one prefetched pass
+ * each, run at about twice the bandwidth the other ops' mix fits: dtexec --ops-csv). (The
  * per-iteration and per-op overheads were tried too: at 0.4 ms to 40 ms per iteration the
  * runs cannot see them; nor eff_norm, which only --tp 2 tells from tanh_time.) */
 #define LOOP_FIT "eff_conv,eff_dense,lower_bw,mem_bw,cache_bw,node_mem_bw,intra_bw,pack_bw,opt_bw," \
