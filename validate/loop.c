@@ -83,6 +83,48 @@ static double load_average(void)
     return l;
 }
 
+/* Whether files a and b hold the same bytes (false when either cannot be read). */
+static bool same_contents(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Each topology file the analysed runs were simulated on, with its run count, and whether its
+ * contents are the current topology's: a record names the file its run used, and --reuse
+ * keeps it (an older localhost.yaml, say) unless --current-topology. Returns how many runs
+ * used a file that differs from `current`. */
+static int print_topologies(FILE *f, const struct dtv_runset *set, const char *current)
+{
+    int differ = 0;
+    for (int t = 0; t < set->n_topos; t++) {
+        int n = 0;
+        for (int i = 0; i < set->n; i++)
+            n += set->runs[i].topo == set->topos[t];
+        const char *key = set->topo_keys[t], *hash = strrchr(key, '#');
+        int len = hash ? (int)(hash - key) : (int)strlen(key);
+        char path[600];
+        snprintf(path, sizeof path, "%.*s", len, key);
+        bool same = same_contents(path, current);
+        differ += same ? 0 : n;
+        if (n && f)
+            fprintf(f, "Topology: %s for %d run%s%s%s\n", path, n, n == 1 ? "" : "s",
+                    same ? "" : ", which differs from the current ", same ? "" : current);
+    }
+    return differ;
+}
+
 struct job {
     char model[1024];
     int ranks;
@@ -375,11 +417,18 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     /* analyse */
     struct dtv_runset set;
     dtv_runset_init(&set);
-    struct dtv_load_options lo = {.topology = topo_path};
+    struct dtv_load_options lo = {.topology = topo_path,
+                                  .topology_for_all = o->current_topology};
     if ((rc = dtv_runset_load(&set, records, &lo, err))) {
         dtv_runset_free(&set);
         return rc;
     }
+    int old_topo = print_topologies(NULL, &set, topo_path);
+    if (log && old_topo)
+        fprintf(log, "dtvalidate: warning: %d of %d runs are simulated on the topology file "
+                     "their records name, which differs from the current %s (see the report's "
+                     "Topology lines): --current-topology analyses them with the current one\n",
+                old_topo, set.n, topo_path);
     int dropped = dtv_runset_keep_fastest(&set);
     if (log && dropped)
         fprintf(log, "dtvalidate: %d repeated runs: kept the fastest of each configuration\n",
@@ -434,6 +483,7 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                 fprintf(f, "Machine: %ld CPUs, load average %.2f before and %.2f after the runs "
                            "(above 0.5 means other work shared the CPUs with the runs).\n",
                         cpus, load_before, load_after);
+            print_topologies(f, &set, topo_path);
             if (o->train)
                 fprintf(f, "Held-out MAPE: %.2f %% with --train '%s'\n", split.mape_held,
                         o->train);
