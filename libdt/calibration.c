@@ -78,6 +78,8 @@ static const struct param_info params[DT_CAL_COUNT] = {
                               "fraction of the 16- or 8-bit peak, conv layers"},
     [DT_CAL_EFF_DENSE_HALF] = {"eff_dense_half", DT_CAL_FRACTION,
                                "fraction of the 16- or 8-bit peak, dense layers"},
+    [DT_CAL_OPT_BW] = {"opt_bw", DT_CAL_BANDWIDTH,
+                       "bytes/s of the optimizer's passes: its update, the gradient reset"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)
@@ -180,6 +182,7 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_EFF_MEM: return cp->eff_mem;
     case DT_CAL_EXP_TIME: return cp->exp_s;
     case DT_CAL_TANH_TIME: return cp->tanh_s;
+    case DT_CAL_OPT_BW: return cp->opt_Bps;
     case DT_CAL_COUNT: break;
     }
     return 0;
@@ -218,6 +221,7 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_EFF_MEM: cp->eff_mem = v; break;
     case DT_CAL_EXP_TIME: cp->exp_s = v; break;
     case DT_CAL_TANH_TIME: cp->tanh_s = v; break;
+    case DT_CAL_OPT_BW: cp->opt_Bps = v; break;
     case DT_CAL_COUNT: break;
     }
 }
@@ -234,6 +238,7 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     case DT_CAL_LOWER_BW:
     case DT_CAL_CACHE_BW:
     case DT_CAL_PACK_BW:
+    case DT_CAL_OPT_BW:
     case DT_CAL_MEM_BW: return dt_cost_mem_bw(cp, &g->device);
     /* unset: every rank of a full node gets its own mem_bw (no contention) */
     case DT_CAL_NODE_MEM_BW: return g->devices * dt_cost_mem_bw(cp, &g->device);

@@ -274,7 +274,8 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
         op->kind == DT_OP_UPDATE ? DT_CLASS_UPDATE : dt_layer_class(m->layers[op->layer].kind);
     double flops, bytes;
     dt_op_work(m, op, &flops, &bytes);
-    double mem_bw = dt_cost_stream_bw(cp, dev, bytes);
+    double mem_bw = op->kind == DT_OP_UPDATE && cp->opt_Bps > 0 ? cp->opt_Bps
+                                                                 : dt_cost_stream_bw(cp, dev, bytes);
     double rate = dt_cost_peak(dev, c, op->precision) * gemm_eff(cp, c, op->precision);
     double t_flops = flop_time(cp, dev, m, op, flops, rate) + special_time(cp, m, op);
     double t_mem = mem_bw > 0 ? bytes / mem_bw : 0;
@@ -299,6 +300,7 @@ void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_s
     out->lower_Bps = dt_cost_lower_bw(cp, dev) * share;
     out->reduce_Bps = cp->reduce_Bps > 0 ? cp->reduce_Bps * share : 0;
     out->pack_Bps = cp->pack_Bps > 0 ? cp->pack_Bps * share : 0;
+    out->opt_Bps = cp->opt_Bps > 0 ? cp->opt_Bps * share : 0;
 }
 
 struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
@@ -327,8 +329,9 @@ struct dt_cost_params *dt_cost_rank_params(const struct dt_cost_params *cp,
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                           long n, double elem_bytes)
 {
+    /* the optimizer's zero_grad: one pass over parameter-sized state, like its update */
     double bytes = elem_bytes * (double)n;
-    double bw = dt_cost_stream_bw(cp, dev, bytes);
+    double bw = cp->opt_Bps > 0 ? cp->opt_Bps : dt_cost_stream_bw(cp, dev, bytes);
     return bw > 0 ? bytes / bw : 0;
 }
 
@@ -359,8 +362,10 @@ double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *
     switch (op->kind) {
     case DT_OP_COMPUTE:
     case DT_OP_UPDATE: return dt_cost_compute(cp, dev, m, op);
-    case DT_OP_ZERO:
-        return dt_cost_grad_reset(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
+    case DT_OP_ZERO: /* the gradient reset, or a pipeline's activation-gradient buffer */
+        if (op->region.buf == DT_BUF_GRADS)
+            return dt_cost_grad_reset(cp, dev, op->region.count, elem_bytes(op, op->region.buf));
+        return stream_time(cp, dev, op->region.count * elem_bytes(op, op->region.buf));
     case DT_OP_COPY:
         if (op->sum)
             return dt_cost_reduce(cp, dev, op->region.count, elem_bytes(op, op->region.buf));

@@ -119,6 +119,43 @@ static void test_update_cost_follows_mem_bw(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &u), 0.8287080e-3 + 1e-6);
 }
 
+/* Ensure opt_bw, when calibrated, times the optimizer's passes and nothing else: Adam over
+ * 690,590 parameters moves 19,336,520 B, at opt_bw 50 GB/s 0.3867304 ms (eff 1: its FLOPs
+ * never bind; no overhead), whatever cache_bw says (1 MiB cache at 80 GB/s: it does not fit,
+ * and a 10,000-parameter update that fits, 280,000 B, still takes 5.6 us at opt_bw); the
+ * gradient reset writes 2,762,360 B: 55.2472 us; a pipeline's activation-gradient clear and
+ * a copy keep the streaming bandwidth (mem_bw 20 GB/s: 10,000 floats cleared, 2 us; copied,
+ * 4 us). Unset (0) every figure is mem_bw's, as before: 0.966826 ms for the update. Two
+ * ranks sharing node_mem_bw 30 GB/s (share 0.75) get 37.5 GB/s each. */
+static void test_optimizer_bandwidth(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
+    struct dt_op u = {.kind = DT_OP_UPDATE, .layer = -1, .region = {DT_BUF_PARAMS, 0, 690590}};
+    struct dt_op small = {.kind = DT_OP_UPDATE, .layer = -1,
+                          .region = {DT_BUF_PARAMS, 0, 10000}};
+    struct dt_op reset = {.kind = DT_OP_ZERO, .layer = -1, .region = {DT_BUF_GRADS, 0, 690590}};
+    struct dt_op dact = {.kind = DT_OP_ZERO, .layer = -1, .region = {DT_BUF_DACT, 0, 10000}};
+    struct dt_op copy = {.kind = DT_OP_COPY, .layer = -1, .region = {DT_BUF_GRADS, 0, 10000},
+                         .dst = {DT_BUF_COMM, 0, 10000}};
+    assert_rel(dt_cost_op(&cp, &dev, m, &u), 0.966826e-3);
+    assert_rel(dt_cost_op(&cp, &dev, m, &reset), 138.118e-6);
+    cp.opt_Bps = 50e9;
+    dev.cache_bytes = 1048576;
+    cp.cache_Bps = 80e9;
+    assert_rel(dt_cost_op(&cp, &dev, m, &u), 0.3867304e-3);
+    assert_rel(dt_cost_op(&cp, &dev, m, &small), 5.6e-6);
+    assert_rel(dt_cost_op(&cp, &dev, m, &reset), 55.2472e-6);
+    dev.cache_bytes = 0;
+    assert_rel(dt_cost_op(&cp, &dev, m, &dact), 2e-6);
+    assert_rel(dt_cost_op(&cp, &dev, m, &copy), 4e-6);
+    struct dt_cost_params two;
+    cp.node_mem_Bps = 30e9;
+    dt_cost_colocated(&cp, &dev, 2, &two);
+    assert_rel(two.opt_Bps, 37.5e9);
+}
+
 /* Ensure an op whose bytes fit in the device's cache streams at cache_bw, and one that does
  * not at mem_bw: Adam over 690,590 parameters moves 19,336,520 B (above), over 10,000 moves
  * 280,000 B. With a 1 MiB cache, cache_bw 80 GB/s, mem_bw 20 GB/s (eff 1: the FLOPs never
@@ -566,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_lowered_bytes),
         cmocka_unit_test(test_conv_cost),
         cmocka_unit_test(test_update_cost_follows_mem_bw),
+        cmocka_unit_test(test_optimizer_bandwidth),
         cmocka_unit_test(test_cache_bandwidth),
         cmocka_unit_test(test_grad_reset),
         cmocka_unit_test(test_cost_op_kinds),

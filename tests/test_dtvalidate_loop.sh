@@ -41,6 +41,40 @@ grep -q "ring(tp=2)" "$tmp/a/report.txt" && grep -q "ring(zero=1)" "$tmp/a/repor
 n=$(wc -l <"$tmp/b/records.jsonl")
 [ "$n" -eq 10 ] && ! grep -q "tp=\|zero=" "$tmp/b/records.jsonl" && ok "none: 10 data-parallel runs" ||
   bad "none: $n runs"
+# --reuse simulates each run on the topology file its record names, says which in the report,
+# and warns when that file is not the current one; --current-topology analyses them with the
+# current one (its path may be spelled otherwise than the records': a build directory's ../).
+# Here the records name a copy of localhost.yaml with 10 times its link bandwidth between
+# ranks (the fit, eff_dense, is pinned by the one-rank run and cannot make up for it).
+cur=$(sed -n 's/.*"topology_path": *"\([^"]*\)".*/\1/p' "$tmp/b/records.jsonl" | head -1)
+sed 's/ bandwidth: 12.5 GB/ bandwidth: 125 GB/' "$cur" >"$tmp/old-localhost.yaml"
+mkdir -p "$tmp/c"
+sed "s|\"topology_path\": *\"[^\"]*\"|\"topology_path\": \"$tmp/old-localhost.yaml\"|" \
+  "$tmp/b/records.jsonl" >"$tmp/c/records.jsonl"
+reuse() { "$dtv" loop --reuse -d "$tmp/c" --fit eff_dense "$@"; }
+reuse >"$tmp/c.out" 2>"$tmp/c.err"
+grep -q "^Topology: $tmp/old-localhost.yaml for 10 runs, which differs from the current .*/localhost.yaml\$" \
+  "$tmp/c/report.txt" && grep -q "warning: 10 of 10 runs .*--current-topology" "$tmp/c.err" &&
+  ok "--reuse names the records' older topology and warns" ||
+  bad "old topology: $(grep '^Topology' "$tmp/c/report.txt"); $(tail -3 "$tmp/c.err")"
+sim() { awk '$2 == "1n2p" && $3 == "ring" {print $7}' "$tmp/c/report.txt"; }
+old=$(sim)
+reuse --current-topology >"$tmp/c.out" 2>"$tmp/c.err"
+grep -q "^Topology: .*/localhost.yaml for 10 runs\$" "$tmp/c/report.txt" && ! grep -q warning "$tmp/c.err" &&
+  ok "--current-topology: every run on the current file" ||
+  bad "current topology: $(grep '^Topology' "$tmp/c/report.txt"); $(grep warning "$tmp/c.err")"
+new=$(sim)
+[ -n "$old" ] && [ "$old" != "$new" ] && ok "the topology changes the simulated time ($old, $new)" ||
+  bad "simulated ring mlp-wide: '$old' and '$new'"
+rm "$tmp/old-localhost.yaml"
+expect_error "--reuse: a record's topology file gone" \
+  "records.jsonl:1:" reuse
+grep -q "old-localhost.yaml' is not there .*--current-topology" "$tmp/err" &&
+  ok "... it says how to use the current one" || bad "gone: $(cat "$tmp/err")"
+reuse --current-topology >"$tmp/c.out" 2>"$tmp/c.err" && ok "--current-topology: a record's topology file gone" ||
+  bad "--current-topology with the file gone: $(tail -2 "$tmp/c.err")"
+expect_error "--current-topology on compare" "--current-topology does not apply to compare" \
+  "$dtv" compare --current-topology "$tmp/b/records.jsonl"
 expect_error "--tensor-models on compare" "--tensor-models does not apply to compare" \
   "$dtv" compare --tensor-models mlp-wide "$tmp/b/records.jsonl"
 finish

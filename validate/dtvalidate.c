@@ -113,7 +113,10 @@ static void usage(FILE *f)
         "                          ranks, -b twice --batch (default mlp-wide,tiny-gpt; none)\n"
         "      --zero-models LIST  the models of --models run on ring with --zero 1, 2 and 3\n"
         "                          on 2 ranks (default mlp-wide,tiny-gpt; none)\n"
-        "      --reuse             analyse DIR/records.jsonl again without running dtexec\n\n"
+        "      --reuse             analyse DIR/records.jsonl again without running dtexec;\n"
+        "                          each run on the topology file its record names (the\n"
+        "                          report's Topology lines say which)\n"
+        "      --current-topology  analyse every record with --topology's current file\n\n"
         "  -h, --help              this help\n"
         "  -V, --version           version\n"
         "Exit status: 0 success, 2 bad input (file:line:column says where), 1 other failure,\n"
@@ -169,7 +172,7 @@ enum {
     OPT_LOO = 256, OPT_TRAIN, OPT_USE, OPT_FIT, OPT_UNCAL, OPT_PLOTS, OPT_TOPOLOGY, OPT_DTEXEC,
     OPT_MPIEXEC, OPT_MODELS, OPT_MAXITERS, OPT_EPOCHS, OPT_BATCH, OPT_RANKS, OPT_REUSE,
     OPT_REPEAT, OPT_FASTEST, OPT_PIPELINES, OPT_PIPELINE_MODELS, OPT_MICRO_BATCHES,
-    OPT_TENSOR_MODELS, OPT_ZERO_MODELS
+    OPT_TENSOR_MODELS, OPT_ZERO_MODELS, OPT_CURRENT_TOPOLOGY
 };
 
 /* The commands that read each option: any other command refuses it, since a flag silently
@@ -204,6 +207,7 @@ static const struct {
     {OPT_MICRO_BATCHES, "--micro-batches", " loop "},
     {OPT_TENSOR_MODELS, "--tensor-models", " loop "},
     {OPT_ZERO_MODELS, "--zero-models", " loop "},
+    {OPT_CURRENT_TOPOLOGY, "--current-topology", " loop "},
 };
 
 /* 0 when command reads the option `code`; else says so (exit 2). */
@@ -244,6 +248,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"micro-batches", required_argument, NULL, OPT_MICRO_BATCHES},
         {"tensor-models", required_argument, NULL, OPT_TENSOR_MODELS},
         {"zero-models", required_argument, NULL, OPT_ZERO_MODELS},
+        {"current-topology", no_argument, NULL, OPT_CURRENT_TOPOLOGY},
         {"help", no_argument, NULL, 'h'},               {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     char why[512];
@@ -317,6 +322,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_PIPELINE_MODELS: o->loop.pipeline_models = optarg; break;
         case OPT_TENSOR_MODELS: o->loop.tensor_models = optarg; break;
         case OPT_ZERO_MODELS: o->loop.zero_models = optarg; break;
+        case OPT_CURRENT_TOPOLOGY: o->loop.current_topology = true; break;
         case OPT_MICRO_BATCHES:
             if (check_list(optarg, false))
                 return bad_flag("--micro-batches", "expected whole numbers from 1 to 4096 "

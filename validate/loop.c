@@ -27,11 +27,13 @@
  * apart -- the GEMM efficiency of conv and dense layers, the convolutions' lowering rate, the
  * memory bandwidth of ops that stream from memory and of those that fit in cache, the
  * bandwidth the node's ranks share, the link between ranks, and tiny-gpt's libm calls (the
- * tanh of its GELUs is most of its step; exp: its softmax, attention and loss). (The
+ * tanh of its GELUs is most of its step; exp: its softmax, attention and loss), and the
+ * optimizer's own streaming rate (Adam's update and the gradient reset, one prefetched pass
+ * each, run at about twice the bandwidth the other ops' mix fits: dtexec --ops-csv). (The
  * per-iteration and per-op overheads were tried too: at 0.4 ms to 40 ms per iteration the
  * runs cannot see them; nor eff_norm, which only --tp 2 tells from tanh_time.) */
-#define LOOP_FIT "eff_conv,eff_dense,lower_bw,mem_bw,cache_bw,node_mem_bw,intra_bw,pack_bw,tanh_time,"  \
-                 "exp_time"
+#define LOOP_FIT "eff_conv,eff_dense,lower_bw,mem_bw,cache_bw,node_mem_bw,intra_bw,pack_bw,opt_bw," \
+                 "tanh_time,exp_time"
 
 static bool executable(const char *path) { return access(path, X_OK) == 0; }
 
@@ -79,6 +81,48 @@ static double load_average(void)
         fclose(f);
     }
     return l;
+}
+
+/* Whether files a and b hold the same bytes (false when either cannot be read). */
+static bool same_contents(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF || cb == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Each topology file the analysed runs were simulated on, with its run count, and whether its
+ * contents are the current topology's: a record names the file its run used, and --reuse
+ * keeps it (an older localhost.yaml, say) unless --current-topology. Returns how many runs
+ * used a file that differs from `current`. */
+static int print_topologies(FILE *f, const struct dtv_runset *set, const char *current)
+{
+    int differ = 0;
+    for (int t = 0; t < set->n_topos; t++) {
+        int n = 0;
+        for (int i = 0; i < set->n; i++)
+            n += set->runs[i].topo == set->topos[t];
+        const char *key = set->topo_keys[t], *hash = strrchr(key, '#');
+        int len = hash ? (int)(hash - key) : (int)strlen(key);
+        char path[600];
+        snprintf(path, sizeof path, "%.*s", len, key);
+        bool same = same_contents(path, current);
+        differ += same ? 0 : n;
+        if (n && f)
+            fprintf(f, "Topology: %s for %d run%s%s%s\n", path, n, n == 1 ? "" : "s",
+                    same ? "" : ", which differs from the current ", same ? "" : current);
+    }
+    return differ;
 }
 
 struct job {
@@ -373,11 +417,18 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
     /* analyse */
     struct dtv_runset set;
     dtv_runset_init(&set);
-    struct dtv_load_options lo = {.topology = topo_path};
+    struct dtv_load_options lo = {.topology = topo_path,
+                                  .topology_for_all = o->current_topology};
     if ((rc = dtv_runset_load(&set, records, &lo, err))) {
         dtv_runset_free(&set);
         return rc;
     }
+    int old_topo = print_topologies(NULL, &set, topo_path);
+    if (log && old_topo)
+        fprintf(log, "dtvalidate: warning: %d of %d runs are simulated on the topology file "
+                     "their records name, which differs from the current %s (see the report's "
+                     "Topology lines): --current-topology analyses them with the current one\n",
+                old_topo, set.n, topo_path);
     int dropped = dtv_runset_keep_fastest(&set);
     if (log && dropped)
         fprintf(log, "dtvalidate: %d repeated runs: kept the fastest of each configuration\n",
@@ -432,6 +483,7 @@ int dtv_loop(const char *argv0, const struct dtv_loop_options *o, FILE *log,
                 fprintf(f, "Machine: %ld CPUs, load average %.2f before and %.2f after the runs "
                            "(above 0.5 means other work shared the CPUs with the runs).\n",
                         cpus, load_before, load_after);
+            print_topologies(f, &set, topo_path);
             if (o->train)
                 fprintf(f, "Held-out MAPE: %.2f %% with --train '%s'\n", split.mape_held,
                         o->train);

@@ -40,6 +40,7 @@ struct dtv_loop_options {
     const char *zero_models;     /* models of `models` run with --zero 1, 2, 3 on ring on
                                every even rank count (default mlp-wide,tiny-gpt; "none") */
     bool reuse;             /* keep an existing records file and only analyse it */
+    bool current_topology;  /* analyse every record with `topology`, not the file it names */
 };
 
 /* What dtv_loop returns when dtexec (or mpiexec) is not there: err says so; dtvalidate exits

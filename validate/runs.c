@@ -536,16 +536,23 @@ static int parse_record(struct dtv_runset *set, struct rec_ctx *c, const struct 
     if ((rc = dtv_runset_model(set, model_path ? model_path : model, c->file, c->line, mf->col,
                         &run->model, c->err)))
         return rc;
-    /* The topology the run used: its file, else one named like it, else the caller's. */
+    /* The topology the run used: its file, else one named like it, else the caller's (or the
+     * caller's for every run when it says so). */
     const char *tname = topo_path ? topo_path : topo;
     char tpath[1024];
-    if (!topo_path && (!topo || dt_find_data_file("topologies", topo, tpath, sizeof tpath)))
+    if ((!topo_path && (!topo || dt_find_data_file("topologies", topo, tpath, sizeof tpath))) ||
+        (opt && opt->topology && opt->topology_for_all))
         tname = opt && opt->topology ? opt->topology : NULL;
     if (!tname)
         return rec_fail(c, field(rec, "config", "topology"),
                         "the run's topology '%s' was derived from the MPI layout and is not a "
                         "file: run dtexec with --topology FILE, or give dtvalidate --topology "
                         "FILE for such records", topo ? topo : "?");
+    if (tname == topo_path && dt_find_data_file("topologies", topo_path, tpath, sizeof tpath))
+        return rec_fail(c, field(rec, "config", "topology_path"),
+                        "the run's topology file '%s' is not there (moved or deleted): "
+                        "`dtvalidate loop --reuse --current-topology` analyses the records "
+                        "with the current one", topo_path);
     snprintf(run->topo_name, sizeof run->topo_name, "%s", tname);
     const struct dtv_json *tf = field(rec, "config", "topology");
     if ((rc = dtv_runset_topo(set, tname, 0, 0, c->file, c->line, tf ? tf->col : 0, &run->topo,

@@ -87,6 +87,7 @@ struct dtv_runset {
 
 struct dtv_load_options {
     const char *topology;       /* for records without a topology file: use this one */
+    bool topology_for_all;      /* ... and for every record, whatever file it names */
 };
 
 void dtv_runset_init(struct dtv_runset *set);

@@ -57,6 +57,7 @@ enum dt_cal_param {
     DT_CAL_TANH_TIME,       /* s: one tanh evaluation (tanh, GELU, LSTM) */
     DT_CAL_EFF_CONV_HALF,   /* eff_gemm_half apart: conv layers only */
     DT_CAL_EFF_DENSE_HALF,  /* eff_gemm_half apart: dense layers only */
+    DT_CAL_OPT_BW,          /* B/s: the optimizer step's streaming pass */
     DT_CAL_COUNT
 };
 

@@ -7,7 +7,8 @@
  *                   over the device's SMs (dt_op_gemm_quantisation), 1 elsewhere; on GPUs an
  *                   activation after a conv, dense, norm or add costs nothing: it is fused
  *                   into its producer's kernel (dt_op_fused))
- *                  (bw: cache_bw when the op's bytes fit in the device's cache, else mem_bw)
+ *                  (bw: cache_bw when the op's bytes fit in the device's cache, else mem_bw;
+ *                   the optimizer step: opt_bw when calibrated)
  *                  (+ lowered bytes / lower_bw for a convolution: the im2col matrix and the
  *                   GEMM's output, which im2col-based convolutions stream besides the GEMM;
  *                   what makes a convolution with few channels far slower per FLOP)
@@ -22,8 +23,9 @@
  *                   attention writes to and reads from device memory between its kernels)
  *   message:     per hop latency + bytes / bandwidth on each link, links shared max-min
  *   iteration:   + framework overhead per iteration + resetting the gradients (4 bytes per
- *                  parameter written at mem_bw: dtexec, like PyTorch's zero_grad, clears the
- *                  gradient buffer every step); epoch: + data read / read bandwidth
+ *                  parameter written at mem_bw, or opt_bw when calibrated: dtexec, like
+ *                  PyTorch's zero_grad, clears the gradient buffer every step); epoch: + data
+ *                  read / read bandwidth
  * The defaults below are assumptions until dtvalidate fits them (a calibration file). */
 #ifndef DT_COSTMODEL_H
 #define DT_COSTMODEL_H
@@ -58,6 +60,10 @@ struct dt_cost_params {
                                           modelled (the datasheet default) */
     double exp_s, tanh_s;              /* one exp / tanh evaluation (dt_op_special_evals); 0 =
                                           not modelled (the datasheet default) */
+    double opt_Bps;                    /* the optimizer's passes over parameter-sized state,
+                                          its update and the gradient reset (pure prefetched
+                                          streams, faster than mem_bw's mix of ops); 0 = the
+                                          other ops' bandwidth (dt_cost_stream_bw) */
     /* Link overrides; 0 keeps the topology's value. */
     double intra_bw_Bps, intra_lat_s, nic_bw_Bps, nic_lat_s, net_lat_s;
     double read_Bps;                   /* data read; 0 keeps the topology's value */
@@ -178,7 +184,7 @@ double dt_cost_stream_bw(const struct dt_cost_params *cp, const struct dt_device
 double dt_cost_lower_bw(const struct dt_cost_params *cp, const struct dt_device_spec *dev);
 
 /* Seconds clearing n elements of elem_bytes each takes on dev (the gradients at the start of
- * an iteration: 4 bytes each in fp32, 2 in bf16/fp16). */
+ * an iteration: 4 bytes each in fp32, 2 in bf16/fp16), at opt_bw when calibrated. */
 double dt_cost_grad_reset(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                           long n, double elem_bytes);
 
