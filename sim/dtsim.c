@@ -484,11 +484,12 @@ static int pipeline_figures(const struct dt_plan *plan, const struct dt_sim_resu
         return DT_ENOMEM;
     for (int c = 0; c < S * plan->chunks; c++)
         row->stage_first[c] = plan->chunk_first[c];
+    int per_stage = plan->n_ranks / S; /* its data-parallel replicas x its tensor group */
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_plan *rp = &plan->ranks[r];
         struct dt_memory mem;
         dt_plan_rank_memory(plan, r, &mem);
-        row->stage_compute_s[rp->stage] += res->rank[r].compute_s / plan->dp;
+        row->stage_compute_s[rp->stage] += res->rank[r].compute_s / per_stage;
         if (mem.activations > row->stage_act_B[rp->stage])
             row->stage_act_B[rp->stage] = mem.activations;
     }

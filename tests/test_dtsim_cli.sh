@@ -22,6 +22,16 @@ else
   bad "default run failed: $(cat "$tmp/default")"
 fi
 
+# A 3D pipeline's per-stage compute is per rank of the stage (its replicas x its tensor
+# group), so the stages' mean is the table's mean compute per rank (it was summed over the
+# tensor group: 2x here).
+"$dtsim" -t 1n4p -m tiny-gpt -s 1f1b --pp 2 --tp 2 --micro-batches 4 >"$tmp/3d" 2>&1
+awk '$1 == "1" && $2 == "1f1b" { c = $6 }
+     $1 == "1f1b" && /stages x/ { split($0, p, ": "); n = split(p[2], st, " [|] ");
+       for (i = 1; i <= n; i++) { split(st[i], f, " "); s += f[2] } m = s / n }
+     END { exit !(c > 0 && m / c > 0.99 && m / c < 1.01) }' "$tmp/3d" &&
+  ok "3D per-stage compute is per rank" || bad "3D per-stage compute: $(grep -E '^1 |stages x' "$tmp/3d")"
+
 # Same inputs, byte-identical output.
 "$dtsim" -t 2n4p -f csv >"$tmp/a.csv" && "$dtsim" -t 2n4p -f csv >"$tmp/b.csv" &&
   cmp -s "$tmp/a.csv" "$tmp/b.csv" && ok "deterministic" || bad "two runs differ"
