@@ -145,6 +145,35 @@ static void find_sent(const struct dt_model *m, const struct dt_layer_view *v, b
                 sent[m->layers[k].in[j]] = true;
 }
 
+/* Gives each part of a segment that the rank runs apart from an earlier part of it (an
+ * interleaved pipeline: a segment longer than a chunk comes back to the rank a chunk later) a
+ * segment of its own, numbered after the others (parts <= layers: under n_layers): each part
+ * is recomputed before its own backward, as the workspace holds one part at a time. */
+static void split_parts(int *seg, const struct dt_layer_view *v, int n)
+{
+    int next = 0, orig = -1, id = -1;
+    bool ran = false, gap = false;
+    for (int l = 0; l < n; l++)
+        next = seg[l] + 1 > next ? seg[l] + 1 : next;
+    for (int l = 0; v && l < n; l++) {
+        if (seg[l] < 0)
+            continue;
+        if (seg[l] != orig) {
+            orig = id = seg[l];
+            ran = gap = false;
+        }
+        if (!v[l].runs) {
+            gap = ran;
+            continue;
+        }
+        if (gap)
+            id = next++;
+        ran = true;
+        gap = false;
+        seg[l] = id;
+    }
+}
+
 static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const struct dt_layer_view *v,
                  enum dt_recompute mode, const bool *cut, const bool *sent)
 {
@@ -171,6 +200,7 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
         if (dt_layer_is_view(L) && !rc->act_ws[l])
             rc->act_ws[L->in[0]] = rc->keep_ws[L->in[0]] = false;
     }
+    split_parts(rc->segment, v, n);
 }
 
 int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,
