@@ -79,25 +79,24 @@ static void sqrt_segments(const struct dt_model *m, const bool *cut, int *seg)
     }
 }
 
-/* Whether layer l is inside the part of its segment that the rank runs (not that part's last
- * layer) and only the rank reads it (sent[l]: a layer of another rank reads it), so that the
- * part's recomputation covers it. A segment cut by a pipeline stage boundary is recomputed
- * part by part: each part starts from what the rank receives, which it keeps anyway. */
+/* Whether layer l is inside its segment (not its last layer) and the rank runs it: what the
+ * layer keeps for its backward is recomputed with the rank's part of the segment (Megatron
+ * recomputes whole layers; an attention core's probabilities are the most), even at the end
+ * of a part that a pipeline stage boundary cuts short. */
+static bool in_segment(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
+                       int l)
+{
+    return seg[l] >= 0 && l < m->n_layers - 1 && seg[l + 1] == seg[l] && (!v || v[l].runs);
+}
+
+/* Whether layer l's output is recomputed too: l is inside its segment, the rank runs the next
+ * layer and only the rank reads it (sent[l]: a layer of another rank reads it). A segment cut
+ * by a pipeline stage boundary is recomputed part by part: each part starts from what the
+ * rank receives, and ends on what it sends, which it keeps anyway. */
 static bool interior(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
                      const bool *sent, int l)
 {
-    if (seg[l] < 0 || l == m->n_layers - 1 || seg[l + 1] != seg[l])
-        return false;
-    return !v || (v[l].runs && v[l + 1].runs && !sent[l]);
-}
-
-/* Whether layer l ends the rank's part of a segment that goes on past it on another rank: its
- * output is sent and stays, but what it keeps for its backward is recomputed with the part
- * (Megatron recomputes the whole layer; an attention core's probabilities are the most). */
-static bool cut_short(const struct dt_model *m, const struct dt_layer_view *v, const int *seg,
-                      int l)
-{
-    return v && v[l].runs && seg[l] >= 0 && l < m->n_layers - 1 && seg[l + 1] == seg[l];
+    return in_segment(m, v, seg, l) && (!v || (v[l + 1].runs && !sent[l]));
 }
 
 static void sizes(const struct dt_model *m, const struct dt_layer_view *v, int l, long *act,
@@ -146,6 +145,35 @@ static void find_sent(const struct dt_model *m, const struct dt_layer_view *v, b
                 sent[m->layers[k].in[j]] = true;
 }
 
+/* Gives each part of a segment that the rank runs apart from an earlier part of it (an
+ * interleaved pipeline: a segment longer than a chunk comes back to the rank a chunk later) a
+ * segment of its own, numbered after the others (parts <= layers: under n_layers): each part
+ * is recomputed before its own backward, as the workspace holds one part at a time. */
+static void split_parts(int *seg, const struct dt_layer_view *v, int n)
+{
+    int next = 0, orig = -1, id = -1;
+    bool ran = false, gap = false;
+    for (int l = 0; l < n; l++)
+        next = seg[l] + 1 > next ? seg[l] + 1 : next;
+    for (int l = 0; v && l < n; l++) {
+        if (seg[l] < 0)
+            continue;
+        if (seg[l] != orig) {
+            orig = id = seg[l];
+            ran = gap = false;
+        }
+        if (!v[l].runs) {
+            gap = ran;
+            continue;
+        }
+        if (gap)
+            id = next++;
+        ran = true;
+        gap = false;
+        seg[l] = id;
+    }
+}
+
 static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const struct dt_layer_view *v,
                  enum dt_recompute mode, const bool *cut, const bool *sent)
 {
@@ -163,8 +191,8 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
         blocks |= is_attention(&m->layers[l]);
     (blocks ? block_segments : sqrt_segments)(m, cut, rc->segment);
     for (int l = 0; l < n; l++) {
+        rc->keep_ws[l] = in_segment(m, v, rc->segment, l);
         rc->act_ws[l] = interior(m, v, rc->segment, sent, l);
-        rc->keep_ws[l] = rc->act_ws[l] || cut_short(m, v, rc->segment, l);
     }
     /* a kept flatten view keeps the output it is a view of */
     for (int l = n - 1; l >= 0; l--) {
@@ -172,6 +200,7 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
         if (dt_layer_is_view(L) && !rc->act_ws[l])
             rc->act_ws[L->in[0]] = rc->keep_ws[L->in[0]] = false;
     }
+    split_parts(rc->segment, v, n);
 }
 
 int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,

@@ -100,8 +100,9 @@ static void test_roundtrip(void **state)
 }
 
 /* Ensure that every parameter of the table (the ties apart: eff_gemm stands for eff_conv
- * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half) goes through the file and into the cost parameters with its value:
- * a distinct value each, of its kind (fractions k/100, times k us, bandwidths k GB/s). */
+ * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half) goes through
+ * the file and into the cost parameters with its value: a distinct value each, of its kind
+ * (fractions k/100, times k us, bandwidths k GB/s). */
 static void test_every_parameter_roundtrips(void **state)
 {
     (void)state;

@@ -37,6 +37,9 @@ cut1="--strategy 1f1b --pp 2 --micro-batches 4 --stages 0-3,4-23"
 cut2="--strategy gpipe --pp 2 --micro-batches 2 --stages 0-8,9-23 --precision bf16"
 check gpt-cut1 2 "full selective" $gpt $cut1
 check gpt-cut2 2 full $gpt $cut2
+# interleaved, 2 stages x 3 chunks of ~4 layers: a block comes back to its rank two chunks
+# later; each part is recomputed before its own backward (the workspace holds one part)
+check gpt-interleaved 2 full $gpt --strategy interleaved --pp 2 --chunks 3 --micro-batches 4
 
 # controls
 differs gpt-none ctl-gpt-full 1 $gpt --recompute full --drop-op recompute

@@ -355,6 +355,49 @@ static void stages_keep_block_outputs(void **state)
     dt_model_destroy(m);
 }
 
+/* An interleaved pipeline (tiny-gpt on 2 stages x 3 chunks of ~4 layers): a block comes back
+ * to its rank two chunks later. The workspace holds one part of a segment at a time, so the
+ * backward of a layer that lives there must follow the recomputation of its own part and
+ * micro-batch, with no other part's recomputation in between. */
+static void interleaved_parts(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("tiny-gpt");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    struct dt_plan *p = test_plan(m, t, DT_STRAT_INTERLEAVED, 16,
+                                  "pp=2 chunks=3 micro-batches=4 recompute=full");
+    int parts_apart = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        const struct dt_rank_plan *rp = &p->ranks[r];
+        const struct dt_recompute_layout *rc = dt_plan_rank_recompute(p, r);
+        assert_non_null(rc);
+        const struct dt_op *last = NULL; /* the latest recomputed forward */
+        for (int i = 0; i < rp->n_ops; i++) {
+            const struct dt_op *op = &rp->ops[i];
+            if (op->kind != DT_OP_COMPUTE)
+                continue;
+            if (op->recompute)
+                last = op;
+            int l = op->layer;
+            if (op->phase != DT_PH_BACKWARD || !(rc->act_ws[l] || rc->keep_ws[l]))
+                continue;
+            if (!last || last->micro != op->micro ||
+                rc->segment[last->layer] != rc->segment[l])
+                fail_msg("rank %d op %d: backward of layer %d (micro-batch %d) after the "
+                         "recomputation of layer %d (micro-batch %d)", r, i, l, op->micro,
+                         last ? last->layer : -1, last ? last->micro : -1);
+        }
+        /* a rank runs a block in two parts apart (the case this test is about): the later
+         * part is a segment of its own, numbered after tiny-gpt's 2 blocks */
+        for (int l = 0; l < m->n_layers; l++)
+            parts_apart += rc->segment[l] >= 2;
+    }
+    assert_true(parts_apart > 0);
+    dt_plan_destroy(p);
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +407,7 @@ int main(void)
         cmocka_unit_test(every_family),
         cmocka_unit_test(stages_keep_block_outputs),
         cmocka_unit_test(stage_cut_blocks),
+        cmocka_unit_test(interleaved_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

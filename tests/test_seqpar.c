@@ -176,7 +176,7 @@ static int sends(const struct dt_plan *plan, int r, long want)
 }
 
 /* Layers of a kind that rank r runs. */
-static int runs(const struct dt_plan *plan, int r, enum dt_layer_kind kind)
+static int layers_run(const struct dt_plan *plan, int r, enum dt_layer_kind kind)
 {
     const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
     int n = 0;
@@ -200,26 +200,26 @@ static void pipelines(void **state)
         const char *model, *topology;
         enum dt_strategy s;
         int pp, tp, batch, micro;
-    } runs_[] = {{"tiny-gpt", "1n4p", DT_STRAT_1F1B, 2, 2, 16, 2},
+    } runs[] = {{"tiny-gpt", "1n4p", DT_STRAT_1F1B, 2, 2, 16, 2},
                  {"tiny-gpt", "1n4p", DT_STRAT_GPIPE, 2, 2, 16, 4},
                  {"gpt2-124m", "1n8p", DT_STRAT_1F1B, 2, 4, 4, 2}};
-    for (size_t i = 0; i < sizeof runs_ / sizeof runs_[0]; i++) {
-        struct dt_model *m = test_zoo_model(runs_[i].model);
-        struct dt_topology *t = test_zoo_topology(runs_[i].topology);
-        const int T = runs_[i].tp, M = runs_[i].micro;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        const int T = runs[i].tp, M = runs[i].micro;
         char on[128], off[160];
         snprintf(on, sizeof on, "pp=%d tp=%d micro-batches=%d sequence-parallel=on",
-                 runs_[i].pp, T, M);
-        struct dt_plan *b = test_plan(m, t, runs_[i].s, runs_[i].batch, on);
+                 runs[i].pp, T, M);
+        struct dt_plan *b = test_plan(m, t, runs[i].s, runs[i].batch, on);
         int cut = b->chunk_first[1];
-        snprintf(off, sizeof off, "pp=%d tp=%d micro-batches=%d stages=0-%d,%d-%d", runs_[i].pp,
+        snprintf(off, sizeof off, "pp=%d tp=%d micro-batches=%d stages=0-%d,%d-%d", runs[i].pp,
                  T, M, cut - 1, cut, m->n_layers - 1);
-        struct dt_plan *a = test_plan(m, t, runs_[i].s, runs_[i].batch, off);
+        struct dt_plan *a = test_plan(m, t, runs[i].s, runs[i].batch, off);
         const double tok = (double)m->input.d[0], h = (double)m->layers[0].units;
-        const long bth = (long)(runs_[i].batch / M) * m->input.d[0] * m->layers[0].units;
+        const long bth = (long)(runs[i].batch / M) * m->input.d[0] * m->layers[0].units;
         for (int r = 0; r < b->n_ranks; r++) {
             const struct dt_rank_plan *rp = &b->ranks[r];
-            int L = runs(b, r, DT_L_ATTENTION_CORE), first = rp->first, last = rp->last;
+            int L = layers_run(b, r, DT_L_ATTENTION_CORE), first = rp->first, last = rp->last;
             int rs_f = colls(b, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_ACT, bth);
             int ag_f = colls(b, r, T, DT_COLL_ALLGATHER, DT_BUF_ACT, bth);
             int rs_b = colls(b, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_DACT, bth);
@@ -227,11 +227,11 @@ static void pipelines(void **state)
             if (rs_f != 2 * L * M || ag_f != (2 * L + last) * M || rs_b != 2 * L * M ||
                 ag_b != (2 * L + first) * M)
                 fail_msg("%s %s rank %d (%d layers): forward %d reduce-scatters, %d "
-                         "allgathers; backward %d, %d", runs_[i].model, on, r, L, rs_f, ag_f,
+                         "allgathers; backward %d, %d", runs[i].model, on, r, L, rs_f, ag_f,
                          rs_b, ag_b);
             assert_int_equal(colls(b, r, T, DT_COLL_ALLREDUCE, DT_BUF_ACT, -1), 0);
             assert_int_equal(colls(b, r, T, DT_COLL_ALLREDUCE, DT_BUF_GRADS,
-                                   2 * m->layers[0].units), runs(b, r, DT_L_LAYERNORM));
+                                   2 * m->layers[0].units), layers_run(b, r, DT_L_LAYERNORM));
             assert_int_equal(sends(b, r, bth / T), M);
             assert_int_equal(sends(a, r, bth), M);
             double rows = (double)rp->slots * rp->slot_rows;
@@ -240,7 +240,7 @@ static void pipelines(void **state)
             double got = act_floats(a, r) - act_floats(b, r);
             if (got != want)
                 fail_msg("%s %s rank %d: sequence parallelism saves %.0f activation floats, "
-                         "want %.0f", runs_[i].model, on, r, got, want);
+                         "want %.0f", runs[i].model, on, r, got, want);
         }
         dt_plan_destroy(a);
         dt_plan_destroy(b);
@@ -282,13 +282,13 @@ static void recompute(void **state)
     static const struct {
         const char *model, *topology;
         int tp, batch;
-    } runs_[] = {{"tiny-gpt", "1n2p", 2, 2}, {"tiny-gpt", "1n4p", 4, 4},
+    } runs[] = {{"tiny-gpt", "1n2p", 2, 2}, {"tiny-gpt", "1n4p", 4, 4},
                  {"gpt2-124m", "1n2p", 2, 1}};
     const char *fmt = "tp=%d recompute=%s%s", *sp = " sequence-parallel=on";
-    for (size_t i = 0; i < sizeof runs_ / sizeof runs_[0]; i++) {
-        struct dt_model *m = test_zoo_model(runs_[i].model);
-        struct dt_topology *t = test_zoo_topology(runs_[i].topology);
-        const int tp = runs_[i].tp, B = runs_[i].batch;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct dt_model *m = test_zoo_model(runs[i].model);
+        struct dt_topology *t = test_zoo_topology(runs[i].topology);
+        const int tp = runs[i].tp, B = runs[i].batch;
         const double L = test_count_layers(m, DT_L_ATTENTION_CORE), T = (double)m->input.d[0];
         const double h = (double)m->layers[0].units;
         double heads = 0;
@@ -303,7 +303,7 @@ static void recompute(void **state)
         double want = (1 - 1.0 / tp) * B * (L * T * h + 2 * T);
         if (got != want)
             fail_msg("%s tp %d full recompute: sequence parallelism saves %.0f floats, want %.0f",
-                     runs_[i].model, tp, got, want);
+                     runs[i].model, tp, got, want);
         dt_topology_destroy(t);
         dt_model_destroy(m);
     }

@@ -301,43 +301,59 @@ static void stage1_with_pipelines(void **state)
     dt_model_destroy(m);
 }
 
+/* Calls check on each plan of --tp 2 with --zero 1, 2 and 3 (flags) on n = 4 and 8 ranks of
+ * one node, with base: the plan of --tp 2 alone on those ranks. */
+static void each_tp_zero(const struct dt_model *m,
+                         void (*check)(const struct dt_model *m, const struct dt_plan *base,
+                                       const struct dt_plan *plan, int n, int stage,
+                                       const char *flags))
+{
+    for (int n = 4; n <= 8; n *= 2) {
+        struct dt_topology *t = nodes(1, n);
+        struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
+        for (int stage = 1; stage <= 3; stage++) {
+            char flags[64];
+            snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
+            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
+            check(m, base, plan, n, stage, flags);
+            dt_plan_destroy(plan);
+        }
+        dt_plan_destroy(base);
+        dt_topology_destroy(t);
+    }
+}
+
 /* --tp T with --zero 1, 2 and 3: each tensor rank's packed parameters (psi_t, its shards: the
  * plan's n_params without ZeRO) are what ZeRO shards over its N = p / T data-parallel peers,
  * so the N ranks of tensor rank k sum to N (P + G) psi_t + K psi_t (stage 1),
  * N P psi_t + (G + K) psi_t + N G staging (stage 2, staging: its largest layer shard) and
  * (P + G + K) psi_t + N (P + G) staging (stage 3). Adam in fp32 (4, 4, 8); a single replica
  * is refused. */
+static void check_tp_zero_memory(const struct dt_model *m, const struct dt_plan *base,
+                                 const struct dt_plan *plan, int n, int stage, const char *flags)
+{
+    const int N = n / 2;
+    for (int k = 0; k < 2; k++) {
+        const struct dt_layer_view *v = base->views[base->ranks[k].view];
+        double psi = (double)base->ranks[k].n_params, staging = 0, got = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            staging = fmax(staging, (double)dt_shard_params(m, v, l));
+        for (int r = k; r < n; r += 2)
+            got += model_states(plan, r);
+        double want = stage == 1   ? N * 8 * psi + 8 * psi
+                      : stage == 2 ? N * 4 * psi + 12 * psi + N * 4 * staging
+                                   : 16 * psi + N * 8 * staging;
+        if (got != want)
+            fail_msg("%s on %d ranks, tensor rank %d: %.0f bytes, the form %.0f", flags, n, k,
+                     got, want);
+    }
+}
+
 static void tensor_parallel_zero(void **state)
 {
     (void)state;
     struct dt_model *m = model();
-    for (int n = 4; n <= 8; n *= 2) {
-        struct dt_topology *t = nodes(1, n);
-        struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
-        const int N = n / 2;
-        for (int stage = 1; stage <= 3; stage++) {
-            char flags[64];
-            snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
-            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
-            for (int k = 0; k < 2; k++) {
-                const struct dt_layer_view *v = base->views[base->ranks[k].view];
-                double psi = (double)base->ranks[k].n_params, staging = 0, got = 0;
-                for (int l = 0; l < m->n_layers; l++)
-                    staging = fmax(staging, (double)dt_shard_params(m, v, l));
-                for (int r = k; r < n; r += 2)
-                    got += model_states(plan, r);
-                double want = stage == 1   ? N * 8 * psi + 8 * psi
-                              : stage == 2 ? N * 4 * psi + 12 * psi + N * 4 * staging
-                                           : 16 * psi + N * 8 * staging;
-                if (got != want)
-                    fail_msg("%s on %d ranks, tensor rank %d: %.0f bytes, the form %.0f", flags,
-                             n, k, got, want);
-            }
-            dt_plan_destroy(plan);
-        }
-        dt_plan_destroy(base);
-        dt_topology_destroy(t);
-    }
+    each_tp_zero(m, check_tp_zero_memory);
     static const struct {
         int ranks, zero;
         const char *why;
@@ -362,31 +378,26 @@ static void tensor_parallel_zero(void **state)
  * of each tensor rank's psi_t over its N peers is plain data parallelism's (2 (N - 1) / N x
  * 4 psi_t) at stages 1-2 and 1.5 times it at stage 3: the plan's bytes minus those of --tp 2
  * without ZeRO are 0, 0 and 0.5 x that, per rank. */
+static void check_tp_zero_traffic(const struct dt_model *m, const struct dt_plan *base,
+                                  const struct dt_plan *plan, int n, int stage, const char *flags)
+{
+    (void)m;
+    const int N = n / 2;
+    for (int r = 0; r < n; r++) {
+        double psi = (double)base->ranks[r].n_params;
+        double more = stage == 3 ? 0.5 * 2.0 * (N - 1) / N * 4 * psi : 0;
+        double got = sent(plan, r) - sent(base, r);
+        if (fabs(got - more) > 1e-9 * psi)
+            fail_msg("%s on %d ranks, rank %d: %.0f bytes more than --tp 2 alone, the closed "
+                     "form %.0f", flags, n, r, got, more);
+    }
+}
+
 static void tensor_parallel_traffic(void **state)
 {
     (void)state;
     struct dt_model *m = model();
-    for (int n = 4; n <= 8; n *= 2) {
-        struct dt_topology *t = nodes(1, n);
-        struct dt_plan *base = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, "tp=2");
-        const int N = n / 2;
-        for (int stage = 1; stage <= 3; stage++) {
-            char flags[64];
-            snprintf(flags, sizeof flags, "tp=2 zero=%d", stage);
-            struct dt_plan *plan = test_plan(m, t, DT_STRAT_ALLREDUCE_RING, 8, flags);
-            for (int r = 0; r < n; r++) {
-                double psi = (double)base->ranks[r].n_params;
-                double more = stage == 3 ? 0.5 * 2.0 * (N - 1) / N * 4 * psi : 0;
-                double got = sent(plan, r) - sent(base, r);
-                if (fabs(got - more) > 1e-9 * psi)
-                    fail_msg("%s on %d ranks, rank %d: %.0f bytes more than --tp 2 alone, the "
-                             "closed form %.0f", flags, n, r, got, more);
-            }
-            dt_plan_destroy(plan);
-        }
-        dt_plan_destroy(base);
-        dt_topology_destroy(t);
-    }
+    each_tp_zero(m, check_tp_zero_traffic);
     dt_model_destroy(m);
 }
 

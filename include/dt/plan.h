@@ -453,16 +453,18 @@ int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
  * before), layers outside blocks (embedding, final norm, head) are kept; a model without
  * attention is cut into segments of ceil(sqrt(L)) layers at cuts. A pipeline stage boundary
  * inside a segment splits it into parts, each recomputed from what its rank receives; a layer
- * that another rank reads is kept (it is sent). The workspace holds one micro-batch: a rank
+ * that another rank reads is kept (it is sent); a part that comes back to a rank after another
+ * rank's (interleaved chunks) is a segment of its own there. The workspace holds one micro-batch: a rank
  * recomputes a segment just before its backward, which nothing interrupts, so its rows
- * (dt_rank_plan's ws_rows) are those of the widest op. `selective (Korthikanti et al. 2022) recomputes only
- * the attention scores: an attention layer's kept state (the B x heads x T x T probabilities;
- * a fused `attention` layer keeps q, k, v and the context with them) goes to the workspace and
- * the layer's forward runs again before its backward; a model without attention recomputes
- * nothing, as in Megatron, where selective touches only the attention core. */
+ * (dt_rank_plan's ws_rows) are those of the widest op. `selective` (Korthikanti et al. 2022)
+ * recomputes only the attention scores: an attention layer's kept state (the B x heads x T x T
+ * probabilities; a fused `attention` layer keeps q, k, v and the context with them) goes to
+ * the workspace and the layer's forward runs again before its backward; a model without
+ * attention recomputes nothing, as in Megatron, where selective touches only the attention
+ * core. */
 struct dt_recompute_layout {
     int n_layers;
-    int *segment;           /* per layer: its segment, -1 in none */
+    int *segment;           /* per layer: its segment (part), -1 in none; < n_layers */
     bool *act_ws, *keep_ws; /* its output / its kept state lives in the workspace */
     long *act_at, *keep_at, *ikeep_at; /* where, in floats (ints) per row of the workspace */
     long ws_floats, ws_ints;           /* the workspace per row: the largest segment's */
