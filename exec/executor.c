@@ -1295,10 +1295,12 @@ static void unpack(float *full, float **owned, float *packed, const struct dt_pl
 static float **owned_views(const struct dtx_exec *ex, bool *ok)
 {
     const struct dt_plan *plan = ex->plan;
-    float **views = ex->rank == 0 && ex->rp->owned ? calloc((size_t)plan->n_views, sizeof *views)
-                                                   : NULL;
-    *ok = !(ex->rank == 0 && ex->rp->owned) || views;
-    for (int v = 0; views && v < plan->n_views && *ok; v++) {
+    *ok = true;
+    if (ex->rank != 0 || !ex->rp->owned)
+        return NULL;
+    float **views = calloc((size_t)plan->n_views, sizeof *views);
+    *ok = views != NULL;
+    for (int v = 0; *ok && v < plan->n_views; v++) {
         long n = dt_shard_packed_floats(plan->model, plan->views[v]);
         *ok = (views[v] = malloc((size_t)(n ? n : 1) * sizeof **views)) != NULL;
     }
