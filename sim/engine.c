@@ -342,10 +342,19 @@ static inline struct hop *hop_of(const struct dt_sim *sim, uint32_t i, int h)
                            : &sim->xhops[(size_t)i * EXTRA_HOPS + (size_t)(h - INLINE_HOPS)];
 }
 
-/* The flows in a link's list. */
-static inline struct lref *refs(struct link *l)
+/* The flows in a link's list (writable when the link is: as strchr, one function for both). */
+static inline struct lref *refs(const struct link *l)
 {
-    return l->capf <= 1 ? &l->fl.one : l->fl.many;
+    return l->capf <= 1 ? (struct lref *)&l->fl.one : l->fl.many;
+}
+
+/* Puts flow record i back on the free list (its ev links the list while it is free). */
+static void free_flow(struct dt_sim *sim, uint32_t i)
+{
+    struct flow *f = &sim->flows[i];
+    f->state = FL_FREE;
+    f->ev = sim->flow_free;
+    sim->flow_free = i;
 }
 
 /* A free flow record (and room for its hops past INLINE_HOPS). */
@@ -364,8 +373,7 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
     if (n_hops > INLINE_HOPS && sim->cap_xhops < sim->cap_flows) {
         struct hop *x = realloc(sim->xhops, (size_t)sim->cap_flows * EXTRA_HOPS * sizeof *x);
         if (!x) {
-            sim->flows[i].ev = sim->flow_free;
-            sim->flow_free = i;
+            free_flow(sim, i);
             return oom(err, "flow routes");
         }
         sim->xhops = x;
@@ -403,8 +411,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
         return rc;
     rc = dt_eventq_schedule(sim->q, lat, EV_FLOW_START, i, NULL, err);
     if (rc) {
-        sim->flows[i].ev = sim->flow_free;
-        sim->flow_free = i;
+        free_flow(sim, i);
         return rc;
     }
     struct flow *f = &sim->flows[i];
@@ -531,15 +538,6 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
     f->remaining = 0;
     f->ev = NONE;
     return DT_OK;
-}
-
-static void free_flow(struct dt_sim *sim, uint32_t i)
-{
-    struct flow *f = &sim->flows[i];
-    f->state = FL_FREE;
-    f->ev = sim->flow_free;
-    sim->flow_free = i;
-    sim->active_flows--;
 }
 
 #define RESERVE(arr, capv, n, what)                                                 \
@@ -686,6 +684,7 @@ static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
     if (f->dst >= 0)
         sim->recvd[f->dst] += f->bytes;
     sim->cnt.flows_done++;
+    sim->active_flows--;
     free_flow(sim, i);
 }
 
@@ -783,7 +782,7 @@ void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_st
     const struct link *l = &sim->links[link];
     double now = dt_eventq_now(sim->q);
     out->bytes = l->bytes;
-    const struct lref *fl = l->capf <= 1 ? &l->fl.one : l->fl.many;
+    const struct lref *fl = refs(l);
     for (int k = 0; k < l->nf; k++) {
         const struct flow *f = &sim->flows[fl[k].flow];
         double moved = f->rate * (now - f->t_upd);
