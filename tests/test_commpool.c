@@ -212,63 +212,29 @@ static long check_rank(const struct dt_plan *plan, int r, const char *what)
     return checked;
 }
 
-static long check_plan(const struct dt_model *m, const struct dt_topology *t, enum dt_strategy s,
-                       int batch, const char *flags, int *plans)
-{
-    struct dt_plan_options o = test_options(s, batch, flags);
-    struct dt_plan *plan;
-    struct dt_error err;
-    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
-        return 0; /* the options do not apply to this model */
-    char what[256];
-    snprintf(what, sizeof what, "%s %s %s", m->name, dt_strategy_name(s), flags);
-    long ops = 0;
-    for (int r = 0; r < plan->n_ranks; r++)
-        ops += check_rank(plan, r, what);
-    (*plans)++;
-    dt_plan_destroy(plan);
-    return ops;
-}
-
-struct zoo {
-    struct dt_topology *t;
-    int plans;
-    long ops;
-};
-
-static void check_model(const struct dt_model *m, void *ctx)
-{
-    struct zoo *z = ctx;
-    static const struct {
-        enum dt_strategy s;
-        int batch;
-        const char *flags;
-    } runs[] = {
-        {DT_STRAT_ALLREDUCE_RING, 2, "bucket=1MB"},
-        {DT_STRAT_ALLREDUCE_RABENSEIFNER, 2, "bucket=4MB precision=bf16"},
-        {DT_STRAT_ALLREDUCE_RING, 2, "zero=1 bucket=1MB"},
-        {DT_STRAT_ALLREDUCE_RING, 2, "zero=3"},
-        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2"},
-        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2 precision=bf16"},
-        {DT_STRAT_ALLREDUCE_RING, 2, "tp=2 sequence-parallel=on"},
-        {DT_STRAT_GPIPE, 6, "pp=2 micro-batches=3"},
-        {DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8"},
-        {DT_STRAT_INTERLEAVED, 8, "pp=2 chunks=2 micro-batches=4"},
-        {DT_STRAT_1F1B, 8, "pp=2 tp=2 micro-batches=4 precision=bf16"},
-    };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
-        z->ops += check_plan(m, z->t, runs[i].s, runs[i].batch, runs[i].flags, &z->plans);
-}
-
 static void test_zoo_no_overlap(void **state)
 {
     (void)state;
-    struct zoo z = {test_zoo_topology("2n2p"), 0, 0};
-    int models = test_zoo_each(check_model, &z);
+    static const struct test_zoo_run runs[] = {
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "bucket=1MB"},
+        {DT_STRAT_ALLREDUCE_RABENSEIFNER, 2, 0, "bucket=4MB precision=bf16"},
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "zero=1 bucket=1MB"},
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "zero=3"},
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "tp=2"},
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "tp=2 precision=bf16"},
+        {DT_STRAT_ALLREDUCE_RING, 2, 0, "tp=2 sequence-parallel=on"},
+        {DT_STRAT_GPIPE, 6, 0, "pp=2 micro-batches=3"},
+        {DT_STRAT_1F1B, 8, 0, "pp=4 dp=1 micro-batches=8"},
+        {DT_STRAT_INTERLEAVED, 8, 0, "pp=2 chunks=2 micro-batches=4"},
+        {DT_STRAT_1F1B, 8, 0, "pp=2 tp=2 micro-batches=4 precision=bf16"},
+    };
+    struct dt_topology *t = test_zoo_topology("2n2p");
+    int models, plans;
+    long ops = test_zoo_plans(t, runs, sizeof runs / sizeof runs[0], check_rank, &models, &plans);
     print_message("%d zoo models, %d plans, %ld ops with receive scratch checked\n", models,
-                  z.plans, z.ops);
-    assert_true(models > 20 && z.plans > 5 * models);
-    dt_topology_destroy(z.t);
+                  plans, ops);
+    assert_true(models > 20 && plans > 5 * models);
+    dt_topology_destroy(t);
 }
 
 int main(void)

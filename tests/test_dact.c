@@ -177,8 +177,10 @@ static void op_touches(struct walk *w, const struct dt_rank_plan *rp, int i)
         touch(w, g->layer, slot, wait_of(rp, i, op->handle));
 }
 
-/* Every pair of spans live at once lies apart in the pool. Returns the spans checked. */
-static int check_rank(const struct dt_plan *plan, int r, const char *what)
+/* Every pair of spans live at once lies apart in the pool; a whole model on one device
+ * (sequential, nothing recomputed) has a layout that meets the peak. Returns the spans
+ * checked. */
+static long check_rank(const struct dt_plan *plan, int r, const char *what)
 {
     const struct dt_rank_plan *rp = &plan->ranks[r];
     const struct dt_dact_layout *d = dt_plan_rank_dact(plan, r);
@@ -186,6 +188,9 @@ static int check_rank(const struct dt_plan *plan, int r, const char *what)
     if (!d)
         return 0;
     assert_true(d->pool >= d->peak);
+    if (plan->opt.strategy == DT_STRAT_SEQUENTIAL && plan->opt.recompute == DT_RECOMPUTE_NONE &&
+        d->pool != d->peak)
+        fail_msg("%s: pool %ld, peak %ld", what, d->pool, d->peak);
     struct walk w = {plan, r, 0, NULL, 0, 0};
     for (int i = 0; i < rp->n_ops; i++)
         op_touches(&w, rp, i);
@@ -206,65 +211,26 @@ static int check_rank(const struct dt_plan *plan, int r, const char *what)
     return w.n;
 }
 
-static int check_plan(const struct dt_model *m, const struct dt_topology *t, enum dt_strategy s,
-                      int batch, const char *flags, int *plans)
-{
-    struct dt_plan_options o = test_options(s, batch, flags);
-    struct dt_plan *plan;
-    struct dt_error err;
-    o.n_ranks = s == DT_STRAT_ALLREDUCE_RING ? 2 : 0;
-    if (dt_plan_build(m, t, &o, &plan, &err) != DT_OK)
-        return 0; /* the options do not apply to this model */
-    char what[256];
-    snprintf(what, sizeof what, "%s %s %s", m->name, dt_strategy_name(s), flags);
-    int spans = 0;
-    for (int r = 0; r < plan->n_ranks; r++)
-        spans += check_rank(plan, r, what);
-    if (s == DT_STRAT_SEQUENTIAL && !*flags) { /* the whole model: the layout meets the peak */
-        const struct dt_dact_layout *d = dt_plan_rank_dact(plan, 0);
-        if (d->pool != d->peak)
-            fail_msg("%s: pool %ld, peak %ld", what, d->pool, d->peak);
-    }
-    (*plans)++;
-    dt_plan_destroy(plan);
-    return spans;
-}
-
-struct zoo {
-    struct dt_topology *t;
-    int plans;
-    long spans;
-};
-
-static void check_model(const struct dt_model *m, void *ctx)
-{
-    struct zoo *z = ctx;
-    static const struct {
-        enum dt_strategy s;
-        int batch;
-        const char *flags;
-    } runs[] = {
-        {DT_STRAT_SEQUENTIAL, 4, ""},
-        {DT_STRAT_SEQUENTIAL, 4, "recompute=full"},
-        {DT_STRAT_ALLREDUCE_RING, 4, "tp=2"},
-        {DT_STRAT_GPIPE, 6, "pp=2 dp=1 micro-batches=3"},
-        {DT_STRAT_1F1B, 8, "pp=4 dp=1 micro-batches=8"},
-        {DT_STRAT_INTERLEAVED, 8, "pp=2 dp=1 chunks=2 micro-batches=4"},
-        {DT_STRAT_1F1B, 8, "pp=2 dp=1 tp=2 micro-batches=4"},
-    };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
-        z->spans += check_plan(m, z->t, runs[i].s, runs[i].batch, runs[i].flags, &z->plans);
-}
-
 static void test_zoo_no_overlap(void **state)
 {
     (void)state;
-    struct zoo z = {test_zoo_topology("2n4p"), 0, 0};
-    int models = test_zoo_each(check_model, &z);
-    print_message("%d zoo models, %d plans, %ld live gradient spans checked\n", models, z.plans,
-                  z.spans);
-    assert_true(models >= 20 && z.plans >= 4 * models && z.spans > 0);
-    dt_topology_destroy(z.t);
+    static const struct test_zoo_run runs[] = {
+        {DT_STRAT_SEQUENTIAL, 4, 0, ""},
+        {DT_STRAT_SEQUENTIAL, 4, 0, "recompute=full"},
+        {DT_STRAT_ALLREDUCE_RING, 4, 2, "tp=2"},
+        {DT_STRAT_GPIPE, 6, 0, "pp=2 dp=1 micro-batches=3"},
+        {DT_STRAT_1F1B, 8, 0, "pp=4 dp=1 micro-batches=8"},
+        {DT_STRAT_INTERLEAVED, 8, 0, "pp=2 dp=1 chunks=2 micro-batches=4"},
+        {DT_STRAT_1F1B, 8, 0, "pp=2 dp=1 tp=2 micro-batches=4"},
+    };
+    struct dt_topology *t = test_zoo_topology("2n4p");
+    int models, plans;
+    long spans = test_zoo_plans(t, runs, sizeof runs / sizeof runs[0], check_rank, &models,
+                                &plans);
+    print_message("%d zoo models, %d plans, %ld live gradient spans checked\n", models, plans,
+                  spans);
+    assert_true(models >= 20 && plans >= 4 * models && spans > 0);
+    dt_topology_destroy(t);
 }
 
 int main(void)

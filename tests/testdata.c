@@ -117,3 +117,42 @@ struct dt_plan *test_plan(const struct dt_model *m, const struct dt_topology *t,
         fail_msg("%s %s -b %d '%s': %s", m->name, dt_strategy_name(s), batch, flags, err.msg);
     return plan;
 }
+
+struct zoo_plans {
+    const struct dt_topology *t;
+    const struct test_zoo_run *runs;
+    int n, plans;
+    long sum;
+    long (*check)(const struct dt_plan *p, int r, const char *what);
+};
+
+static void plans_of(const struct dt_model *m, void *ctx)
+{
+    struct zoo_plans *z = ctx;
+    for (int i = 0; i < z->n; i++) {
+        const struct test_zoo_run *run = &z->runs[i];
+        struct dt_plan_options o = test_options(run->s, run->batch, run->flags);
+        if (run->n_ranks)
+            o.n_ranks = run->n_ranks;
+        struct dt_plan *plan;
+        struct dt_error err;
+        if (dt_plan_build(m, z->t, &o, &plan, &err) != DT_OK)
+            continue; /* the options do not apply to this model */
+        char what[256];
+        snprintf(what, sizeof what, "%s %s %s", m->name, dt_strategy_name(run->s), run->flags);
+        for (int r = 0; r < plan->n_ranks; r++)
+            z->sum += z->check(plan, r, what);
+        z->plans++;
+        dt_plan_destroy(plan);
+    }
+}
+
+long test_zoo_plans(const struct dt_topology *t, const struct test_zoo_run *runs, int n,
+                    long (*check)(const struct dt_plan *p, int r, const char *what),
+                    int *models, int *plans)
+{
+    struct zoo_plans z = {t, runs, n, 0, 0, check};
+    *models = test_zoo_each(plans_of, &z);
+    *plans = z.plans;
+    return z.sum;
+}

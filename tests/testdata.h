@@ -23,5 +23,17 @@ struct dt_plan_options test_options(enum dt_strategy s, int batch, const char *f
 /* The plan of those options (dt_plan_build, which also checks it); a refusal fails the test. */
 struct dt_plan *test_plan(const struct dt_model *m, const struct dt_topology *t,
                           enum dt_strategy s, int batch, const char *flags);
+/* One configuration of test_zoo_plans: strategy, batch, ranks (0: the topology's), flags. */
+struct test_zoo_run {
+    enum dt_strategy s;
+    int batch, n_ranks;
+    const char *flags;
+};
+/* Builds every zoo model's plan for each of the n runs on t (a run the model refuses is
+ * skipped) and calls check on each rank of each plan, `what` naming model, strategy and flags;
+ * returns the sum of check's values; *models and *plans count what was built. */
+long test_zoo_plans(const struct dt_topology *t, const struct test_zoo_run *runs, int n,
+                    long (*check)(const struct dt_plan *p, int r, const char *what),
+                    int *models, int *plans);
 
 #endif
