@@ -334,9 +334,24 @@ int dt_calibration_check_device(const struct dt_calibration *cal, const struct d
     return DT_OK;
 }
 
+enum dt_cal_param dt_cal_param_tie(enum dt_cal_param p)
+{
+    switch (p) {
+    case DT_CAL_EFF_CONV:
+    case DT_CAL_EFF_DENSE: return DT_CAL_EFF_GEMM;
+    case DT_CAL_EFF_CONV_HALF:
+    case DT_CAL_EFF_DENSE_HALF: return DT_CAL_EFF_GEMM_HALF;
+    default: return p;
+    }
+}
+
+/* Whether p is a tie: another parameter's tie. */
 static bool is_tie(enum dt_cal_param p)
 {
-    return p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF;
+    for (int q = 0; q < DT_CAL_COUNT; q++)
+        if (q != (int)p && dt_cal_param_tie(q) == p)
+            return true;
+    return false;
 }
 
 void dt_calibration_apply(const struct dt_calibration *cal, struct dt_cost_params *cp)

@@ -17,20 +17,11 @@
 #define DT_GIT_REVISION "unknown"
 #endif
 
-/* The tied parameter p belongs to (eff_gemm for eff_conv, ...), or p itself. */
-static int tie_of(int p)
-{
-    if (p == DT_CAL_EFF_CONV || p == DT_CAL_EFF_DENSE)
-        return DT_CAL_EFF_GEMM;
-    if (p == DT_CAL_EFF_CONV_HALF || p == DT_CAL_EFF_DENSE_HALF)
-        return DT_CAL_EFF_GEMM_HALF;
-    return p;
-}
-
 /* Whether a and b cannot be fitted together: a tie and one of its parts. */
 static bool tied_with(enum dt_cal_param a, enum dt_cal_param b)
 {
-    return a != b && tie_of(a) == tie_of(b) && (tie_of(a) == (int)a || tie_of(b) == (int)b);
+    enum dt_cal_param ta = dt_cal_param_tie(a), tb = dt_cal_param_tie(b);
+    return a != b && ta == tb && (ta == a || tb == b);
 }
 
 int dtv_fitspec_parse(const char *list, struct dtv_fitspec *spec, char *why, size_t len)
@@ -55,7 +46,7 @@ int dtv_fitspec_parse(const char *list, struct dtv_fitspec *spec, char *why, siz
             }
         for (int i = 0; i < spec->n; i++)
             if (tied_with(spec->p[i], (enum dt_cal_param)p)) {
-                const char *tie = tie_of(p) == p ? t : dt_cal_param_name(spec->p[i]);
+                const char *tie = (int)dt_cal_param_tie(p) == p ? t : dt_cal_param_name(spec->p[i]);
                 snprintf(why, len, "%s ties the conv and dense efficiencies: fit either %s "
                          "or the two apart", tie, tie);
                 return -1;

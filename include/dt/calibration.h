@@ -71,6 +71,9 @@ const char *dt_cal_param_description(enum dt_cal_param p);
 /* The parameter's value in cp (0 for a link override means "the topology's value"). */
 double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p);
 void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double value);
+/* The tied parameter that sets p together with its pair (eff_gemm for eff_conv and
+ * eff_dense, eff_gemm_half for eff_conv_half and eff_dense_half), or p itself. */
+enum dt_cal_param dt_cal_param_tie(enum dt_cal_param p);
 /* The value the simulator would use for p when cp leaves it at 0: the topology's datasheet
  * value for links (first node group), mem_bw for reduce_bw; cp's own value otherwise. */
 double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_topology *topo,
