@@ -28,7 +28,8 @@ struct head {
     uint32_t rank, n_ranks;     /* manifest: rank = n_ranks */
     int64_t step, epoch, iter;
     double loss_scale;          /* the loss scale (1.0 in float32; SCALER is what is loaded) */
-    uint64_t rng[4];            /* the rank's dropout stream (manifest: 0) */
+    uint64_t rng[4];            /* unused, 0 (before counter-based dropout masks: the rank's
+                                   dropout stream; the step now decides the masks) */
     double sums[DTX_CKPT_SUMS]; /* the rank's running sums (manifest: 0) */
     uint32_t n_entries;
     uint32_t skipped;           /* mixed precision: steps skipped on overflow (version 1: 0) */
@@ -397,7 +398,6 @@ static int write_rank_file(struct dtx_ckpt *c, const struct dtx_ckpt_pos *pos,
         return rc;
     struct head h;
     fill_head(c, &h, MAGIC_RANK, c->rank, pos, (uint32_t)s.n);
-    memcpy(h.rng, dtk_net_rng(dtx_exec_net(c->ex))->s, sizeof h.rng);
     memcpy(h.sums, pos->sums, sizeof h.sums);
     char path[PATH_MAX];
     step_path(path, sizeof path, c->dir, pos->step, c->rank);
@@ -602,7 +602,6 @@ static void warn_skip(const struct dtx_ckpt *c, long step, int st, const char *w
 
 static void apply(struct dtx_ckpt *c, const struct head *h, struct dtx_ckpt_pos *pos)
 {
-    memcpy(dtk_net_rng(dtx_exec_net(c->ex))->s, h->rng, sizeof h->rng);
     dtx_exec_set_steps(c->ex, (long)h->step);
     dtx_exec_set_skipped(c->ex, (long)h->skipped);
     pos->step = (long)h->step;

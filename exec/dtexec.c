@@ -976,7 +976,6 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     R->net = dtx_exec_net(R->ex);
     dtx_exec_set_watchdog(R->ex, w->wd);
     dtx_exec_set_overflow_at(R->ex, o->overflow_at);
-    dtk_rng_seed(dtk_net_rng(R->net), o->seed * 1000003ull + 17 + (uint64_t)rp->rng_stream);
 
     /* data: the stages of one pipeline read the same shard, that of their replica */
     const struct dt_model *m = R->model;
@@ -1041,6 +1040,9 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
         }
         rc = dtx_sampler_init(&R->sampler, R->train, whole, shard, shards_n, batches, sizes, err);
     }
+    /* dropout masks by the rows of the global batch: every strategy draws one rank's */
+    if (!rc)
+        dtk_net_set_dropout(R->net, o->seed * 1000003ull + 17, R->sampler.batch_offset);
     free(batches);
     free(sizes);
     return agree(w, rc, err);

@@ -994,6 +994,7 @@ static int run_local(struct dtx_exec *ex, const struct dt_op *o, dtx_load_fn loa
             rc = dtk_net_begin_forward(ex->net, ex->x, b0, o->samples, real == 0, err);
         if (rc)
             break;
+        dtk_net_set_batch_rows(ex->net, b0, o->row0);
         if (o->recompute)
             dtk_net_recompute_layer(ex->net, o->layer, b0, o->samples);
         else
@@ -1114,6 +1115,7 @@ int dtx_exec_iteration(struct dtx_exec *ex, dtx_load_fn load, void *load_ctx,
                        struct dt_error *err)
 {
     ex->t0 = t0;
+    dtk_net_set_step(ex->net, ex->steps); /* the step's dropout masks */
     ex->steps++;
     *out = (struct dtx_loss){0, 0, 0};
     double start = MPI_Wtime();

@@ -20,7 +20,7 @@ struct dt_op dtc_update(long offset, long count, long opt_offset);
 /* LOAD of micro-batch mb: rows [row0, row0 + rows) of the step batch into slot. */
 struct dt_op dtc_load(const struct dt_plan *plan, int rank, int mb, int slot, int row0, int rows);
 /* Forward or backward of layer l for micro-batch mb in slot. */
-struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int rows);
+struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int row0, int rows);
 /* LOSS of micro-batch mb: its gradient averaged over `scale` samples. */
 struct dt_op dtc_loss(const struct dt_plan *plan, int mb, int slot, int rows, double scale);
 

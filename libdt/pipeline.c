@@ -281,7 +281,7 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
                       tag_of(p, o, 0, i), act_region(p, e, DT_BUF_ACT, o, slot, rows),
                       false);
     for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++) {
-        rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, rows));
+        rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, row0, rows));
         if (!rc)
             rc = tensor_after(p, e, DT_PH_FORWARD, l, slot, rows);
     }
@@ -302,7 +302,7 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
     return rc;
 }
 
-static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows)
+static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows, int row0)
 {
     struct dt_plan *plan = p->plan;
     const struct dt_model *m = p->m;
@@ -314,7 +314,7 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
     }
     for (int l = plan->chunk_first[c + 1] - 1; l >= plan->chunk_first[c] && !rc; l--)
         if (l >= p->first_train) {
-            rc = push(plan, e, dtc_compute(DT_PH_BACKWARD, l, i, slot, rows));
+            rc = push(plan, e, dtc_compute(DT_PH_BACKWARD, l, i, slot, row0, rows));
             if (!rc)
                 rc = tensor_after(p, e, DT_PH_BACKWARD, l, slot, rows);
         }
@@ -347,8 +347,8 @@ static double layer_cost(const struct pipe *p, int l, int rows)
     struct dt_cost_params cp;
     const struct dt_device_spec *dev = &p->plan->topo->groups[0].device;
     dt_cost_defaults(&cp, dev->kind);
-    struct dt_op f = dtc_compute(DT_PH_FORWARD, l, 0, 0, rows);
-    struct dt_op b = dtc_compute(DT_PH_BACKWARD, l, 0, 0, rows);
+    struct dt_op f = dtc_compute(DT_PH_FORWARD, l, 0, 0, 0, rows);
+    struct dt_op b = dtc_compute(DT_PH_BACKWARD, l, 0, 0, 0, rows);
     f.precision = b.precision = p->plan->opt.precision; /* as dt_plan_push stamps them */
     return dt_cost_compute(&cp, dev, p->m, &f) +
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
@@ -549,7 +549,6 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     rp->stage = stage;
     rp->dp_index = d;
     rp->dp_count = p->D;
-    rp->rng_stream = (unsigned)(r / p->T); /* a tensor group draws the same dropout masks */
     rp->replicas = replicas;
     rp->n_params = rp->n_updated = n_params;
     rp->first = plan->views[view][0].runs;
@@ -561,7 +560,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
         int row0, rows;
         micro_rows(p, r, w[u].micro, &row0, &rows);
         rc = w[u].fwd ? forward(p, e, w[u].micro, w[u].chunk, rows, row0)
-                      : backward(p, e, w[u].micro, w[u].chunk, rows);
+                      : backward(p, e, w[u].micro, w[u].chunk, rows, row0);
     }
     if (!rc)
         rc = wait_slot(plan, e, -1);

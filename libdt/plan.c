@@ -181,7 +181,6 @@ int dt_plan_alloc(const struct dt_model *model, const struct dt_topology *topo,
         rp->n_params = rp->n_updated = model ? model->total_params : 0;
         rp->slots = 1;
         rp->replicas = -1;
-        rp->rng_stream = (unsigned)r; /* one dropout stream per rank */
     }
     *out = plan;
     return DT_OK;

@@ -255,10 +255,10 @@ struct dt_op dtc_load(const struct dt_plan *plan, int rank, int mb, int slot, in
                           .row0 = row0, .samples = rows, .bytes = bytes};
 }
 
-struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int rows)
+struct dt_op dtc_compute(enum dt_phase ph, int l, int mb, int slot, int row0, int rows)
 {
     return (struct dt_op){.kind = DT_OP_COMPUTE, .phase = ph, .layer = l, .micro = mb,
-                          .slot = slot, .samples = rows};
+                          .slot = slot, .row0 = row0, .samples = rows};
 }
 
 struct dt_op dtc_loss(const struct dt_plan *plan, int mb, int slot, int rows, double scale)
@@ -373,7 +373,7 @@ static int eval_whole(struct dt_plan *plan, int r, const struct dtc_tensor *tp)
     plan->ranks[r].eval_rows = rows;
     int rc = dtc_push_eval(plan, r, dtc_load(plan, r, 0, 0, 0, rows));
     for (int l = 0; l < plan->model->n_layers && !rc; l++) {
-        rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+        rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, 0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, true);
     }
@@ -392,7 +392,7 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
     const struct dt_layer_view *v = plan->views[plan->ranks[r].view];
     int rc = dtc_push(plan, r, dtc_load(plan, r, k, 0, row0, rows));
     for (int l = 0; l < m->n_layers && !rc; l++) {
-        rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+        rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, row0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, false);
     }
@@ -405,7 +405,7 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
     int stop = dtc_first_trainable(m);
     double grad_bytes = (double)dt_dtype_size(dt_buf_dtype(plan->opt.precision, DT_BUF_GRADS));
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
-        rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
+        rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, row0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
         if (!rc && k == plan->opt.accumulate - 1) /* gradients accumulate until then */

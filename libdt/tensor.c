@@ -425,7 +425,6 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
         rp->n_params = rp->n_updated = n_params[r % T];
         rp->dp_index = r / T;
         rp->dp_count = p / T;
-        rp->rng_stream = (unsigned)(r / T); /* the group draws the same dropout masks */
     }
     free(kind);
     free(views);

@@ -241,7 +241,7 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
         if (z->stage == 3 && z->opens[l] >= 0)
             rc = gather(z, r, z->opens[l], false);
         if (!rc)
-            rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, rows));
+            rc = dtc_push(plan, r, dtc_compute(DT_PH_FORWARD, l, k, 0, row0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, false);
     }
@@ -256,7 +256,7 @@ static int micro_batch(struct zero *z, int r, int k, int row0, int rows, int *n_
         if (!rc && u >= 0 && z->stage >= 2 && u != z->held)
             rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, z->units[u].size));
         if (!rc)
-            rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, rows));
+            rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, row0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_BACKWARD, l, 0, rows, false);
         if (!rc && (z->stage >= 2 || k == plan->opt.accumulate - 1)) /* stage 1 accumulates */
@@ -327,7 +327,7 @@ static int eval_program(struct zero *z, int r)
         if (z->stage == 3 && z->opens[l] >= 0)
             rc = gather(z, r, z->opens[l], true);
         if (!rc)
-            rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, rows));
+            rc = dtc_push_eval(plan, r, dtc_compute(DT_PH_FORWARD, l, 0, 0, 0, rows));
         if (!rc)
             rc = dtc_tensor_after(plan, r, tp, DT_PH_FORWARD, l, 0, rows, true);
     }

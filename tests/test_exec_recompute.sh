@@ -1,6 +1,6 @@
 #!/bin/sh
 # dtexec, activation recomputation (--recompute full|selective): the recomputed forward is the
-# first one bit for bit (same kernels, same inputs, dropout replaying its stream), so the
+# first one bit for bit (same kernels, same inputs, dropout drawing the same masks again), so the
 # weights after N steps equal --recompute none's exactly (TOL = 0), on tiny-gpt and tiny-cnn at
 # 1 and 2 ranks (against none at the same ranks), with tensor parallelism, pipelines (3
 # stages cutting tiny-gpt's blocks) and ZeRO-2, and cnn21k's dropout at 1 rank; every rank allocates its plan's buffer table (the workspace instead of the recomputed layers' outputs and state).

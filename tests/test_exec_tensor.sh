@@ -69,13 +69,19 @@ mem gpt-tp2 2 $gpt --batch 16 --strategy ring --tp 2 --optimizer adam
 mem gpt-dp2-tp2 4 $gpt --batch 8 --strategy ring --tp 2
 
 # Dropout in a transformer under tp 2 (tests/data/gpt-dropout.yaml: tiny-gpt's shape with
-# GPT-2's embedding and residual dropouts, replicated, and one inside the MLP pair, split): the
-# group draws its masks from the replica's stream, so the replicated dropouts are equal on both
-# ranks and the split one keeps its columns of the whole layer's masks; both reach the one-rank
-# run (seen: 3e-8).
+# GPT-2's embedding and residual dropouts, replicated, and one inside the MLP pair, split): a
+# mask is drawn by (step, layer, row in the global batch, element), so the replicated dropouts
+# are equal on both ranks and the split one draws its columns of the one-rank run's masks;
+# both reach the one-rank run (seen: 3e-8). So do two replicas, each drawing its rows' masks.
 gd="--model $top_srcdir/tests/data/gpt-dropout.yaml"
 exec_ok gd-seq 1 $gd --batch 16 && exec_ok gd-tp2 2 $gd --batch 16 --strategy ring --tp 2 &&
   weights_same gd-seq gd-tp2
+same gd-seq gd-dp2 2 $gd --batch 8 --strategy ring
+exec_ok gd-dp2-accumulate 2 $gd --batch 4 --accumulate 2 --strategy ring &&
+  weights_same gd-seq gd-dp2-accumulate
+# control: the masks matter (the same model with rate 0 ends elsewhere)
+sed 's/rate: 0\.1/rate: 0/' "$top_srcdir/tests/data/gpt-dropout.yaml" >"$tmp/gpt-rate0.yaml"
+exec_ok gd-rate0 1 --model "$tmp/gpt-rate0.yaml" --batch 16 && weights_differ gd-seq gd-rate0
 exec_ok ctl-gd-coll 2 $gd --batch 16 --strategy ring --tp 2 --drop-op coll &&
   weights_differ gd-seq ctl-gd-coll
 

@@ -10,8 +10,7 @@
 # gradients are summed (a few ulp per step); 8 SGD steps stay within 1e-6 (seen: 1e-8 on
 # mlp-wide), TOL = 1e-5. A dropped ZERO carries gradients over (staging or shard), a dropped
 # COPY leaves a rank's chunk out of the gathered parameters or of its gradient shard: weights
-# move by ~lr x gradient, far above TOL. Models without dropout (masks differ per rank):
-# mlp-wide and a small CNN (cnn690k has dropout).
+# move by ~lr x gradient, far above TOL. Models: mlp-wide and a small CNN.
 . "${top_srcdir:=..}/tests/testlib.sh"
 . "$top_srcdir/tests/execlib.sh"
 common="$sgd_flags --max-iters 8"

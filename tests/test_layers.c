@@ -626,20 +626,20 @@ static void test_softmax_xent(void **state)
 /* ---------------------------------------------------------------- dropout */
 
 /* Ensure that inverted dropout zeroes about `rate` of the elements, scales the rest by
- * 1/(1-rate), repeats with the same seed, and that backward applies the same mask (it is
- * linear in x, so dL/dx = mask r exactly). */
+ * 1/(1-rate), repeats with the same key, that a stretch drawn from its first position equals
+ * the same elements of the whole draw (a counter-based stream), that another key or step
+ * draws another mask, and that backward applies the same mask (it is linear in x, so dL/dx =
+ * mask r exactly). */
 static void test_dropout(void **state)
 {
     (void)state;
     enum { N = 20000 };
     float *x = frand(N, 0.5f, 1.5f), *y = fbuf(N), *m = fbuf(N), *y2 = fbuf(N), *m2 = fbuf(N);
     float *dx = fbuf(N), *dy = frand(N, -1, 1);
-    struct dtk_rng r1, r2;
-    dtk_rng_seed(&r1, 7);
-    dtk_rng_seed(&r2, 7);
-    dtk_dropout_forward(y, m, x, N, 0.25f, &r1);
-    dtk_dropout_forward(y2, m2, x, N, 0.25f, &r2);
-    long zeros = 0;
+    uint64_t key = dtk_rng_key(7, 3, 2);
+    dtk_dropout_forward(y, m, x, N, 0.25f, key, 100);
+    dtk_dropout_forward(y2, m2, x, N, 0.25f, key, 100);
+    long zeros = 0, same = 0;
     for (long i = 0; i < N; i++) {
         assert_true(m[i] == 0.0f || fabsf(m[i] - 1.0f / 0.75f) < 1e-6f);
         assert_float_equal(y[i], x[i] * m[i], 1e-6f);
@@ -648,6 +648,15 @@ static void test_dropout(void **state)
     }
     /* Binomial(20000, 0.25): mean 5000, sd 61; 5 sd either side. */
     assert_in_range(zeros, 5000 - 306, 5000 + 306);
+    /* the stretch from position 100 + 777: the whole draw's elements 777 on */
+    dtk_dropout_forward(y2, m2, x + 777, N - 777, 0.25f, key, 100 + 777);
+    for (long i = 777; i < N; i++)
+        assert_true(m2[i - 777] == m[i]);
+    /* step 4 instead of 3: an independent mask (agreement 0.625 expected, sd 0.0034) */
+    dtk_dropout_forward(y2, m2, x, N, 0.25f, dtk_rng_key(7, 4, 2), 100);
+    for (long i = 0; i < N; i++)
+        same += m2[i] == m[i];
+    assert_in_range(same, 12500 - 400, 12500 + 400);
     dtk_dropout_backward(dx, dy, m, N);
     for (long i = 0; i < N; i++)
         assert_float_equal(dx[i], dy[i] * m[i], 1e-6f);

@@ -42,7 +42,7 @@ static void apply_range(void *ctx, long lo, long hi)
 }
 
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
-                         struct dtk_rng *rng)
+                         uint64_t key, uint64_t first)
 {
     if (rate <= 0.0f) {
         for (long i = 0; i < n; i++)
@@ -50,9 +50,8 @@ void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, floa
         memmove(out, inp, (size_t)n * sizeof(float));
         return;
     }
-    /* the uniforms go into the mask first (the same stream as one dtk_rng_uniform per
-     * element), then a branch-free pass turns them into factors */
-    dtk_rng_uniforms(rng, mask, n);
+    /* the uniforms go into the mask first, then a branch-free pass turns them into factors */
+    dtk_rng_counter_uniforms(mask, n, key, first);
     dtk_dropout_forward_drawn(out, mask, inp, n, rate);
 }
 

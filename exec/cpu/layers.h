@@ -156,12 +156,12 @@ void dtk_sigmoid_bce_backward(float *dlogits, const float *probs, const int *lab
                               float scale);
 
 /* ---- dropout (inverted): keeps each element with probability 1 - rate and scales it by
- * 1 / (1 - rate); mask (n) receives that factor (0 or 1/(1-rate)). Draws one uniform per
- * element from rng. rate = 0 copies. */
+ * 1 / (1 - rate); mask (n) receives that factor (0 or 1/(1-rate)). Element k is kept or not by
+ * the uniform at position first + k of the counter-based stream key (dtk_rng_counter_uniforms):
+ * a mask is a function of (key, the elements' positions), whoever draws it. rate = 0 copies. */
 void dtk_dropout_forward(float *out, float *mask, const float *inp, long n, float rate,
-                         struct dtk_rng *rng);
-/* The same with mask already holding the n uniforms (a tensor-parallel shard's columns of the
- * masks drawn for the whole layer); rate > 0. */
+                         uint64_t key, uint64_t first);
+/* The same with mask already holding the n uniforms; rate > 0. */
 void dtk_dropout_forward_drawn(float *out, float *mask, const float *inp, long n, float rate);
 void dtk_dropout_backward(float *dinp, const float *dout, const float *mask, long n);
 void dtk_dropout_backward_set(float *dinp, const float *dout, const float *mask, long n);

@@ -48,8 +48,6 @@ struct dtk_lay {
                                buffer's (sequence parallelism's DT_SHARD_SEQ_GATHER) */
     long vocab_rows;        /* an embedding's token rows or a vocabulary shard's columns */
     long vocab_first, vocab_valid; /* the first of them in the vocabulary, and the real ones */
-    struct dtk_rng *drop_rng; /* a recomputed dropout: the stream's state at its forward of
-                                 the rows from b0, at [b0] (max_batch entries); else NULL */
 };
 
 struct dtk_net {
@@ -79,7 +77,8 @@ struct dtk_net {
     const float *x;         /* the batch's input, row 0 (rows b0.. are at x + b0 * in_sz) */
     bool train;
     float bn_momentum;
-    struct dtk_rng rng;
+    uint64_t drop_seed;     /* dropout: dtk_net_set_dropout, dtk_net_set_step, */
+    long drop_row0, drop_step, row_shift; /* dtk_net_set_batch_rows */
     double bytes, work_bytes;
     long n_opt, n_arena, n_iarena, n_state; /* elements of opt, arena, iarena, state */
     /* mixed precision: parameters, gradients and the arena are 2-byte (dtype); each layer op
@@ -94,7 +93,6 @@ struct dtk_net {
     int slot_rows;          /* rows of a pooled gradient */
     int ws_rows;            /* rows of the recomputation workspace */
     bool recomputing;       /* dtk_net_recompute_layer is running a forward again */
-    struct dtk_rng *drop_rngs; /* the recomputed dropouts' drop_rng, one allocation */
 };
 
 static bool mixed(const struct dtk_net *net)
@@ -228,13 +226,6 @@ static int check_layer(const struct dt_model *m, int i, struct dtk_lay *ly, int 
     return DT_OK;
 }
 
-/* Whether a dropout on this layer draws the whole layer's uniforms to keep its part of them
- * (dropout_part): a column shard or a chunk of the tokens. */
-static bool draws_whole_layer(const struct dtk_lay *ly)
-{
-    return ly->shard_kind == DT_SHARD_COLUMNS || dt_shard_chunked(ly->shard_kind);
-}
-
 /* Floats per sample a layer keeps for backward (beyond its output), ints likewise, and the
  * scratch it needs for a batch of max_batch. */
 static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *ly, long *aux,
@@ -260,9 +251,6 @@ static void layer_extra(const struct dtk_net *net, int i, const struct dtk_lay *
     case DT_L_ATTENTION_CORE:
         *work = dtk_attn_core_workspace_floats(ly->rows, ly->cd.threads);
         break;
-    case DT_L_DROPOUT:
-        *work = draws_whole_layer(ly) ? (long)B * dt_shape_size(&L->out_shape) : 0;
-        break;
     default: break;
     }
 }
@@ -284,14 +272,6 @@ static void *alloc_halves(size_t n, double *bytes)
 static bool f32_keep(const struct dtk_net *net, int i)
 {
     return mixed(net) && dt_shard_keep_dtype(net->model, net->view, i, net->dtype) == DT_TYPE_F32;
-}
-
-/* Whether layer i is a dropout this rank runs again (--recompute: its mask is not kept), so
- * that it saves the stream's state at each forward to draw the same mask again. */
-static bool replays_dropout(const struct dtk_net *net, int i)
-{
-    return net->model->layers[i].kind == DT_L_DROPOUT && net->lay[i].runs && net->rcmp &&
-           net->rcmp->keep_ws[i];
 }
 
 /* Rows of the stage one op of layer i needs: the outputs and gradients of it and its inputs
@@ -652,14 +632,10 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                                                    : 0, &net->bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
-    long n_drop_rngs = 0;
-    for (int i = 0; i < n; i++)
-        n_drop_rngs += replays_dropout(net, i) ? max_batch : 0;
-    net->drop_rngs = calloc((size_t)(n_drop_rngs ? n_drop_rngs : 1), sizeof *net->drop_rngs);
     bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
                            : net->params && net->grads && net->arena;
     if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena ||
-        !net->drop_rngs || !net->stats) {
+        !net->stats) {
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory: model '%s' with batch %d needs "
                        "%.3g GB", model->name, max_batch, net->bytes / 1e9);
@@ -670,7 +646,6 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     float *sp = net->state;
     long fp = ws + pool;
     int *ip = net->iarena + iws;
-    struct dtk_rng *dp = net->drop_rngs;
     const struct dt_recompute_layout *rw = net->rcmp;
     for (int i = 0; i < n; i++) {
         const struct dt_layer *L = &model->layers[i];
@@ -705,10 +680,6 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
             ly->iaux = ip;
             ip += ly->iaux_row * max_batch;
         }
-        if (replays_dropout(net, i)) {
-            ly->drop_rng = dp;
-            dp += max_batch;
-        }
         if (L->kind == DT_L_BATCHNORM && ly->runs) {
             long c = ly->aux_row / 2;
             ly->run_mean = sp;
@@ -734,7 +705,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         dtk_net_destroy(net);
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory for the initial parameters");
     }
-    dtk_rng_seed(&net->rng, seed ^ 0x64726f706f7574ULL); /* "dropout": a stream apart */
+    net->drop_seed = seed;
     *out = net;
     return DT_OK;
 }
@@ -756,7 +727,6 @@ void dtk_net_destroy(struct dtk_net *net)
     free(net->arena16);
     free(net->iarena);
     free(net->lay);
-    free(net->drop_rngs);
     free(net);
 }
 
@@ -772,7 +742,15 @@ float *dtk_net_state(struct dtk_net *net) { return net->state; }
 enum dt_dtype dtk_net_dtype(const struct dtk_net *net) { return net->dtype; }
 uint16_t *dtk_net_params16(struct dtk_net *net) { return net->params16; }
 uint16_t *dtk_net_grads16(struct dtk_net *net) { return net->grads16; }
-struct dtk_rng *dtk_net_rng(struct dtk_net *net) { return &net->rng; }
+void dtk_net_set_dropout(struct dtk_net *net, uint64_t seed, long first_row)
+{
+    net->drop_seed = seed;
+    net->drop_row0 = first_row;
+}
+
+void dtk_net_set_step(struct dtk_net *net, long step) { net->drop_step = step; }
+
+void dtk_net_set_batch_rows(struct dtk_net *net, int b0, int row0) { net->row_shift = row0 - b0; }
 double dtk_net_bytes(const struct dtk_net *net) { return net->bytes; }
 double dtk_net_work_bytes(const struct dtk_net *net) { return net->work_bytes; }
 void dtk_net_set_train(struct dtk_net *net, bool train) { net->train = train; }
@@ -1029,22 +1007,29 @@ static struct dtk_conv_dims rows_dims(const struct dtk_lay *ly, int nb)
     return d;
 }
 
-/* Dropout on a part of the layer, a column shard or a chunk of the tokens (sequence
- * parallelism): the masks of the micro-batch's rows are drawn whole from the stream the tensor
- * group shares and the part keeps its own (every row's columns, or one stretch of the
- * tokens), so that they are the one-rank run's. */
-static void dropout_part(struct dtk_net *net, const struct dt_layer *L,
-                         const struct dtk_lay *ly, float *y, float *mask, const float *x, int nb)
+/* Dropout of layer i on rows [b0, b0 + nb): the stream of (seed, step, layer) at the
+ * positions of the elements this rank computes, counted over the global batch's rows of the
+ * whole layer's output (dtk_net_set_dropout): a column shard takes its columns of each token
+ * row, a chunk of the tokens (sequence parallelism) its stretch of the micro-batch. */
+static void dropout_forward(const struct dtk_net *net, int i, const struct dtk_lay *ly, float *y,
+                            float *mask, const float *x, int b0, int nb, long n)
 {
-    long full = dt_shape_size(&L->out_shape) * nb;
-    bool cols = ly->shard_kind == DT_SHARD_COLUMNS;
-    long width = cols ? ly->cols : full, w = cols ? width / ly->shard_count : (long)nb * ly->span;
-    long rows = full / width;
-    dtk_rng_uniforms(&net->rng, net->work, full);
-    for (long r = 0; r < rows; r++)
-        memcpy(mask + r * w, net->work + r * width + ly->shard_index * w,
-               (size_t)w * sizeof *mask);
-    dtk_dropout_forward_drawn(y, mask, x, rows * w, (float)L->rate);
+    const struct dt_layer *L = &net->model->layers[i];
+    float rate = net->train ? (float)L->rate : 0.0f;
+    uint64_t key = dtk_rng_key(net->drop_seed, (uint64_t)net->drop_step, (uint64_t)i);
+    long sample = dt_shape_size(&L->out_shape);
+    uint64_t first = (uint64_t)(net->drop_row0 + net->row_shift + b0) * (uint64_t)sample;
+    if (ly->shard_kind == DT_SHARD_COLUMNS && rate > 0) {
+        long width = ly->cols, w = width / ly->shard_count;
+        for (long r = 0; r < n / w; r++)
+            dtk_rng_counter_uniforms(mask + r * w, w, key,
+                                     first + (uint64_t)(r * width + ly->shard_index * w));
+        dtk_dropout_forward_drawn(y, mask, x, n, rate);
+        return;
+    }
+    if (dt_shard_chunked(ly->shard_kind))
+        first += (uint64_t)(ly->shard_index * n);
+    dtk_dropout_forward(y, mask, x, n, rate, key, first);
 }
 
 void dtk_net_recompute_layer(struct dtk_net *net, int i, int b0, int nb)
@@ -1095,22 +1080,7 @@ static void forward_kernels(struct dtk_net *net, int i, int b0, int nb)
         if (!ly->alias)
             memcpy(y, x, (size_t)n * sizeof(float));
         break;
-    case DT_L_DROPOUT: {
-        struct dtk_rng after, *saved = net->train && ly->drop_rng ? &ly->drop_rng[b0] : NULL;
-        if (net->recomputing && saved) { /* the first forward's mask, the stream untouched */
-            after = net->rng;
-            net->rng = *saved;
-        } else if (saved) {
-            *saved = net->rng;
-        }
-        if (draws_whole_layer(ly) && net->train && L->rate > 0)
-            dropout_part(net, L, ly, y, aux, x, nb);
-        else
-            dtk_dropout_forward(y, aux, x, n, net->train ? (float)L->rate : 0.0f, &net->rng);
-        if (net->recomputing && saved)
-            net->rng = after;
-        break;
-    }
+    case DT_L_DROPOUT: dropout_forward(net, i, ly, y, aux, x, b0, nb, n); break;
     case DT_L_RELU: dtk_relu_forward(y, x, n); break;
     case DT_L_TANH: dtk_tanh_forward(y, x, n); break;
     case DT_L_SIGMOID: dtk_sigmoid_forward(y, x, n); break;

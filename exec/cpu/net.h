@@ -119,8 +119,16 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem);
 /* Where element elem of layer i's output (as rows of the batch) is in its storage: an output
  * in the recomputation workspace holds ws_rows rows. */
 long dtk_net_act_offset(const struct dtk_net *net, int i, long elem);
-/* The stream that draws dropout masks (seeded from the creation seed; reseed it per rank). */
-struct dtk_rng *dtk_net_rng(struct dtk_net *net);
+/* Dropout masks are counter-based: the mask of an element is a function of (seed, step, layer,
+ * the sample's row in the global batch, the element's place in the layer's output), so every
+ * strategy draws the one-rank run's masks whatever rank, micro-batch or recomputation draws
+ * them. first_row: this replica's first row in the global batch (set once, default 0); step:
+ * the training step (set before each). The creation seed is the default seed. */
+void dtk_net_set_dropout(struct dtk_net *net, uint64_t seed, long first_row);
+void dtk_net_set_step(struct dtk_net *net, long step);
+/* The forwards that follow run rows b0.. of the buffers, which are rows row0.. of the step's
+ * batch (a micro-batch in its slot): dropout draws by the batch's rows. Default: the same. */
+void dtk_net_set_batch_rows(struct dtk_net *net, int b0, int row0);
 /* Batchnorm running-statistics momentum, PyTorch's convention (weight of the new batch).
  * Default: 0.01 with DTK_INIT_GLOROT (Keras' momentum 0.99), 0.1 with DTK_INIT_KAIMING. */
 void dtk_net_set_bn_momentum(struct dtk_net *net, float momentum);

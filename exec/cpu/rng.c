@@ -3,12 +3,19 @@
 
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x)
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ULL
+
+/* splitmix64's output function: a bijective mix of a 64-bit word */
+static inline uint64_t mix64(uint64_t z)
 {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    return mix64(*x += GOLDEN_GAMMA);
 }
 
 static uint64_t rotl(uint64_t x, int k)
@@ -78,4 +85,17 @@ float dtk_rng_normal(struct dtk_rng *rng)
 uint64_t dtk_rng_below(struct dtk_rng *rng, uint64_t n)
 {
     return (uint64_t)(((unsigned __int128)dtk_rng_u64(rng) * n) >> 64);
+}
+
+uint64_t dtk_rng_key(uint64_t a, uint64_t b, uint64_t c)
+{
+    return mix64((mix64(mix64(a + GOLDEN_GAMMA) ^ b) + GOLDEN_GAMMA) ^ c);
+}
+
+void dtk_rng_counter_uniforms(float *u, long n, uint64_t key, uint64_t first)
+{
+    /* position i of the stream seeded with key: splitmix64's i + 1-th output */
+    uint64_t z = key + (first + 1) * GOLDEN_GAMMA;
+    for (long i = 0; i < n; i++, z += GOLDEN_GAMMA)
+        u[i] = to_uniform(mix64(z));
 }

@@ -27,4 +27,10 @@ float dtk_rng_normal(struct dtk_rng *rng);
  * bias is below n / 2^64, irrelevant here). */
 uint64_t dtk_rng_below(struct dtk_rng *rng, uint64_t n);
 
+/* Counter-based draws: splitmix64 read as a function of its position, so that value i of a
+ * stream is computed on its own, by whichever rank needs it, in any order. A stream's key
+ * from three numbers (a seed, a step, a layer); u[k] = the uniform at position first + k. */
+uint64_t dtk_rng_key(uint64_t a, uint64_t b, uint64_t c);
+void dtk_rng_counter_uniforms(float *u, long n, uint64_t key, uint64_t first);
+
 #endif

@@ -144,7 +144,7 @@ struct dt_op {
     int samples;             /* COMPUTE, LOAD, LOSS: rows of the micro-batch */
     int micro;               /* micro-batch index within the step (0 without micro-batches) */
     int slot;                /* activation / input slot: rows [slot x slot_rows, +samples) */
-    int row0;                /* LOAD: first row of the step batch */
+    int row0;                /* LOAD, COMPUTE: first row of the step batch (dropout's masks) */
     int peer;                /* SEND/RECV: the other rank */
     int tag;                 /* SEND/RECV */
     bool sum;                /* RECV, COPY: add into the destination instead of overwriting */
@@ -217,7 +217,6 @@ struct dt_rank_plan {
     int stage;                  /* pipeline stage (0 without pipelines) */
     int dp_index, dp_count;     /* data shard: which of how many replicas */
     int replicas;               /* group of ranks that end a step with equal parameters */
-    unsigned rng_stream;        /* its dropout stream (dtexec seeds it from --seed and this) */
     int batch;                  /* samples this rank's replica processes per step */
     int slot_rows, slots;       /* rows of one activation slot, and slots */
     int eval_rows;              /* rows the eval program handles at a time */
