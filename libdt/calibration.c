@@ -80,6 +80,13 @@ static const struct param_info params[DT_CAL_COUNT] = {
                                "fraction of the 16- or 8-bit peak, dense layers"},
     [DT_CAL_OPT_BW] = {"opt_bw", DT_CAL_BANDWIDTH,
                        "bytes/s of the optimizer's passes: its update, the gradient reset"},
+    [DT_CAL_EFF_GEMM_TF32] = {"eff_gemm_tf32", DT_CAL_FRACTION,
+                              "fraction of the tf32 peak reached by conv and dense layers "
+                              "(tensor cores, tied)"},
+    [DT_CAL_EFF_CONV_TF32] = {"eff_conv_tf32", DT_CAL_FRACTION,
+                              "fraction of the tf32 peak, conv layers"},
+    [DT_CAL_EFF_DENSE_TF32] = {"eff_dense_tf32", DT_CAL_FRACTION,
+                               "fraction of the tf32 peak, dense layers"},
 };
 
 const char *dt_cal_param_name(enum dt_cal_param p)
@@ -183,6 +190,9 @@ double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p)
     case DT_CAL_EXP_TIME: return cp->exp_s;
     case DT_CAL_TANH_TIME: return cp->tanh_s;
     case DT_CAL_OPT_BW: return cp->opt_Bps;
+    case DT_CAL_EFF_GEMM_TF32:
+    case DT_CAL_EFF_CONV_TF32: return cp->eff_conv_tf32;
+    case DT_CAL_EFF_DENSE_TF32: return cp->eff_dense_tf32;
     case DT_CAL_COUNT: break;
     }
     return 0;
@@ -222,6 +232,9 @@ void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double v)
     case DT_CAL_EXP_TIME: cp->exp_s = v; break;
     case DT_CAL_TANH_TIME: cp->tanh_s = v; break;
     case DT_CAL_OPT_BW: cp->opt_Bps = v; break;
+    case DT_CAL_EFF_GEMM_TF32: cp->eff_conv_tf32 = cp->eff_dense_tf32 = v; break;
+    case DT_CAL_EFF_CONV_TF32: cp->eff_conv_tf32 = v; break;
+    case DT_CAL_EFF_DENSE_TF32: cp->eff_dense_tf32 = v; break;
     case DT_CAL_COUNT: break;
     }
 }
@@ -251,6 +264,9 @@ double dt_cal_param_effective(const struct dt_cost_params *cp, const struct dt_t
     case DT_CAL_EFF_GEMM_HALF:
     case DT_CAL_EFF_CONV_HALF: return cp->eff[DT_CLASS_CONV]; /* unset: eff_conv's */
     case DT_CAL_EFF_DENSE_HALF: return cp->eff[DT_CLASS_DENSE];
+    case DT_CAL_EFF_GEMM_TF32:
+    case DT_CAL_EFF_CONV_TF32: return cp->eff[DT_CLASS_CONV];
+    case DT_CAL_EFF_DENSE_TF32: return cp->eff[DT_CLASS_DENSE];
     case DT_CAL_EFF_MEM: return 1;                             /* unset: the datasheet's */
     default: return v;
     }
@@ -341,6 +357,8 @@ enum dt_cal_param dt_cal_param_tie(enum dt_cal_param p)
     case DT_CAL_EFF_DENSE: return DT_CAL_EFF_GEMM;
     case DT_CAL_EFF_CONV_HALF:
     case DT_CAL_EFF_DENSE_HALF: return DT_CAL_EFF_GEMM_HALF;
+    case DT_CAL_EFF_CONV_TF32:
+    case DT_CAL_EFF_DENSE_TF32: return DT_CAL_EFF_GEMM_TF32;
     default: return p;
     }
 }

@@ -252,10 +252,17 @@ static double flop_time(const struct dt_cost_params *cp, const struct dt_device_
 }
 
 /* Efficiency of class c at precision p: at 2 bytes or fewer (tensor-core kernels) conv and
- * dense layers take eff_conv_half and eff_dense_half when set. */
+ * dense layers take eff_conv_half and eff_dense_half when set, at tf32 eff_conv_tf32 and
+ * eff_dense_tf32. */
 static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
                        enum dt_precision p)
 {
+    if (p == DT_TF32) {
+        if (c == DT_CLASS_CONV && cp->eff_conv_tf32 > 0)
+            return cp->eff_conv_tf32;
+        if (c == DT_CLASS_DENSE && cp->eff_dense_tf32 > 0)
+            return cp->eff_dense_tf32;
+    }
     if (dt_dtype_size(dt_precision_storage(p)) <= 2) {
         if (c == DT_CLASS_CONV && cp->eff_conv_half > 0)
             return cp->eff_conv_half;

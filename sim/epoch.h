@@ -17,6 +17,12 @@ double dt_sample_read_bytes(const struct dt_model *m);
  * when a calibration sets it, else the node group's `data_read`). Nodes without a read
  * bandwidth count 0: reading is not modelled there. */
 double dt_step_read_s(const struct dt_plan *plan, const struct dt_cost_params *cp);
+/* dt_step_read_s in two parts, for a caller that reads one plan at many cost parameters (a
+ * fit): the samples each node's ranks load per step (a malloc'd array of the topology's
+ * n_nodes, NULL when out of memory), and the read's seconds from them at cp. */
+double *dt_step_node_samples(const struct dt_plan *plan);
+double dt_step_read_from(const struct dt_plan *plan, const double *node_samples,
+                         const struct dt_cost_params *cp);
 
 /* One step of plan as dtsim counts it, simulated at group_cp (one per node group): the
  * player's iteration, the loader's read (dt_step_read_s at the first group's), the step (the
@@ -27,5 +33,9 @@ struct dt_step {
 };
 int dt_step_simulate(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
                      struct dt_step *out, struct dt_error *err);
+/* dt_step_simulate's step from the player's result and the read's seconds (for a caller
+ * that played the plan, or a part of it, itself: validate/fastsim.c). */
+struct dt_sim_result;
+void dt_step_fill(const struct dt_sim_result *res, double read_s, struct dt_step *out);
 
 #endif

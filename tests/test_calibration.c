@@ -100,7 +100,8 @@ static void test_roundtrip(void **state)
 }
 
 /* Ensure that every parameter of the table (the ties apart: eff_gemm stands for eff_conv
- * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half) goes through
+ * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half, eff_gemm_tf32
+ * for eff_conv_tf32 and eff_dense_tf32) goes through
  * the file and into the cost parameters with its value: a distinct value each, of its kind
  * (fractions k/100, times k us, bandwidths k GB/s). */
 static void test_every_parameter_roundtrips(void **state)
@@ -111,7 +112,7 @@ static void test_every_parameter_roundtrips(void **state)
     a.n_entries = 0;
     a.n_cov = 0;
     for (int p = 0; p < DT_CAL_COUNT; p++) {
-        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF)
+        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF || p == DT_CAL_EFF_GEMM_TF32)
             continue;
         double k = p + 1;
         enum dt_cal_kind kind = dt_cal_param_kind(p);
@@ -124,7 +125,7 @@ static void test_every_parameter_roundtrips(void **state)
     dt_cost_defaults(&cp, DT_DEV_CPU);
     dt_calibration_apply(&b, &cp);
     for (int p = 0; p < DT_CAL_COUNT; p++) {
-        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF)
+        if (p == DT_CAL_EFF_GEMM || p == DT_CAL_EFF_GEMM_HALF || p == DT_CAL_EFF_GEMM_TF32)
             continue;
         const struct dt_cal_entry *e = dt_calibration_find(&a, p);
         double got = dt_cal_param_get(&cp, p);

@@ -389,6 +389,29 @@ static void test_half_efficiency_by_class(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &conv), 16.43881728e-6);
 }
 
+/* Ensure tf32 conv and dense layers take their own efficiency when set, and fp32 keeps eff[]
+ * (tf32 runs on tensor cores: another fraction of another peak). conv2d_1 forward, 64
+ * samples, tf32 (no tf32 peak here: fp32's 10 TFLOP/s): 571,940,864 FLOP x eff_conv_tf32 0.25
+ * = 228.7763456 us + 5 us launch; in fp32 eff[conv] 0.5: 114.3881728 us + 5 us; in bf16 the
+ * 16-bit values (unset: eff[conv] at 100 TFLOP/s, 11.43881728 us + 5 us). */
+static void test_tf32_efficiency(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    cp.gemm_tile = 0;
+    cp.eff_conv_tf32 = 0.25;
+    cp.eff_dense_tf32 = 0.125;
+    struct dt_op t = at(compute(3, DT_PH_FORWARD, 64), DT_TF32);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 233.7763456e-6);
+    struct dt_op f = at(compute(3, DT_PH_FORWARD, 64), DT_FP32);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f), 119.3881728e-6);
+    struct dt_op h = at(compute(3, DT_PH_FORWARD, 64), DT_BF16);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &h), 16.43881728e-6);
+    cp.eff_conv_tf32 = 0; /* unset: eff[conv] */
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
+}
+
 /* Ensure tile and wave quantisation as documented, tile 128 on 10 SMs. 1000 x 256: 8 x 2 =
  * 16 tiles, 2 waves of 10: 256,000 / (20 x 128 x 128) = 0.78125; without waves (split-K)
  * 256,000 / (16 x 16,384) = 0.9765625. 1000 x 32: the narrow side gets a 64-wide tile, 8
@@ -613,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_precision_peak),
         cmocka_unit_test(test_gpu_roofline),
         cmocka_unit_test(test_half_efficiency_by_class),
+        cmocka_unit_test(test_tf32_efficiency),
         cmocka_unit_test(test_gemm_quantisation),
         cmocka_unit_test(test_conv_quantised),
         cmocka_unit_test(test_fused_activations),

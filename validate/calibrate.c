@@ -92,6 +92,7 @@ struct pins {
 struct fitctx {
     const struct dtv_runset *set;
     const int *used;
+    const struct dtv_fast *fast;    /* used[i]'s run prepared for many predictions */
     int n;
     const struct dtv_fitspec *spec;
     const struct pins *pins;
@@ -116,7 +117,7 @@ static int sim_resid(const double *theta, void *ctx, double *f, struct dt_error 
         struct dt_cost_params cp;
         params_at(run, c, theta, &cp);
         struct dtv_pred p;
-        int rc = dtv_predict(run, &cp, &p, err);
+        int rc = dtv_predict_fast(&c->fast[i], &cp, &p, err);
         if (rc)
             return rc;
         f[i] = p.iter_s / run->iter_s - 1;
@@ -138,8 +139,9 @@ static int read_resid(const double *theta, void *ctx, double *f, struct dt_error
 /* A starting point: the defaults; the per-iteration overhead starts at the smallest gap
  * between measured and simulated iterations (it is additive), so that the solver does not
  * have to travel ten orders of magnitude. */
-static int start_point(const struct dtv_runset *set, const int *used, int n,
-                       const struct dtv_fitspec *spec, double *theta, struct dt_error *err)
+static int start_point(const struct dtv_runset *set, const int *used,
+                       const struct dtv_fast *fast, int n, const struct dtv_fitspec *spec,
+                       double *theta, struct dt_error *err)
 {
     const struct dtv_run *r0 = &set->runs[used[0]];
     struct dt_cost_params cp;
@@ -150,7 +152,7 @@ static int start_point(const struct dtv_runset *set, const int *used, int n,
         struct dt_cost_params c2;
         dtv_base_params(run, &c2);
         struct dtv_pred p;
-        int rc = dtv_predict(run, &c2, &p, err);
+        int rc = dtv_predict_fast(&fast[i], &c2, &p, err);
         if (rc)
             return rc;
         gap = fmin(gap, run->iter_s - p.iter_s);
@@ -262,17 +264,18 @@ static int out_of_range(const struct dtv_fitspec *sim, const struct dtv_fit *F)
 
 /* Fits sim's parameters (pins held); of those the pivoted QR finds dependent on the others,
  * drops the one the runs depend on least (smallest Jacobian column) and fits again. */
-static int fit_identifiable(const struct dtv_runset *set, struct dtv_calib *out,
-                            struct dtv_fitspec *sim, const struct pins *pins, char *dropped,
-                            size_t dropped_len, FILE *verbose, struct dt_error *err)
+static int fit_identifiable(const struct dtv_runset *set, const struct dtv_fast *fast,
+                            struct dtv_calib *out, struct dtv_fitspec *sim,
+                            const struct pins *pins, char *dropped, size_t dropped_len,
+                            FILE *verbose, struct dt_error *err)
 {
     const int n = out->n_used;
     while (sim->n > 0) {
         double theta0[DTV_FIT_MAX_P];
-        int rc = start_point(set, out->used, n, sim, theta0, err);
+        int rc = start_point(set, out->used, fast, n, sim, theta0, err);
         if (rc)
             return rc;
-        struct fitctx ctx = {set, out->used, n, sim, pins};
+        struct fitctx ctx = {set, out->used, fast, n, sim, pins};
         dtv_fit_free(&out->fit);
         if ((rc = dtv_fit_run(n, sim->n, sim_resid, &ctx, theta0, NULL, &out->fit, err)))
             return rc;
@@ -292,6 +295,43 @@ static int fit_identifiable(const struct dtv_runset *set, struct dtv_calib *out,
         remove_param(sim, bad);
     }
     return DT_OK;
+}
+
+/* Fits sim's parameters on out's runs; one driven out of its range is held at the range's
+ * nearest value (pins) and the others fitted again. Each run is prepared once for the fit's
+ * many predictions (fastsim.h). */
+static int fit_in_range(const struct dtv_runset *set, struct dtv_calib *out,
+                        struct dtv_fitspec *sim, struct pins *pins, char *dropped,
+                        size_t dropped_len, FILE *verbose, struct dt_error *err)
+{
+    struct dtv_fast *fast = calloc((size_t)out->n_used, sizeof *fast);
+    if (!fast)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int rc = DT_OK, ready = 0;
+    while (!rc && ready < out->n_used)
+        if (!(rc = dtv_fast_init(&fast[ready], &set->runs[out->used[ready]], err)))
+            ready++;
+    while (!rc) {
+        if ((rc = fit_identifiable(set, fast, out, sim, pins, dropped, dropped_len, verbose,
+                                   err)))
+            break;
+        int k = out_of_range(sim, &out->fit);
+        if (k < 0)
+            break;
+        double v = exp(out->fit.theta[k]);
+        pins->p[pins->n] = sim->p[k];
+        pins->driven[pins->n] = v;
+        pins->v[pins->n++] = dt_cal_param_clamp(sim->p[k], v);
+        if (verbose)
+            fprintf(verbose, "dtvalidate: the fit took %s to %.3g, out of its range: held at "
+                             "%.3g, fitting the others again\n",
+                    dt_cal_param_name(sim->p[k]), v, pins->v[pins->n - 1]);
+        remove_param(sim, k);
+    }
+    while (ready > 0)
+        dtv_fast_free(&fast[--ready]);
+    free(fast);
+    return rc;
 }
 
 int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dtv_fitspec *spec,
@@ -325,23 +365,9 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
     }
     char dropped[1024] = "";
     struct pins pins = {0};
-    int rc;
-    for (;;) { /* fit; hold a parameter driven out of its range at its bound; again */
-        if ((rc = fit_identifiable(set, out, &sim, &pins, dropped, sizeof dropped, verbose, err)))
-            return rc;
-        int k = out_of_range(&sim, &out->fit);
-        if (k < 0)
-            break;
-        double v = exp(out->fit.theta[k]);
-        pins.p[pins.n] = sim.p[k];
-        pins.driven[pins.n] = v;
-        pins.v[pins.n++] = dt_cal_param_clamp(sim.p[k], v);
-        if (verbose)
-            fprintf(verbose, "dtvalidate: the fit took %s to %.3g, out of its range: held at "
-                             "%.3g, fitting the others again\n",
-                    dt_cal_param_name(sim.p[k]), v, pins.v[pins.n - 1]);
-        remove_param(&sim, k);
-    }
+    int rc = fit_in_range(set, out, &sim, &pins, dropped, sizeof dropped, verbose, err);
+    if (rc)
+        return rc;
     out->fitted = sim;
     if (sim.n == 0)
         return dt_fail(err, DT_EINPUT, NULL, 0, 0, "no parameter is identifiable from these "
@@ -390,7 +416,7 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
     /* read bandwidth: its own one-parameter fit */
     if (want_read && n_read > 0) {
         struct dtv_fitspec rs = {1, {DT_CAL_READ_BW}};
-        struct fitctx ctx = {set, read_used, n_read, &rs, NULL};
+        struct fitctx ctx = {set, read_used, NULL, n_read, &rs, NULL};
         double bw0 = 0;
         for (int i = 0; i < n_read; i++)
             bw0 += set->runs[read_used[i]].data_bytes / set->runs[read_used[i]].read_s / n_read;

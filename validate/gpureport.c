@@ -65,32 +65,32 @@ static void add_gemm(struct dtv_fitspec *spec, const bool seen[2], enum dt_cal_p
 }
 
 /* The GPU model's parameters, each only where the rows can tell it: the framework's
- * per-iteration overhead; the GEMM efficiencies at fp32/tf32 and at 16 bits (tensor cores),
- * where rows of that precision class are fitted, conv and dense apart where both kinds of
- * model are; the fraction of the memory bandwidth the streaming layers reach (a fraction, so
- * that it carries over to another datasheet); then the links dtv_fitspec_default adds. The
- * launch overhead per kernel keeps its default: with ResNet-50 alone it is the per-iteration
- * overhead over again, and with BERT's rows beside them the fit drove it to 1e-11 s (out of
- * range). */
+ * per-iteration overhead; the GEMM efficiencies at fp32, at tf32 and at 16 bits (tf32 and
+ * 16 bits on tensor cores, each a fraction of its own peak), where rows of that precision
+ * class are fitted, conv and dense apart where both kinds of model are; the fraction of the
+ * memory bandwidth the streaming layers reach (a fraction, so that it carries over to another
+ * datasheet); then the links dtv_fitspec_default adds. The launch overhead per kernel keeps
+ * its default: with ResNet-50 alone it is the per-iteration overhead over again, and with
+ * BERT's rows beside them the fit drove it to 1e-11 s (out of range). */
 static void gpu_fitspec(const struct dtv_runset *set, const bool *use, struct dtv_fitspec *spec)
 {
-    bool wide[2] = {false, false}, half[2] = {false, false}; /* [0] conv, [1] dense */
+    /* [precision class: fp32, tf32, 16 bits][0 conv, 1 dense] */
+    bool seen[3][2] = {{false, false}, {false, false}, {false, false}};
     for (int i = 0; i < set->n; i++) {
         if (!use[i])
             continue;
         const struct dtv_run *r = &set->runs[i];
         int k = main_gemm_class(r->model) == DT_CLASS_DENSE;
-        if (dt_dtype_size(dt_precision_storage(r->opt.precision)) <= 2)
-            half[k] = true;
-        else
-            wide[k] = true;
+        enum dt_precision p = r->opt.precision;
+        seen[p == DT_TF32 ? 1 : dt_dtype_size(dt_precision_storage(p)) <= 2 ? 2 : 0][k] = true;
     }
     struct dtv_fitspec links;
     dtv_fitspec_default(set, use, &links);
     spec->n = 0;
     spec->p[spec->n++] = DT_CAL_ITER_OVERHEAD;
-    add_gemm(spec, wide, DT_CAL_EFF_GEMM, DT_CAL_EFF_CONV, DT_CAL_EFF_DENSE);
-    add_gemm(spec, half, DT_CAL_EFF_GEMM_HALF, DT_CAL_EFF_CONV_HALF, DT_CAL_EFF_DENSE_HALF);
+    add_gemm(spec, seen[0], DT_CAL_EFF_GEMM, DT_CAL_EFF_CONV, DT_CAL_EFF_DENSE);
+    add_gemm(spec, seen[1], DT_CAL_EFF_GEMM_TF32, DT_CAL_EFF_CONV_TF32, DT_CAL_EFF_DENSE_TF32);
+    add_gemm(spec, seen[2], DT_CAL_EFF_GEMM_HALF, DT_CAL_EFF_CONV_HALF, DT_CAL_EFF_DENSE_HALF);
     spec->p[spec->n++] = DT_CAL_EFF_MEM;
     for (int k = 0; k < links.n; k++)
         if (links.p[k] != DT_CAL_ITER_OVERHEAD && links.p[k] != DT_CAL_EFF_GEMM)

@@ -1,7 +1,7 @@
 # validate: dtvalidate calibrates the simulator's cost model on measured runs (dtexec records,
 # reference tables), predicts held-out runs and draws the scaling plots. See validate/README.md.
-# The simulator's player is compiled in (sim/player.c, sim/network.c, sim/fabric.c): the fit's model
-# function is the simulator itself.
+# The simulator's player is compiled in (sim/player.c, sim/network.c, sim/fabric.c, and
+# sim/epoch.c's step): the fit's model function is the simulator itself.
 DTV_GIT_REVISION = $(shell git -C $(top_srcdir) rev-parse --short HEAD 2>/dev/null || echo unknown)
 DTVALIDATE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/validate \
 	-DDT_GNUPLOT='"$(GNUPLOT)"' -DDT_GIT_REVISION='"$(DTV_GIT_REVISION)"' \
@@ -12,7 +12,7 @@ validate_libdtvalidate_a_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 validate_libdtvalidate_a_SOURCES = \
 	validate/json.c validate/json.h \
 	validate/runs.c validate/runs.h \
-	validate/predict.c validate/predict.h \
+	validate/predict.c validate/predict.h validate/fastsim.c validate/fastsim.h \
 	validate/fit.c validate/fit.h \
 	validate/ranktest.c validate/ranktest.h \
 	validate/calibrate.c validate/calibrate.h \
@@ -21,7 +21,7 @@ validate_libdtvalidate_a_SOURCES = \
 	validate/loop.c validate/loop.h \
 	validate/ops.c validate/ops.h \
 	validate/published.c validate/published.h validate/gpureport.c validate/gpureport.h \
-	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c sim/fabric.c
+	sim/player.c sim/matchindex.c sim/matchindex.h sim/network.c sim/fabric.c sim/epoch.c
 DTVALIDATE_LIBS = validate/libdtvalidate.a sim/libdtsimengine.a $(DTCORE_LIBS)
 
 bin_PROGRAMS += dtvalidate
@@ -48,6 +48,14 @@ tests_test_fit_SOURCES = tests/test_fit.c
 tests_test_fit_CPPFLAGS = $(DTVALIDATE_CPPFLAGS)
 tests_test_fit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(GSL_CFLAGS)
 tests_test_fit_LDADD = $(DTVALIDATE_LIBS) $(CMOCKA_LIBS)
+
+# The fit's cheap prediction (validate/fastsim.c) equals the whole plan played.
+check_PROGRAMS += tests/test_fastsim
+TESTS += tests/test_fastsim
+tests_test_fastsim_SOURCES = tests/test_fastsim.c tests/testdata.c tests/testdata.h
+tests_test_fastsim_CPPFLAGS = $(DTVALIDATE_CPPFLAGS)
+tests_test_fastsim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_fastsim_LDADD = $(DTVALIDATE_LIBS) $(CMOCKA_LIBS)
 
 TESTS += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh tests/test_dtvalidate_loop.sh
 EXTRA_DIST += tests/test_dtvalidate.sh tests/test_dtvalidate_records.sh tests/test_dtvalidate_loop.sh

@@ -58,6 +58,9 @@ enum dt_cal_param {
     DT_CAL_EFF_CONV_HALF,   /* eff_gemm_half apart: conv layers only */
     DT_CAL_EFF_DENSE_HALF,  /* eff_gemm_half apart: dense layers only */
     DT_CAL_OPT_BW,          /* B/s: the optimizer step's streaming pass */
+    DT_CAL_EFF_GEMM_TF32,   /* fraction of the tf32 peak, conv and dense (tensor cores) */
+    DT_CAL_EFF_CONV_TF32,   /* eff_gemm_tf32 apart: conv layers only */
+    DT_CAL_EFF_DENSE_TF32,  /* eff_gemm_tf32 apart: dense layers only */
     DT_CAL_COUNT
 };
 
@@ -72,7 +75,8 @@ const char *dt_cal_param_description(enum dt_cal_param p);
 double dt_cal_param_get(const struct dt_cost_params *cp, enum dt_cal_param p);
 void dt_cal_param_set(struct dt_cost_params *cp, enum dt_cal_param p, double value);
 /* The tied parameter that sets p together with its pair (eff_gemm for eff_conv and
- * eff_dense, eff_gemm_half for eff_conv_half and eff_dense_half), or p itself. */
+ * eff_dense, eff_gemm_half for eff_conv_half and eff_dense_half, eff_gemm_tf32 for
+ * eff_conv_tf32 and eff_dense_tf32), or p itself. */
 enum dt_cal_param dt_cal_param_tie(enum dt_cal_param p);
 /* The value the simulator would use for p when cp leaves it at 0: the topology's datasheet
  * value for links (first node group), mem_bw for reduce_bw; cp's own value otherwise. */

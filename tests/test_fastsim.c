@@ -1,0 +1,141 @@
+/* The fit's cheap prediction (validate/fastsim.c: local prefixes summed over distinct ops, the
+ * tail played) against the whole plan played (dt_step_simulate), on every row of NVIDIA's
+ * published table (validate/data/gpu-published.csv: ResNet-50 on 1-16 GPUs, BERT with up to
+ * 512 accumulation steps on 1-256 GPUs), at the defaults and at parameters a fit may try. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "predict.h"
+#include "published.h"
+#include "testdata.h"
+
+/* A sum over distinct ops x counts instead of one op after another: rounding only. */
+#define TOL 1e-9
+
+static const char *srcdir(void)
+{
+    const char *s = getenv("top_srcdir");
+    return s && *s ? s : ".";
+}
+
+/* The parameters of point k: the defaults, then the GPU model's fitted parameters moved the
+ * way a fit moves them (all at once: every op's cost and every link change). */
+static void params_at(const struct dtv_run *run, int k, struct dt_cost_params *cp)
+{
+    dtv_base_params(run, cp);
+    static const enum dt_cal_param moved[] = {
+        DT_CAL_ITER_OVERHEAD, DT_CAL_EFF_CONV, DT_CAL_EFF_DENSE, DT_CAL_EFF_CONV_HALF,
+        DT_CAL_EFF_DENSE_HALF, DT_CAL_EFF_MEM, DT_CAL_INTRA_BW, DT_CAL_NIC_BW};
+    static const double factor[3] = {1, 0.61, 1.7};
+    for (size_t i = 0; k > 0 && i < sizeof moved / sizeof *moved; i++) {
+        double v = dt_cal_param_effective(cp, run->topo, moved[i]) * factor[k];
+        if (dt_cal_param_kind(moved[i]) == DT_CAL_FRACTION)
+            v = fmin(v, 1);
+        dt_cal_param_set(cp, moved[i], v);
+    }
+}
+
+/* Checks the cheap step against the whole plan's at three points; counts in *tail_only
+ * whether the tail alone was played (at the defaults). */
+static void check_run(const struct dtv_run *run, int *tail_only)
+{
+    struct dtv_fast fast;
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dtv_fast_init(&fast, run, &err), DT_OK);
+    for (int k = 0; k < 3; k++) {
+        struct dt_cost_params cp;
+        params_at(run, k, &cp);
+        struct dt_step full, quick;
+        bool tail;
+        assert_int_equal(dtv_step_simulate(run->plan, &cp, &full, &err), DT_OK);
+        assert_int_equal(dtv_fast_step(&fast, &cp, &quick, &tail, &err), DT_OK);
+        *tail_only += tail && k == 0;
+        double rel = fabs(quick.iter_s / full.iter_s - 1);
+        if (rel > TOL)
+            fail_msg("line %d %s, point %d: %.12g s against %.12g s (%.3g relative)",
+                     run->line, run->label, k, quick.iter_s, full.iter_s, rel);
+        assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
+        assert_true(fabs(quick.comm_s - full.comm_s) <= TOL * full.iter_s);
+        assert_true(fabs(quick.idle_s - full.idle_s) <= TOL * full.iter_s);
+        assert_true(quick.read_s == full.read_s);
+    }
+    dtv_fast_free(&fast);
+}
+
+static void published_rows(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/validate/data/gpu-published.csv", srcdir());
+    struct dtv_runset set;
+    dtv_runset_init(&set);
+    struct dtv_published *pub = calloc(1, sizeof *pub);
+    assert_non_null(pub);
+    struct dt_error err;
+    dt_error_clear(&err);
+    if (dtv_published_load(&set, path, pub, &err))
+        fail_msg("%s", err.msg);
+    assert_true(set.n >= 79);
+    int tail_only = 0;
+    for (int i = 0; i < set.n; i++)
+        check_run(&set.runs[i], &tail_only);
+    /* every row is a symmetric data-parallel step: the shortcut applies to all */
+    assert_int_equal(tail_only, set.n);
+    dtv_runset_free(&set);
+    free(pub);
+}
+
+/* Plans whose ranks do not all reach their first communication at once (pipeline stages,
+ * a parameter server) are played whole; symmetric ones (ring, tensor parallel, ZeRO) by
+ * their tail; both equal to the whole plan played, on CPUs (no fused activations) too. */
+static void other_plans(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *topo;
+        enum dt_strategy s;
+        const char *flags;
+        bool tail_only;
+    } cases[] = {
+        {"cnn690k", "2n2p", DT_STRAT_ALLREDUCE_RING, "", true},
+        {"cnn690k", "2n2p", DT_STRAT_GPIPE, "pp=2 micro-batches=4", false},
+        {"cnn690k", "2n2p", DT_STRAT_PS_CENTRAL, "", true}, /* the server computes too */
+        {"tiny-gpt", "2n2p", DT_STRAT_ALLREDUCE_RING, "tp=2", true},
+        {"tiny-gpt", "2n2p", DT_STRAT_1F1B, "pp=2 micro-batches=4", false},
+        {"mlp-wide", "dgx-a100", DT_STRAT_ALLREDUCE_RING, "zero=1 accumulate=4 precision=bf16", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct dt_model *m = test_zoo_model(cases[i].model);
+        struct dt_topology *t = test_zoo_topology(cases[i].topo);
+        struct dtv_run run = {.model = m, .topo = t, .line = (int)i};
+        snprintf(run.label, sizeof run.label, "%s %s %s", cases[i].model, cases[i].topo,
+                 cases[i].flags);
+        run.plan = test_plan(m, t, cases[i].s, 32, cases[i].flags);
+        int tail_only = 0;
+        check_run(&run, &tail_only);
+        if (tail_only != cases[i].tail_only)
+            fail_msg("%s: tail alone %d, expected %d", run.label, tail_only,
+                     cases[i].tail_only);
+        dt_plan_destroy(run.plan);
+        dt_topology_destroy(t);
+        dt_model_destroy(m);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(published_rows),
+        cmocka_unit_test(other_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
