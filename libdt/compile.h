@@ -53,6 +53,10 @@ int dtc_finish_rank(struct dt_plan *plan, int rank);
 /* --recompute (recompute.c): rank r's step program with each segment's recomputation before
  * its backward (dtc_finish_rank calls it first). */
 int dtc_recompute_program(struct dt_plan *plan, int r);
+/* Transformer blocks (recompute.c; the segments of --recompute full): block[l] is layer l's
+ * block, -1 outside every block (embedding, final norm, head); returns how many blocks (0: a
+ * model without attention), -1 when out of memory. */
+int dtc_blocks(const struct dt_model *m, int *block);
 
 /* The algorithm of the options' gradient exchange among replicas: the registry's for the
  * data-parallel strategies, --grad-alg for the pipelines. */

@@ -388,6 +388,50 @@ static void seqpar_boundaries(const struct pipe *p, const enum dt_shard_kind *ki
         }
 }
 
+/* Whether a stage boundary before layer b leaves every transformer block whole (and, under
+ * sequence parallelism, sends token chunks only). */
+static bool between_blocks(const struct pipe *p, const int *block, const enum dt_shard_kind *kind,
+                           int b)
+{
+    bool whole = block[b - 1] < 0 || block[b] != block[b - 1];
+    return whole && (!kind || !p->plan->opt.sequence_parallel || chunks_cross(p, kind, b));
+}
+
+/* A transformer's stages hold whole blocks, as Megatron-LM's do (a boundary inside a block
+ * would send the residual and the block's inner activation, each kept with its gradient per
+ * micro-batch in flight): the layers between two boundaries that leave blocks whole form one
+ * unit, and the units are balanced by cost. Returns 1 (first[] untouched) for a model without
+ * blocks or with fewer units than chunks, DT_ENOMEM, or DT_OK. */
+static int block_partition(struct pipe *p, const double *cost, const enum dt_shard_kind *kind)
+{
+    int n = p->m->n_layers, u = 0, rc = 1, *first = p->plan->chunk_first;
+    int *block = malloc((size_t)n * sizeof *block);
+    int *unit_first = malloc((size_t)(n + 1) * sizeof *unit_first);
+    int *cuts = malloc((size_t)(p->C + 1) * sizeof *cuts);
+    double *unit_cost = malloc((size_t)n * sizeof *unit_cost);
+    int blocks = block && unit_first && cuts && unit_cost ? dtc_blocks(p->m, block) : -1;
+    for (int l = 0; l < n && blocks > 0; l++) {
+        if (l == 0 || between_blocks(p, block, kind, l)) {
+            unit_first[u] = l;
+            unit_cost[u++] = 0;
+        }
+        unit_cost[u - 1] += cost[l];
+    }
+    if (blocks < 0 || (u >= p->C && dt_partition_balanced(unit_cost, u, p->C, cuts)))
+        rc = DT_ENOMEM;
+    else if (blocks > 0 && u >= p->C) {
+        unit_first[u] = n;
+        for (int c = 0; c <= p->C; c++)
+            first[c] = unit_first[cuts[c]];
+        rc = DT_OK;
+    }
+    free(block);
+    free(unit_first);
+    free(cuts);
+    free(unit_cost);
+    return rc;
+}
+
 static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
                      struct dt_error *err)
 {
@@ -408,10 +452,13 @@ static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int l = 0; l < n; l++)
         cost[l] = layer_cost(p, l, rows);
-    int rc = dt_partition_balanced(cost, n, p->C, first);
+    int rc = block_partition(p, cost, kind);
+    if (rc == 1) { /* no blocks to keep whole: any layer boundary */
+        rc = dt_partition_balanced(cost, n, p->C, first);
+        if (!rc && o->sequence_parallel)
+            seqpar_boundaries(p, kind);
+    }
     free(cost);
-    if (!rc && o->sequence_parallel)
-        seqpar_boundaries(p, kind);
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }
 

@@ -203,6 +203,25 @@ static void mark(struct dt_recompute_layout *rc, const struct dt_model *m, const
     split_parts(rc->segment, v, n);
 }
 
+int dtc_blocks(const struct dt_model *m, int *block)
+{
+    int n = m->n_layers, count = 0;
+    bool *cut = calloc((size_t)n, sizeof *cut), attention = false;
+    if (!cut)
+        return -1;
+    for (int l = 0; l < n; l++) {
+        block[l] = -1;
+        attention |= is_attention(&m->layers[l]);
+    }
+    find_cuts(m, cut);
+    if (attention)
+        block_segments(m, cut, block);
+    free(cut);
+    for (int l = 0; l < n; l++)
+        count = block[l] >= count ? block[l] + 1 : count;
+    return count;
+}
+
 int dt_recompute_init(struct dt_recompute_layout *rc, const struct dt_model *m,
                       const struct dt_layer_view *v, enum dt_recompute mode)
 {

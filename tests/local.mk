@@ -42,6 +42,13 @@ tests_test_commpool_SOURCES = tests/test_commpool.c tests/testdata.c tests/testd
 tests_test_commpool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_commpool_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+# Pipeline stages of transformers cut at block ends, and what they keep (test_block_cuts).
+check_PROGRAMS += tests/test_block_cuts
+TESTS += tests/test_block_cuts
+tests_test_block_cuts_SOURCES = tests/test_block_cuts.c tests/testdata.c tests/testdata.h
+tests_test_block_cuts_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_block_cuts_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
 # Activation recomputation: the plan's buffer table and recompute ops (test_recompute), and
 # dtexec's weights equal --recompute none's with the allocations the plan gives.
 check_PROGRAMS += tests/test_recompute

@@ -355,17 +355,19 @@ static void stages_keep_block_outputs(void **state)
     dt_model_destroy(m);
 }
 
-/* An interleaved pipeline (tiny-gpt on 2 stages x 3 chunks of ~4 layers): a block comes back
- * to its rank two chunks later. The workspace holds one part of a segment at a time, so the
- * backward of a layer that lives there must follow the recomputation of its own part and
- * micro-batch, with no other part's recomputation in between. */
+/* An interleaved pipeline (tiny-gpt on 2 stages x 3 chunks of ~4 layers, cut by hand: the
+ * balanced cut keeps blocks whole): a block comes back to its rank two chunks later. The
+ * workspace holds one part of a segment at a time, so the backward of a layer that lives
+ * there must follow the recomputation of its own part and micro-batch, with no other part's
+ * recomputation in between. */
 static void interleaved_parts(void **state)
 {
     (void)state;
     struct dt_model *m = test_zoo_model("tiny-gpt");
     struct dt_topology *t = test_zoo_topology("1n2p");
     struct dt_plan *p = test_plan(m, t, DT_STRAT_INTERLEAVED, 16,
-                                  "pp=2 chunks=3 micro-batches=4 recompute=full");
+                                  "pp=2 chunks=3 micro-batches=4 recompute=full "
+                                  "stages=0-3,4-7,8-11,12-15,16-19,20-23");
     int parts_apart = 0;
     for (int r = 0; r < p->n_ranks; r++) {
         const struct dt_rank_plan *rp = &p->ranks[r];
