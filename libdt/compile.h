@@ -90,6 +90,8 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
  * every stage; dense pairs, with seq the sequence-parallel layers, the vocabulary whole);
  * returns the number of dense pairs, -1 when out of memory. */
 int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind);
+/* The data-parallel families' cut (dtc_tensor_init's): pairs and the vocabulary-parallel head. */
+int dtc_tensor_cut_vocab(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind);
 /* Cuts the model into shards (pairs and the vocabulary-parallel head), one view per tensor
  * rank, the groups, and each rank's view, parameters, replica index and dropout stream. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);

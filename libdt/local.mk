@@ -17,6 +17,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/plan_share.c \
 	libdt/strategy.c \
 	libdt/pipeline.c \
+	libdt/probe_floor.c \
 	libdt/zero.c \
 	libdt/tensor.c \
 	libdt/seqpar.c \

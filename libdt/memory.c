@@ -21,6 +21,11 @@ bool dt_layer_needs_dact(const struct dt_model *m, int i)
     const struct dt_layer *L = &m->layers[i];
     if (dt_layer_trains(L) || i == first)
         return true;
+    /* inputs that train first: a residual add then answers at once instead of walking the
+     * residual stream back to the embedding (quadratic in a 175B model's layers) */
+    for (int k = 0; k < L->n_in; k++)
+        if (L->in[k] >= first && (L->in[k] == first || dt_layer_trains(&m->layers[L->in[k]])))
+            return true;
     for (int k = 0; k < L->n_in; k++)
         if (L->in[k] >= first && dt_layer_needs_dact(m, L->in[k]))
             return true;

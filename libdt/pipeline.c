@@ -87,6 +87,9 @@ static void micro_rows(const struct pipe *p, int r, int i, int *row0, int *rows)
 
 /* ---- schedules ---- */
 
+static void shape(const struct dt_plan_options *o, int n_ranks, int *S, int *V, int *D, int *M,
+                  int *T);
+
 /* The units of stage s in program order; returns how many (2 x M x V). */
 static int schedule(const struct pipe *p, int s, struct work *w)
 {
@@ -120,6 +123,30 @@ static int schedule(const struct pipe *p, int s, struct work *w)
         w[n++] = UNIT(false, b);
 #undef UNIT
     return n;
+}
+
+/* Stage s's activation slots: the most micro-batches its schedule holds at once, from each
+ * one's first forward there to its backward of the stage's first chunk (take_slot, backward). */
+int dt_pipeline_slots(const struct dt_plan_options *o, int s)
+{
+    struct dt_plan plan = {.strategy = o->strategy};
+    struct pipe p = {.plan = &plan};
+    int T, live = 0, most = 0;
+    shape(o, 1, &p.S, &p.V, &p.D, &p.M, &T);
+    struct work *w = malloc((size_t)(2 * p.M * p.V) * sizeof *w);
+    bool *held = calloc((size_t)p.M, sizeof *held);
+    int n = w && held ? schedule(&p, s, w) : 0;
+    for (int u = 0; u < n; u++) {
+        bool *h = &held[w[u].micro];
+        if (w[u].fwd && !*h)
+            most = ++live > most ? live : most;
+        else if (!w[u].fwd && w[u].chunk == s)
+            live--;
+        *h = w[u].fwd || w[u].chunk != s;
+    }
+    free(w);
+    free(held);
+    return n ? most : -1;
 }
 
 /* ---- layer geometry ---- */

@@ -307,6 +307,11 @@ int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind
     return cut(m, T, false, seq, kind, NULL);
 }
 
+int dtc_tensor_cut_vocab(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
+{
+    return cut(m, T, true, seq, kind, NULL);
+}
+
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen)
 {

@@ -66,6 +66,7 @@ static double cached_work(const struct dt_model *m, const struct dt_topology *to
 void dt_rec_bound_free(struct dt_rec_bound_cache *c)
 {
     free(c->e);
+    free(c->chains);
     *c = (struct dt_rec_bound_cache){0};
 }
 
@@ -96,18 +97,39 @@ double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
     return w / (1 - pow(1 - 1.0 / micro, S)); /* every micro-batch at least the smaller */
 }
 
-double dt_rec_memory_bound(const struct dt_model *m, const struct dt_topology *topo,
-                           const struct dt_plan_options *o)
+/* The chain floor of o (dt_plan_chain_floor) through the cache; NULL when out of memory. */
+static const struct dt_chain_floor *cached_chain(const struct dt_model *m,
+                                                 const struct dt_plan_options *o,
+                                                 struct dt_rec_bound_cache *c)
 {
-    int T, S, D;
-    dt_plan_shape(o, topo, &T, &S, &D);
-    double w = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_PARAMS));
-    double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
-    double state = 4.0 * dt_optimizer_moments(o->optimizer) +
-                   (dt_plan_mixed(o->precision) ? 4.0 : 0); /* moments, fp32 master */
-    double per_param = (o->zero >= 3 ? w / D : w) + (o->zero >= 2 ? g / D : g) +
-                       (o->zero >= 1 ? state / D : state);
-    return per_param * (double)m->total_params / ((double)S * T);
+    struct dt_rec_chain key = {.pipeline = dt_strategy_info(o->strategy)->pipeline,
+                               .tp = o->tp > 1 ? o->tp : 1, .seq = o->sequence_parallel,
+                               .recompute = (int)o->recompute, .prec = (int)o->precision};
+    for (int i = 0; i < c->n_chains; i++) {
+        const struct dt_rec_chain *e = &c->chains[i];
+        if (e->pipeline == key.pipeline && e->tp == key.tp && e->seq == key.seq &&
+            e->recompute == key.recompute && e->prec == key.prec)
+            return &e->floor;
+    }
+    if (c->n_chains == c->cap_chains) {
+        int cap = c->cap_chains ? 2 * c->cap_chains : 16;
+        struct dt_rec_chain *e = realloc(c->chains, (size_t)cap * sizeof *e);
+        if (!e)
+            return NULL;
+        c->chains = e;
+        c->cap_chains = cap;
+    }
+    if (dt_plan_chain_floor(m, o, &key.floor))
+        return NULL;
+    c->chains[c->n_chains] = key;
+    return &c->chains[c->n_chains++].floor;
+}
+
+double dt_rec_memory_floor(const struct dt_model *m, const struct dt_topology *topo,
+                           const struct dt_plan_options *o, struct dt_rec_bound_cache *cache)
+{
+    const struct dt_chain_floor *c = cached_chain(m, o, cache);
+    return c ? dt_plan_memory_floor(m, topo, o, c) : -1;
 }
 
 /* Bytes per parameter no gradient exchange can send less of: the smaller of its weight's and

@@ -27,6 +27,13 @@
 struct dt_rec_bound_cache {
     struct dt_rec_work { int prec, rows, tp; double w; } *e;
     int n, cap;
+    /* the memory floor's chains (dt_plan_chain_floor) met so far */
+    struct dt_rec_chain {
+        bool pipeline, seq;
+        int tp, recompute, prec;
+        struct dt_chain_floor floor;
+    } *chains;
+    int n_chains, cap_chains;
 };
 void dt_rec_bound_free(struct dt_rec_bound_cache *c);
 
@@ -68,12 +75,12 @@ double dt_rec_sym_bound(const struct dt_model *m, const struct dt_topology *topo
 double dt_rec_total_bound(double compute, double comm, const struct dt_plan_options *o,
                           const struct dt_topology *topo);
 
-/* Bytes per device no config can go below: its busiest rank holds at least 1/(S T) of the
- * model's parameters (tensor shards and stages split them, replicated layers do not), each
- * with its weight, gradient, optimizer moments and (mixed precision) fp32 master copy,
- * ZeRO's shares over the D replicas as Rajbhandari et al. count them; activations and
- * buffers only add. */
-double dt_rec_memory_bound(const struct dt_model *m, const struct dt_topology *topo,
-                           const struct dt_plan_options *o);
+/* Bytes per device no config can go below, before compiling it: dt_plan_memory_floor
+ * (dt/plan.h: parameters' states as ZeRO shards them and the activations the schedule's
+ * in-flight micro-batches keep under o's recompute, over any stage cut), its chain taken
+ * from the cache; -1 when out of memory. tests/test_memfloor holds it under the compiled
+ * probe's largest rank. */
+double dt_rec_memory_floor(const struct dt_model *m, const struct dt_topology *topo,
+                           const struct dt_plan_options *o, struct dt_rec_bound_cache *cache);
 
 #endif

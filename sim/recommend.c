@@ -17,7 +17,7 @@
 enum { V_STATUS, V_MEM, V_BOUND, V_ITER, V_COMPUTE, V_COMM, V_IDLE, V_ESTIMATE, V_COUNT };
 enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS }; /* V_STATUS - 1 once compiled; 0: not (pruned) */
 /* Decided before any compile, by every process alike (V_STATUS < 0, never combined): refused
- * by its strategy, or over the memory limit by its parameters' states alone (bound.h). */
+ * by its strategy, or over the memory limit by its memory floor (bound.h). */
 #define ST_NOT_APPLICABLE (-1)
 #define ST_OVER_BY_BOUND (-2)
 
@@ -77,7 +77,10 @@ static int add(struct search *s, const struct dt_plan_options *o)
         c->v[V_STATUS] = ST_NOT_APPLICABLE;
         return 0;
     }
-    c->v[V_MEM] = dt_rec_memory_bound(rq->model, rq->topo, o);
+    c->v[V_MEM] = rq->memory_limit > 0 ? dt_rec_memory_floor(rq->model, rq->topo, o, &s->bounds)
+                                        : 0;
+    if (c->v[V_MEM] < 0)
+        return -1;
     if (rq->memory_limit > 0 && c->v[V_MEM] > rq->memory_limit) {
         c->v[V_STATUS] = ST_OVER_BY_BOUND;
         return 0;
@@ -577,7 +580,7 @@ static void print_loss(const struct search *s, const struct candidate *best,
         fprintf(out, "does not fit: its smallest needs %s%.2f GiB per device, %s%.2f GiB over "
                      "the limit%s\n", least_mem ? "at least " : "", smallest->v[V_MEM] / GIB,
                 least_mem ? "at least " : "", (smallest->v[V_MEM] - s->rq->memory_limit) / GIB,
-                least_mem ? " (its parameters' states alone)" : "");
+                least_mem ? " (its lower bound: parameter states and kept activations)" : "");
     }
 }
 

@@ -139,6 +139,11 @@ TESTS += tests/test_probe
 tests_test_probe_SOURCES = tests/test_probe.c tests/testdata.c tests/testdata.h
 tests_test_probe_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_probe_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
+check_PROGRAMS += tests/test_memfloor
+TESTS += tests/test_memfloor
+tests_test_memfloor_SOURCES = tests/test_memfloor.c tests/testdata.c tests/testdata.h
+tests_test_memfloor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_memfloor_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 # --device: flag errors and --device cuda's refusals (any machine); the CUDA net against the
 # CPU (a GPU: skipped without one)

@@ -424,6 +424,30 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
 int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
 bool dt_plan_dropped(const struct dt_plan *plan, int rank);
+/* A lower bound of dt_plan_peak_memory(probe) with no plan compiled (probe_floor.c), for
+ * --recommend to discard configs over a memory limit. A rank holds its parameters' states
+ * (bytes per parameter as ZeRO shards them over the D replicas) and, for each of its slots
+ * (the micro-batches its schedule holds at once, dt_pipeline_slots; 1 without a pipeline)
+ * of slot rows (replica 0's, the largest), the bytes each row keeps: the ACT and KEEP
+ * buffers of its layers outside the recomputation workspace. Whatever the stage cut, one
+ * tensor rank's stages of a replica hold between them at least its shards of every layer
+ * (the chain, dt_plan_chain_floor: a cut only adds what crosses it, and a stage recomputes
+ * no layer the whole model would keep), so the bound is the least peak over every split of
+ * the chain's parameters and kept bytes over the stages (the kept bytes on the stages of
+ * fewest slots first). Activation gradients, buffers, inputs and workspaces only add. */
+struct dt_chain_floor {
+    double params;    /* parameters of the chain (the least over the tensor ranks) */
+    double row_bytes; /* bytes one sample row keeps over the chain's layers */
+};
+/* Depends on the model, the strategy's tensor cut (pipeline or not), tp, sequence
+ * parallelism, recompute and precision only: callers may reuse it across the rest. */
+int dt_plan_chain_floor(const struct dt_model *m, const struct dt_plan_options *o,
+                        struct dt_chain_floor *out);
+double dt_plan_memory_floor(const struct dt_model *m, const struct dt_topology *topo,
+                            const struct dt_plan_options *o, const struct dt_chain_floor *c);
+/* The activation slots of stage s of a pipeline of these options (pipeline.c's schedule);
+ * -1 when out of memory. */
+int dt_pipeline_slots(const struct dt_plan_options *o, int s);
 void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). dt_plan_push, dt_plan_push_eval and
