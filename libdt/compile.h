@@ -87,7 +87,8 @@ struct dtc_tensor {
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen);
 /* The shard kind of every layer for T ranks in a pipeline (the same for every tensor rank and
- * every stage; dense pairs, with seq the sequence-parallel layers, the vocabulary whole);
+ * every stage; dense pairs, the vocabulary-parallel head, with seq the sequence-parallel
+ * layers);
  * returns the number of dense pairs, -1 when out of memory. */
 int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind);
 /* The data-parallel families' cut (dtc_tensor_init's): pairs and the vocabulary-parallel head. */

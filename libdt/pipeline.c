@@ -313,7 +313,9 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
             rc = tensor_after(p, e, DT_PH_FORWARD, l, slot, rows);
     }
     if (!rc && c == p->C - 1)
-        rc = push(plan, e, dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch));
+        rc = dtc_tensor_loss(plan, e->rank, p->T > 1 ? &p->tensor : NULL,
+                             dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch),
+                             e->eval);
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
         if (n && !e->eval && dt_layer_needs_dact(m, o))
@@ -509,8 +511,8 @@ static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *ki
         lv[l].runs = stage_of_chunk(p, p->chunk_of[l]) == s;
         lv[l].param_offset = lv[l].runs ? off : 0;
         off += lv[l].runs ? dt_shard_params(m, lv, l) : 0;
-        if (lv[l].runs && tied_apart(p, l)) /* its copy of the table */
-            off += dt_layer_weight_floats(m, &m->layers[l]);
+        if (lv[l].runs && tied_apart(p, l)) /* its copy of the table (or of its shard) */
+            off += dt_shard_tied_floats(m, lv, l);
     }
     for (int l = 0; l < m->n_layers; l++) {
         if (!lv[l].runs)
@@ -580,8 +582,7 @@ static int tied_allreduce(const struct pipe *p, int r, int view)
         long off = lv[at].param_offset + (at == l ? dt_shard_params(m, lv, l) : 0);
         rc = dtc_push(p->plan, r, dtc_coll(DT_COLL_ALLREDUCE, DT_ALG_LIBRARY,
                                            p->tied_group[l] + r / p->T % p->D * p->T + r % p->T, 0,
-                                           DT_BUF_GRADS, off,
-                                           dt_layer_weight_floats(m, &m->layers[l])));
+                                           DT_BUF_GRADS, off, dt_shard_tied_floats(m, lv, l)));
     }
     return rc;
 }
@@ -604,15 +605,44 @@ static int zero1_step(const struct pipe *p, int r, int replicas, long n_params)
                                                 DT_BUF_PARAMS, 0, n_params));
 }
 
+static void reset_slots(const struct pipe *p, struct emit *e)
+{
+    memset(e->slot_busy, 0, (size_t)(p->M + 1) * sizeof *e->slot_busy);
+    memset(e->loaded, 0, (size_t)(p->M + 1) * sizeof *e->loaded);
+    for (int i = 0; i <= p->M; i++)
+        e->slot_of[i] = -1;
+}
+
+/* The slots the n units w of stage s take, as forward (take_slot) and backward take and free
+ * them: known before emitting, since the vocabulary-parallel loss addresses its statistics
+ * planes (plane j at j x slots x slot rows) while the schedule is emitted. */
+static int schedule_slots(const struct pipe *p, int s, const struct work *w, int n,
+                          struct emit *e)
+{
+    int slots = 0;
+    for (int u = 0; u < n; u++) {
+        int i = w[u].micro, k = 0;
+        if (w[u].fwd && e->slot_of[i] < 0) {
+            while (k < slots && e->slot_busy[k])
+                k++;
+            slots += k == slots;
+            e->slot_busy[k] = true;
+            e->slot_of[i] = k;
+        } else if (!w[u].fwd && w[u].chunk == s) { /* the micro-batch's last unit here */
+            e->slot_busy[e->slot_of[i]] = false;
+            e->slot_of[i] = -1;
+        }
+    }
+    reset_slots(p, e);
+    return slots;
+}
+
 static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
                      int replicas, struct work *w, struct emit *e)
 {
     struct dt_plan *plan = p->plan;
     struct dt_rank_plan *rp = &plan->ranks[r];
-    memset(e->slot_busy, 0, (size_t)(p->M + 1) * sizeof *e->slot_busy);
-    memset(e->loaded, 0, (size_t)(p->M + 1) * sizeof *e->loaded);
-    for (int i = 0; i <= p->M; i++)
-        e->slot_of[i] = -1;
+    reset_slots(p, e);
     e->rank = r;
     e->stage = stage;
     e->d = d;
@@ -630,6 +660,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     rp->updates = true;
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
+    rp->slots = schedule_slots(p, stage, w, n, e);
     for (int u = 0; u < n && !rc; u++) {
         int row0, rows;
         micro_rows(p, r, w[u].micro, &row0, &rows);
@@ -661,10 +692,7 @@ static int emit_eval(struct pipe *p, int r, int eval_rows, int first_handle, str
 {
     struct dt_plan *plan = p->plan;
     const struct dt_rank_plan *rp = &plan->ranks[r];
-    memset(e->slot_busy, 0, (size_t)(p->M + 1) * sizeof *e->slot_busy);
-    memset(e->loaded, 0, (size_t)(p->M + 1) * sizeof *e->loaded);
-    for (int i = 0; i <= p->M; i++)
-        e->slot_of[i] = -1;
+    reset_slots(p, e);
     e->rank = r;
     e->stage = rp->stage;
     e->d = rp->dp_index;

@@ -56,6 +56,14 @@ long dt_shard_params(const struct dt_model *m, const struct dt_layer_view *v, in
     }
 }
 
+long dt_shard_tied_floats(const struct dt_model *m, const struct dt_layer_view *v, int l)
+{
+    const struct dt_layer *L = &m->layers[l];
+    if (v[l].shard_kind != DT_SHARD_VOCAB)
+        return dt_layer_weight_floats(m, L);
+    return dt_shard_vocab_rows(vocab_of(L), v[l].shard_count) * in_width(L);
+}
+
 long dt_shard_act_floats(const struct dt_model *m, const struct dt_layer_view *v, int l)
 {
     long a = dt_layer_act_floats(m, l);
@@ -300,11 +308,11 @@ static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_sh
     return marked < 0 ? -1 : pairs;
 }
 
-/* The pipelines' cut: pairs, and with seq the sequence-parallel layers (their stages keep
- * the embedding and the head whole). */
+/* The pipelines' cut: pairs, the vocabulary-parallel head, and with seq the sequence-parallel
+ * layers (the first and last stage hold 1/T of the token table, as Megatron-LM's do). */
 int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
 {
-    return cut(m, T, false, seq, kind, NULL);
+    return cut(m, T, true, seq, kind, NULL);
 }
 
 int dtc_tensor_cut_vocab(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
@@ -335,8 +343,7 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
         return false;
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
-    bool vocab = !dt_strategy_info(o->strategy)->pipeline; /* as dtc_tensor_cut */
-    int seq = 0, pairs = kind ? cut(m, T, vocab, o->sequence_parallel, kind, &seq) : -1;
+    int seq = 0, pairs = kind ? cut(m, T, true, o->sequence_parallel, kind, &seq) : -1;
     free(kind);
     if (pairs == 0)
         snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "

@@ -430,6 +430,18 @@ static int init_owned(struct dtk_net *net, float *all)
     return 0;
 }
 
+/* A tied copy of layer i: its vocabulary shard's token rows of table (all of them without a
+ * shard), the padding rows zero, as the table's own shard on the first stage holds them. */
+static void copy_tied_rows(struct dtk_net *net, int i, const float *table)
+{
+    const struct dtk_lay *ly = &net->lay[i];
+    long width = net->model->layers[net->model->layers[i].tied_layer].units;
+    float *to = net->params + ly->poff;
+    memcpy(to, table + ly->vocab_first * width, (size_t)(ly->vocab_valid * width) * sizeof *to);
+    memset(to + ly->vocab_valid * width, 0,
+           (size_t)((ly->vocab_rows - ly->vocab_valid) * width) * sizeof *to);
+}
+
 /* Copies the run layers' parameters from the model's flat layout into the packed buffer. */
 static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t seed)
 {
@@ -452,11 +464,8 @@ static int init_float_params(struct dtk_net *net, enum dtk_init init, uint64_t s
     for (int i = 0; i < m->n_layers && !net->n_owned; i++) {
         if (net->lay[i].runs)
             dt_shard_copy(m, net->view, i, net->params, all, false);
-        if (tied_copy(net, i)) { /* the table's token rows come first */
-            const float *table = all + m->layers[m->layers[i].tied_layer].param_offset;
-            memcpy(net->params + net->lay[i].poff, table,
-                   (size_t)dt_layer_weight_floats(m, &m->layers[i]) * sizeof *all);
-        }
+        if (tied_copy(net, i)) /* the table's token rows come first */
+            copy_tied_rows(net, i, all + m->layers[m->layers[i].tied_layer].param_offset);
     }
     free(all);
     return rc;

@@ -48,6 +48,10 @@ long dt_shard_vocab_rows(long vocab, int count);
 /* Of those, the real ones of shard index (the rest is padding): V - index x Vs, within
  * [0, Vs]. */
 long dt_shard_vocab_valid(long vocab, int count, int index);
+/* Floats of the token table a tied layer l reads on a rank of view v: its vocabulary shard's
+ * rows (padding included) under DT_SHARD_VOCAB, the whole table otherwise (what a pipeline's
+ * last stage holds as its copy of the first stage's table). */
+long dt_shard_tied_floats(const struct dt_model *m, const struct dt_layer_view *v, int l);
 /* Floats per sample of the vocabulary-parallel loss's statistics on a rank of view v (0 when
  * the last layer is not a DT_SHARD_VOCAB shard): three planes of (rows x groups) floats,
  * the per-token maximum logit, target logit and sum of exponentials (plane j at j x rows x
