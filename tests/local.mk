@@ -121,6 +121,8 @@ tests_test_zero_LDADD = $(PLAYER_TEST_LIBS)
 # controls, allocated bytes, the closed form of the f/g allreduces, bad configurations.
 TESTS += tests/test_exec_tensor.sh tests/test_exec_3d.sh tests/test_exec_seqpar.sh
 EXTRA_DIST += tests/test_exec_tensor.sh tests/test_exec_3d.sh tests/test_exec_seqpar.sh
+TESTS += tests/test_exec_vocabpp.sh
+EXTRA_DIST += tests/test_exec_vocabpp.sh
 TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
 TESTS += tests/test_exec_repeatable.sh

@@ -296,6 +296,58 @@ static void vocabulary_shard_copy(void **state)
     dt_model_destroy(m);
 }
 
+/* Inside pipelines too (Megatron-LM): with pp 2 x tp 2, stage 0's ranks hold ceil(V/T) x h of
+ * the token table (the position table whole) and stage 1's ranks their copy of the same shard
+ * after the final layernorm; each stage's blocks L_s (12 h^2/T + 7 h/T + 2 h) and layernorms
+ * N_s 2 h (wherever the balanced cut puts a block's first one). The buffer
+ * table's weights are those parameters; the tied gradient allreduce between a stage-0 rank and
+ * the stage-1 rank of its tensor index moves ceil(V/T) x h floats; the last stage's logits are
+ * tokens x ceil(V/T) per sample, its loss three allreduces per micro-batch. */
+static void vocabulary_parallel_in_pipelines(void **state)
+{
+    (void)state;
+    struct dt_model *m = test_zoo_model("gpt2-124m");
+    struct dt_topology *t = test_zoo_topology("1n4p");
+    static const enum dt_strategy strategies[] = {DT_STRAT_GPIPE, DT_STRAT_1F1B,
+                                                  DT_STRAT_INTERLEAVED};
+    const struct dt_layer *E = &m->layers[0];
+    const long T = 2, V = E->vocab, h = E->units, P = E->positions, Vs = (V + T - 1) / T;
+    const long tokens = m->input.d[0], head = m->n_layers - 2;
+    for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
+        struct dt_plan *plan = test_plan(m, t, strategies[i], 4, "pp=2 tp=2 micro-batches=2");
+        for (int r = 0; r < 4; r++) {
+            const struct dt_rank_plan *rp = &plan->ranks[r];
+            const struct dt_layer_view *v = plan->views[rp->view];
+            long blocks = 0, norms = 0, tied = 0, loss = 0;
+            for (int l = 0; l < m->n_layers; l++) {
+                blocks += v[l].runs && m->layers[l].kind == DT_L_ATTENTION_CORE;
+                norms += v[l].runs && m->layers[l].kind == DT_L_LAYERNORM;
+            }
+            long want = blocks * (12 * h * h / T + 7 * h / T + 2 * h) + norms * 2 * h + Vs * h +
+                        (rp->stage == 0 ? P * h : 0);
+            assert_int_equal(v[0].shard_kind, DT_SHARD_VOCAB_TABLE);
+            assert_int_equal(v[head].shard_kind, DT_SHARD_VOCAB);
+            assert_int_equal(rp->n_params, want);
+            assert_true(dt_plan_buffer_layer(plan, r, DT_BUF_PARAMS, -1) == (double)want);
+            for (int k = 0; k < rp->n_ops; k++) {
+                const struct dt_op *o = &rp->ops[k];
+                tied += o->kind == DT_OP_COLL && o->region.buf == DT_BUF_GRADS &&
+                        plan->groups[o->group].n == 2 && o->region.count == Vs * h &&
+                        plan->groups[o->group].ranks[0] == r % 2 &&
+                        plan->groups[o->group].ranks[1] == 2 + r % 2;
+                loss += o->kind == DT_OP_COLL && o->region.buf == DT_BUF_KEEP;
+            }
+            assert_int_equal(tied, 1);
+            assert_int_equal(loss, rp->stage == 1 ? 3 * 2 : 0);
+            if (rp->stage == 1)
+                assert_int_equal(dt_shard_act_floats(m, v, head), tokens * Vs);
+        }
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +355,7 @@ int main(void)
         cmocka_unit_test(attention_split_by_heads),
         cmocka_unit_test(heads_not_divisible_keeps_attention_whole),
         cmocka_unit_test(vocabulary_parallel),
+        cmocka_unit_test(vocabulary_parallel_in_pipelines),
         cmocka_unit_test(vocabulary_shard_copy),
         cmocka_unit_test(vocabulary_loss_dtypes),
     };
