@@ -186,9 +186,10 @@ static int layers_run(const struct dt_plan *plan, int r, enum dt_layer_kind kind
 }
 
 /* Inside pipeline stages (3D with --tp): per stage and micro-batch 2 reduce-scatters and 2
- * allgathers per layer each way; the first stage's embedding is split (its gradient
- * allgathered), the last stage's LM head gathered; one send of B/M x T x h / t per micro-batch
- * and stage boundary (the residual stream's chunk, where Megatron-LM ends a stage: against
+ * allgathers per layer each way; the first stage's embedding is vocabulary-parallel (its
+ * partial outputs reduce-scattered to the token chunks, its gradient allgathered), the last
+ * stage's LM head reads its input gathered (its partial input gradient reduce-scattered);
+ * one send of B/M x T x h / t per micro-batch and stage boundary (the residual stream's chunk, where Megatron-LM ends a stage: against
  * B/M x T x h without, on the same stages); activations per stage shrink by (1 - 1/t) rows
  * (L_s (2 T h + 4 T) + [not first] T h + [last] 2 T): its blocks' adds and layernorm
  * statistics as in activation_memory, the received residual, the final layernorm's
@@ -224,8 +225,8 @@ static void pipelines(void **state)
             int ag_f = colls(b, r, T, DT_COLL_ALLGATHER, DT_BUF_ACT, bth);
             int rs_b = colls(b, r, T, DT_COLL_REDUCE_SCATTER, DT_BUF_DACT, bth);
             int ag_b = colls(b, r, T, DT_COLL_ALLGATHER, DT_BUF_DACT, bth);
-            if (rs_f != 2 * L * M || ag_f != (2 * L + last) * M || rs_b != 2 * L * M ||
-                ag_b != (2 * L + first) * M)
+            if (rs_f != (2 * L + first) * M || ag_f != (2 * L + last) * M ||
+                rs_b != (2 * L + last) * M || ag_b != (2 * L + first) * M)
                 fail_msg("%s %s rank %d (%d layers): forward %d reduce-scatters, %d "
                          "allgathers; backward %d, %d", runs[i].model, on, r, L, rs_f, ag_f,
                          rs_b, ag_b);
