@@ -85,8 +85,14 @@ for dev in v100 a100; do
   grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
     ok "$dev.yaml: provenance and intervals" || bad "$dev.yaml: no provenance or interval"
 done
-topo_of() { [ "$1" = v100 ] && echo dgx1-v100 || echo dgx-a100; }
-for dev in v100 a100; do
+topo_of() { case "$1" in v100*) echo dgx1-v100 ;; *) echo dgx-a100 ;; esac; }
+for dev in v100-pytorch v100-mxnet v100-tensorflow; do
+  f="$top_srcdir/calibrations/$dev.yaml"
+  [ -f "$f" ] && grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
+    ok "$dev.yaml shipped: provenance and intervals" ||
+    bad "calibrations/$dev.yaml: missing, or no provenance or interval"
+done
+for dev in v100 a100 v100-pytorch v100-mxnet v100-tensorflow; do
   DTSIM_DATADIR="$top_srcdir" "$dtsim" -t "$(topo_of $dev)" -m resnet50-imagenet -b 128 -s ring \
     --precision fp16 --calibration "$dev" >"$tmp/ship.out" 2>"$tmp/ship.err" &&
     [ ! -s "$tmp/ship.err" ] && grep -q "^1 *ring" "$tmp/ship.out" &&
