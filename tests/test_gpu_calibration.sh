@@ -49,6 +49,30 @@ for dev in v100 a100; do
   fi
 done
 
+# Per framework: its 1-GPU rows fit from the device's 1-GPU fit predict its multi-GPU rows;
+# its calibration on all its rows starts from the device's; what its few rows cannot tell keeps
+# the base's value, said so in the report and in the file.
+for title in "v100 pytorch: fit on its 1-GPU rows, predict its multi-GPU rows" \
+  "a100 mxnet: fit on its 1-GPU rows, predict its multi-GPU rows" \
+  "v100 pytorch: calibration on all its rows" "v100 pytorch: predict a100 pytorch from its"; do
+  grep -q "^$title" "$tmp/gpu.out" && ok "report: $title" || bad "no report '$title'"
+done
+sed -n '/^v100 tensorflow: fit on its 1-GPU rows/,/^$/p' "$tmp/gpu.out" >"$tmp/tf.part"
+grep -q "fit on 2 rows" "$tmp/tf.part" &&
+  grep -q "^  not fitted (too few rows), kept at the v100 1-GPU fit's values: eff_gemm, " "$tmp/tf.part" &&
+  grep -q "^  iter_overhead .*95% CI" "$tmp/tf.part" &&
+  ok "2 rows: one parameter fitted, the rest kept at the device's 1-GPU fit, said so" ||
+  bad "v100 tensorflow 1-GPU: $(cat "$tmp/tf.part")"
+value_of() { # file, parameter
+  awk -v p="  $2:" '$0 ~ "^" p { on = 1; next } on && /value:/ { print $2; exit }' "$1"
+}
+f="$tmp/cal/a100-tensorflow.yaml"
+[ -f "$f" ] && [ -n "$(value_of "$f" intra_bw)" ] &&
+  [ "$(value_of "$f" intra_bw)" = "$(value_of "$tmp/cal/a100.yaml" intra_bw)" ] &&
+  grep -q 'source: "kept from the a100 calibration: ' "$f" &&
+  ok "a100-tensorflow.yaml: intra_bw (no multi-GPU row can tell it) is a100.yaml's, with its source" ||
+  bad "a100-tensorflow.yaml: intra_bw '$(value_of "$f" intra_bw)' against a100.yaml's"
+
 # The shipped calibrations (calibrations/*.yaml, `dtvalidate gpu --dir calibrations` on the
 # whole table): found by name, in range (the loader checks), with their provenance and
 # intervals, and dtsim runs with them on their device.
@@ -61,8 +85,14 @@ for dev in v100 a100; do
   grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
     ok "$dev.yaml: provenance and intervals" || bad "$dev.yaml: no provenance or interval"
 done
-topo_of() { [ "$1" = v100 ] && echo dgx1-v100 || echo dgx-a100; }
-for dev in v100 a100; do
+topo_of() { case "$1" in v100*) echo dgx1-v100 ;; *) echo dgx-a100 ;; esac; }
+for dev in v100-pytorch v100-mxnet v100-tensorflow; do
+  f="$top_srcdir/calibrations/$dev.yaml"
+  [ -f "$f" ] && grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
+    ok "$dev.yaml shipped: provenance and intervals" ||
+    bad "calibrations/$dev.yaml: missing, or no provenance or interval"
+done
+for dev in v100 a100 v100-pytorch v100-mxnet v100-tensorflow; do
   DTSIM_DATADIR="$top_srcdir" "$dtsim" -t "$(topo_of $dev)" -m resnet50-imagenet -b 128 -s ring \
     --precision fp16 --calibration "$dev" >"$tmp/ship.out" 2>"$tmp/ship.err" &&
     [ ! -s "$tmp/ship.err" ] && grep -q "^1 *ring" "$tmp/ship.out" &&

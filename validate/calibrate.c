@@ -96,13 +96,23 @@ struct fitctx {
     int n;
     const struct dtv_fitspec *spec;
     const struct pins *pins;
+    const struct dtv_base *base;
 };
+
+/* dtsim's defaults for the run's device, then base's values. */
+static void start_params(const struct dtv_run *run, const struct dtv_base *base,
+                         struct dt_cost_params *cp)
+{
+    dtv_base_params(run, cp);
+    if (base)
+        dt_calibration_apply(base->cal, cp);
+}
 
 static void params_at(const struct dtv_run *run, const struct fitctx *c, const double *theta,
                       struct dt_cost_params *cp)
 {
     const struct dtv_fitspec *spec = c->spec;
-    dtv_base_params(run, cp);
+    start_params(run, c->base, cp);
     for (int k = 0; c->pins && k < c->pins->n; k++)
         dt_cal_param_set(cp, c->pins->p[k], c->pins->v[k]);
     for (int k = 0; k < spec->n; k++)
@@ -141,16 +151,16 @@ static int read_resid(const double *theta, void *ctx, double *f, struct dt_error
  * have to travel ten orders of magnitude. */
 static int start_point(const struct dtv_runset *set, const int *used,
                        const struct dtv_fast *fast, int n, const struct dtv_fitspec *spec,
-                       double *theta, struct dt_error *err)
+                       const struct dtv_base *base, double *theta, struct dt_error *err)
 {
     const struct dtv_run *r0 = &set->runs[used[0]];
     struct dt_cost_params cp;
-    dtv_base_params(r0, &cp);
+    start_params(r0, base, &cp);
     double gap = INFINITY;
     for (int i = 0; i < n; i++) {
         const struct dtv_run *run = &set->runs[used[i]];
         struct dt_cost_params c2;
-        dtv_base_params(run, &c2);
+        start_params(run, base, &c2);
         struct dtv_pred p;
         int rc = dtv_predict_fast(&fast[i], &c2, &p, err);
         if (rc)
@@ -272,10 +282,10 @@ static int fit_identifiable(const struct dtv_runset *set, const struct dtv_fast 
     const int n = out->n_used;
     while (sim->n > 0) {
         double theta0[DTV_FIT_MAX_P];
-        int rc = start_point(set, out->used, fast, n, sim, theta0, err);
+        int rc = start_point(set, out->used, fast, n, sim, out->base, theta0, err);
         if (rc)
             return rc;
-        struct fitctx ctx = {set, out->used, fast, n, sim, pins};
+        struct fitctx ctx = {set, out->used, fast, n, sim, pins, out->base};
         dtv_fit_free(&out->fit);
         if ((rc = dtv_fit_run(n, sim->n, sim_resid, &ctx, theta0, NULL, &out->fit, err)))
             return rc;
@@ -287,9 +297,10 @@ static int fit_identifiable(const struct dtv_runset *set, const struct dtv_fast 
             return DT_OK;
         if (verbose)
             fprintf(verbose, "dtvalidate: %s is not identifiable from these %d runs (the fit "
-                             "took it to %.3g, where they no longer depend on it): kept at its "
-                             "default, fitting the others again\n",
-                    dt_cal_param_name(sim->p[bad]), n, exp(out->fit.theta[bad]));
+                             "took it to %.3g, where they no longer depend on it): kept at "
+                             "%.80s%s, fitting the others again\n",
+                    dt_cal_param_name(sim->p[bad]), n, exp(out->fit.theta[bad]),
+                    out->base ? out->base->name : "its default", out->base ? "'s value" : "");
         append(dropped, dropped_len, "%s", dropped[0] ? ", " : "");
         append(dropped, dropped_len, "%s", dt_cal_param_name(sim->p[bad]));
         remove_param(sim, bad);
@@ -334,10 +345,30 @@ static int fit_in_range(const struct dtv_runset *set, struct dtv_calib *out,
     return rc;
 }
 
+/* base's entries the fit left alone, with where they came from. */
+static void carry_base(struct dt_calibration *cal, const struct dtv_base *base)
+{
+    for (int i = 0; base && i < base->cal->n_entries; i++) {
+        const struct dt_cal_entry *b = &base->cal->entry[i];
+        if (dt_calibration_find(cal, b->param))
+            continue;
+        struct dt_cal_entry *e = dt_calibration_set(cal, b->param, b->value);
+        snprintf(e->source, sizeof e->source, "kept from %.60s: %.180s", base->name, b->source);
+    }
+}
+
 int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dtv_fitspec *spec,
                   FILE *verbose, struct dtv_calib *out, struct dt_error *err)
 {
+    return dtv_calibrate_on(set, use, spec, NULL, verbose, out, err);
+}
+
+int dtv_calibrate_on(const struct dtv_runset *set, const bool *use,
+                     const struct dtv_fitspec *spec, const struct dtv_base *base, FILE *verbose,
+                     struct dtv_calib *out, struct dt_error *err)
+{
     memset(out, 0, sizeof *out);
+    out->base = base;
     dt_calibration_init(&out->cal);
     struct dt_calibration *cal = &out->cal;
     int n = 0, n_read = 0;
@@ -413,10 +444,11 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
     for (int i = 0; i < cal->n_cov; i++)
         for (int j = 0; j < cal->n_cov; j++)
             cal->cov[i * DT_CAL_COUNT + j] = F->cov[i * DTV_FIT_MAX_P + j];
+    carry_base(cal, base);
     /* read bandwidth: its own one-parameter fit */
     if (want_read && n_read > 0) {
         struct dtv_fitspec rs = {1, {DT_CAL_READ_BW}};
-        struct fitctx ctx = {set, read_used, NULL, n_read, &rs, NULL};
+        struct fitctx ctx = {set, read_used, NULL, n_read, &rs, NULL, NULL};
         double bw0 = 0;
         for (int i = 0; i < n_read; i++)
             bw0 += set->runs[read_used[i]].data_bytes / set->runs[read_used[i]].read_s / n_read;
@@ -452,11 +484,14 @@ int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dt
         append(notes, sizeof notes, "%s ", dt_cal_param_name(sim.p[k]));
     if (out->have_read)
         append(notes, sizeof notes, "%s ", "read_bw");
-    append(notes, sizeof notes, "%s", "(the rest keep dtsim's defaults for the device kind and "
-                                      "the topology's datasheet values");
+    if (base)
+        append(notes, sizeof notes, "(the rest keep the values of %.100s", base->name);
+    else
+        append(notes, sizeof notes, "%s", "(the rest keep dtsim's defaults for the device kind "
+                                          "and the topology's datasheet values");
     if (dropped[0]) {
         append(notes, sizeof notes, "%s", "; not identifiable from these runs, so kept at "
-                                          "their defaults: ");
+                                          "those values: ");
         append(notes, sizeof notes, "%s", dropped);
     }
     append(notes, sizeof notes, "%s", ").");

@@ -30,7 +30,15 @@ int dtv_fitspec_parse(const char *list, struct dtv_fitspec *spec, char *why, siz
  * read bandwidth when runs measured their read. */
 void dtv_fitspec_default(const struct dtv_runset *set, const bool *use, struct dtv_fitspec *spec);
 
+/* A calibration a fit starts from: what the fit's runs cannot tell keeps its values (e.g. a
+ * framework's fit on a few rows keeps the device fit's), not dtsim's defaults. */
+struct dtv_base {
+    const struct dt_calibration *cal;
+    const char *name;               /* in the notes and sources: "the v100 calibration" */
+};
+
 struct dtv_calib {
+    const struct dtv_base *base;    /* what the fit started from; NULL: dtsim's defaults */
     struct dt_calibration cal;
     struct dtv_fit fit;             /* last fit of the simulator parameters (log space) */
     struct dtv_fitspec requested;   /* what the caller asked to fit */
@@ -45,6 +53,12 @@ struct dtv_calib {
  * gets one line per dropped parameter. The result's fits must be freed (dtv_calib_free). */
 int dtv_calibrate(const struct dtv_runset *set, const bool *use, const struct dtv_fitspec *spec,
                   FILE *verbose, struct dtv_calib *out, struct dt_error *err);
+
+/* dtv_calibrate from base's values (NULL: dtsim's defaults); base's entries that are not
+ * fitted are carried into the result with their source. */
+int dtv_calibrate_on(const struct dtv_runset *set, const bool *use,
+                     const struct dtv_fitspec *spec, const struct dtv_base *base, FILE *verbose,
+                     struct dtv_calib *out, struct dt_error *err);
 void dtv_calib_free(struct dtv_calib *c);
 
 /* Fills a calibration's created (UTC now), host (this machine) and tool (dtvalidate, version,

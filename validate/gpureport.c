@@ -97,21 +97,69 @@ static void gpu_fitspec(const struct dtv_runset *set, const bool *use, struct dt
             spec->p[spec->n++] = links.p[k];
 }
 
-/* Fits on the rows of use; false (and a line saying why) when no fit is possible. */
-static bool fit_on(const struct dtv_runset *set, const bool *use, const struct dtv_gpu_options *o,
+/* Keeps the first of spec's parameters (gpu_fitspec's order: the overhead, the GEMM
+ * efficiencies, the memory, the links) that n rows can fit with one degree of freedom left
+ * for an interval; the count dropped. */
+static int fit_fewer(struct dtv_fitspec *spec, int n)
+{
+    int keep = n > 2 ? n - 1 : 1, cut = spec->n > keep ? spec->n - keep : 0;
+    spec->n -= cut;
+    return cut;
+}
+
+static bool fitted_param(const struct dtv_calib *cb, enum dt_cal_param p)
+{
+    for (int k = 0; k < cb->fitted.n; k++)
+        if (cb->fitted.p[k] == p)
+            return true;
+    return false;
+}
+
+/* Says which of want's parameters a fit from a base left at the base's values, and why:
+ * not identifiable from the rows, or not fitted (the last cut of want: too few rows). */
+static void print_kept(FILE *out, const struct dtv_calib *cb, const struct dtv_fitspec *want,
+                       int cut)
+{
+    static const char *const why[] = {"not identifiable from these rows",
+                                      "not fitted (too few rows)"};
+    for (int w = 0; w < 2; w++) {
+        char names[512] = "";
+        for (int k = 0; k < want->n; k++) {
+            const struct dt_cal_entry *e = dt_calibration_find(&cb->cal, want->p[k]);
+            bool pinned = e && strncmp(e->source, "held", 4) == 0;
+            if (fitted_param(cb, want->p[k]) || pinned || (k >= want->n - cut) != (w == 1))
+                continue;
+            size_t o = strlen(names);
+            snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "",
+                     dt_cal_param_name(want->p[k]));
+        }
+        if (names[0])
+            fprintf(out, "  %s, kept at %s's values: %s\n", why[w], cb->base->name, names);
+    }
+}
+
+/* Fits on the rows of use (n of them), from base's values when base is not NULL (then only
+ * as many parameters as the rows can fit); false (and a line saying why) when no fit is
+ * possible. */
+static bool fit_on(const struct dtv_runset *set, const bool *use, int n,
+                   const struct dtv_gpu_options *o, const struct dtv_base *base,
                    struct dtv_calib *cb, FILE *out)
 {
-    struct dtv_fitspec spec;
+    struct dtv_fitspec spec, want;
     if (o->spec)
         spec = *o->spec;
     else
         gpu_fitspec(set, use, &spec);
+    want = spec;
+    int cut = base && !o->spec ? fit_fewer(&spec, n) : 0;
     struct dt_error err;
     dt_error_clear(&err);
-    if (dtv_calibrate(set, use, &spec, o->verbose, cb, &err)) {
+    if (dtv_calibrate_on(set, use, &spec, base, o->verbose, cb, &err)) {
         fprintf(out, "  no fit: %s\n", err.msg);
         return false;
     }
+    if (base)
+        print_kept(out, cb, &want, cut);
     return true;
 }
 
@@ -209,34 +257,62 @@ static int save_calibration(FILE *out, const struct dtv_runset *set,
     return rc;
 }
 
-/* One report: fit on `train`, predict `test`; the fit is written as DIR/SAVE_AS.yaml when
- * save_as is not NULL. */
+/* One report: fit on `train` (from base's values when base is set), predict `test`. */
+struct report {
+    char title[200];
+    struct sel train, test;
+    double target;
+    const char *save_as;            /* write the fit as DIR/SAVE_AS.yaml; NULL: not written */
+    const struct dtv_base *base;    /* NULL: from dtsim's defaults */
+};
+
+/* Runs report r; the fit stays in keep (to be freed by the caller; fitted.n is 0 when there
+ * was none). */
 static int train_test(FILE *out, const struct dtv_runset *set, const struct dtv_published *pub,
-                      const struct dtv_gpu_options *o, const char *title, const struct sel *train,
-                      const struct sel *test, double target, const char *save_as,
-                      struct dt_error *err)
+                      const struct dtv_gpu_options *o, const struct report *r,
+                      struct dtv_calib *keep, struct dt_error *err)
 {
+    memset(keep, 0, sizeof *keep);
     bool *tr = calloc((size_t)set->n, sizeof *tr), *te = calloc((size_t)set->n, sizeof *te);
     if (!tr || !te) {
         free(tr);
         free(te);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     }
-    int n_tr = select_rows(set, pub, train, tr), n_te = select_rows(set, pub, test, te);
-    fprintf(out, "\n%s (fit on %d rows, predict %d)\n", title, n_tr, n_te);
+    int n_tr = select_rows(set, pub, &r->train, tr), n_te = select_rows(set, pub, &r->test, te);
+    fprintf(out, "\n%s (fit on %d rows, predict %d)\n", r->title, n_tr, n_te);
     int rc = DT_OK;
-    struct dtv_calib cb;
-    memset(&cb, 0, sizeof cb);
     if (n_tr == 0 || n_te == 0)
         fprintf(out, "  nothing to %s\n", n_tr == 0 ? "fit on" : "predict");
-    else if (fit_on(set, tr, o, &cb, out)) {
-        print_params(out, &cb.cal);
-        rc = predict_rows(out, set, pub, &cb.cal, te, target, err);
+    else if (fit_on(set, tr, n_tr, o, r->base, keep, out)) {
+        print_params(out, &keep->cal);
+        rc = predict_rows(out, set, pub, &keep->cal, te, r->target, err);
         if (!rc)
-            rc = save_calibration(out, set, o, save_as, &cb.cal, err);
+            rc = save_calibration(out, set, o, r->save_as, &keep->cal, err);
+    } else {
+        keep->fitted.n = 0;
     }
-    dtv_calib_free(&cb);
     free(tr);
+    free(te);
+    return rc;
+}
+
+/* Predicts the test rows of r (no fit) with a calibration fitted before. */
+static int predict_only(FILE *out, const struct dtv_runset *set, const struct dtv_published *pub,
+                        const struct report *r, const struct dtv_calib *cb, struct dt_error *err)
+{
+    bool *te = calloc((size_t)set->n, sizeof *te);
+    if (!te)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int n_te = select_rows(set, pub, &r->test, te);
+    fprintf(out, "\n%s (fitted above on %d rows, predict %d)\n", r->title, cb->n_used, n_te);
+    int rc = DT_OK;
+    if (cb->fitted.n == 0)
+        fprintf(out, "  no fit to predict from\n");
+    else if (n_te == 0)
+        fprintf(out, "  nothing to predict\n");
+    else
+        rc = predict_rows(out, set, pub, &cb->cal, te, r->target, err);
     free(te);
     return rc;
 }
@@ -244,28 +320,22 @@ static int train_test(FILE *out, const struct dtv_runset *set, const struct dtv_
 /* The calibration of one device on all its rows, printed and written to DIR/DEVICE.yaml. */
 static int device_calibration(FILE *out, const struct dtv_runset *set,
                               const struct dtv_published *pub, const struct dtv_gpu_options *o,
-                              const char *device, struct dt_error *err)
+                              const char *device, struct dtv_calib *keep, struct dt_error *err)
 {
-    struct sel s = {.device = device};
+    struct report r = {.train = {.device = device}, .test = {.device = device}, .target = 5,
+                       .save_as = device};
     bool *use = calloc((size_t)set->n, sizeof *use);
     if (!use)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    int n = select_rows(set, pub, &s, use);
-    fprintf(out, "\n%s: calibration on all %d of its rows the simulator runs\n", device, n);
-    struct dtv_calib cb;
-    memset(&cb, 0, sizeof cb);
-    int rc = DT_OK;
-    if (n && fit_on(set, use, o, &cb, out)) {
-        print_params(out, &cb.cal);
-        rc = predict_rows(out, set, pub, &cb.cal, use, 5, err);
-        if (!rc)
-            rc = save_calibration(out, set, o, device, &cb.cal, err);
-    } else if (!n) {
-        fprintf(out, "  no calibration for %s\n", device);
-    }
-    dtv_calib_free(&cb);
+    int n = select_rows(set, pub, &r.train, use);
     free(use);
-    return rc;
+    snprintf(r.title, sizeof r.title, "%s: calibration on all %d of its rows the simulator runs",
+             device, n);
+    if (n)
+        return train_test(out, set, pub, o, &r, keep, err);
+    memset(keep, 0, sizeof *keep);
+    fprintf(out, "\n%s\n  no calibration for %s\n", r.title, device);
+    return DT_OK;
 }
 
 static void print_skipped(FILE *out, const struct dtv_runset *set,
@@ -279,44 +349,135 @@ static void print_skipped(FILE *out, const struct dtv_runset *set,
 
 static const char *const frameworks[] = {"pytorch", "mxnet", "tensorflow"};
 
+/* The fits a report keeps for later reports: [device] and [device][framework]. */
+struct kept {
+    struct dtv_calib dev[2], one_gpu[2], fw[2][3];
+};
+
+static void kept_free(struct kept *k)
+{
+    for (int d = 0; d < 2; d++) {
+        dtv_calib_free(&k->dev[d]);
+        dtv_calib_free(&k->one_gpu[d]);
+        for (int f = 0; f < 3; f++)
+            dtv_calib_free(&k->fw[d][f]);
+    }
+}
+
+/* The device-level reports: 1-GPU -> multi-GPU, one framework -> the others. */
+static int device_reports(FILE *out, const struct dtv_runset *set,
+                          const struct dtv_published *pub, const struct dtv_gpu_options *o,
+                          struct kept *k, struct dt_error *err)
+{
+    int rc = DT_OK;
+    for (int d = 0; d < 2 && !rc; d++)
+        rc = device_calibration(out, set, pub, o, devices[d], &k->dev[d], err);
+    for (int d = 0; d < 2 && !rc; d++) {
+        struct report r = {.train = {devices[d], 1, NULL, false},
+                           .test = {devices[d], 2, NULL, false}, .target = 5};
+        snprintf(r.title, sizeof r.title, "%s: fit on the 1-GPU rows, predict the multi-GPU "
+                 "rows (target 5%%)", devices[d]);
+        rc = train_test(out, set, pub, o, &r, &k->one_gpu[d], err);
+    }
+    for (int d = 0; d < 2 && !rc; d++)
+        for (int f = 0; f < 3 && !rc; f++) {
+            struct dtv_calib cb;
+            struct report r = {.train = {devices[d], 0, frameworks[f], false},
+                               .test = {devices[d], 0, frameworks[f], true}, .target = 5};
+            snprintf(r.title, sizeof r.title, "%s: fit on %s, predict the other frameworks "
+                     "(target 5%%)", devices[d], frameworks[f]);
+            rc = train_test(out, set, pub, o, &r, &cb, err);
+            dtv_calib_free(&cb);
+        }
+    return rc;
+}
+
+/* Per framework (the user books a cluster for one): its 1-GPU rows -> its multi-GPU rows
+ * from the device's 1-GPU fit; its calibration on all its rows from the device's, written as
+ * DIR/DEVICE-FRAMEWORK.yaml; what the parameters its rows cannot tell keep is said. */
+static int framework_reports(FILE *out, const struct dtv_runset *set,
+                             const struct dtv_published *pub, const struct dtv_gpu_options *o,
+                             struct kept *k, struct dt_error *err)
+{
+    int rc = DT_OK;
+    for (int d = 0; d < 2 && !rc; d++)
+        for (int f = 0; f < 3 && !rc; f++) {
+            char base_name[2][64], name[64];
+            snprintf(base_name[0], sizeof base_name[0], "the %s 1-GPU fit", devices[d]);
+            snprintf(base_name[1], sizeof base_name[1], "the %s calibration", devices[d]);
+            struct dtv_base one = {&k->one_gpu[d].cal, base_name[0]},
+                            all = {&k->dev[d].cal, base_name[1]};
+            struct report r = {.train = {devices[d], 1, frameworks[f], false},
+                               .test = {devices[d], 2, frameworks[f], false}, .target = 5,
+                               .base = k->one_gpu[d].fitted.n ? &one : NULL};
+            snprintf(r.title, sizeof r.title, "%s %s: fit on its 1-GPU rows, predict its "
+                     "multi-GPU rows (target 5%%)", devices[d], frameworks[f]);
+            struct dtv_calib cb;
+            rc = train_test(out, set, pub, o, &r, &cb, err);
+            dtv_calib_free(&cb);
+            snprintf(name, sizeof name, "%s-%s", devices[d], frameworks[f]);
+            struct report all_rows = {.train = {devices[d], 0, frameworks[f], false},
+                                      .test = {devices[d], 0, frameworks[f], false},
+                                      .target = 5, .save_as = name,
+                                      .base = k->dev[d].fitted.n ? &all : NULL};
+            snprintf(all_rows.title, sizeof all_rows.title, "%s %s: calibration on all its "
+                     "rows, in sample", devices[d], frameworks[f]);
+            if (!rc)
+                rc = train_test(out, set, pub, o, &all_rows, &k->fw[d][f], err);
+        }
+    return rc;
+}
+
+/* Fit on one device, predict the other from its datasheet: all rows, then per framework. */
+static int cross_device_reports(FILE *out, const struct dtv_runset *set,
+                                const struct dtv_published *pub,
+                                const struct dtv_gpu_options *o, const struct kept *k,
+                                struct dt_error *err)
+{
+    int rc = DT_OK;
+    for (int d = 0; d < 2 && !rc; d++) {
+        struct dtv_calib cb;
+        struct report r = {.train = {devices[d], 0, NULL, false},
+                           .test = {devices[1 - d], 0, NULL, false}, .target = 15};
+        snprintf(r.title, sizeof r.title, "fit on %s, predict %s from its datasheet (target "
+                 "15%%)", devices[d], devices[1 - d]);
+        rc = train_test(out, set, pub, o, &r, &cb, err);
+        dtv_calib_free(&cb);
+    }
+    for (int d = 0; d < 2 && !rc; d++)
+        for (int f = 0; f < 3 && !rc; f++) {
+            struct report r = {.test = {devices[1 - d], 0, frameworks[f], false}, .target = 15};
+            snprintf(r.title, sizeof r.title, "%s %s: predict %s %s from its datasheet "
+                     "(target 15%%)", devices[d], frameworks[f], devices[1 - d], frameworks[f]);
+            rc = predict_only(out, set, pub, &r, &k->fw[d][f], err);
+        }
+    return rc;
+}
+
 int dtv_gpu_report(const struct dtv_gpu_options *o, FILE *out, struct dt_error *err)
 {
     struct dtv_runset set;
     dtv_runset_init(&set);
     struct dtv_published *pub = calloc(1, sizeof *pub);
-    if (!pub)
+    struct kept *k = calloc(1, sizeof *k);
+    if (!pub || !k) {
+        free(pub);
+        free(k);
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    }
     const char *table = o->table ? o->table : DEFAULT_TABLE;
     int rc = dtv_published_load(&set, table, pub, err);
     if (!rc)
         print_skipped(out, &set, pub, set.runs[0].file);
-    for (int d = 0; d < 2 && !rc; d++)
-        rc = device_calibration(out, &set, pub, o, devices[d], err);
-    for (int d = 0; d < 2 && !rc; d++) {
-        char title[160];
-        snprintf(title, sizeof title, "%s: fit on the 1-GPU rows, predict the multi-GPU rows "
-                 "(target 5%%)", devices[d]);
-        rc = train_test(out, &set, pub, o, title, &(struct sel){devices[d], 1, NULL, false},
-                        &(struct sel){devices[d], 2, NULL, false}, 5, NULL, err);
-    }
-    for (int d = 0; d < 2 && !rc; d++)
-        for (int f = 0; f < 3 && !rc; f++) {
-            char title[160], name[64];
-            snprintf(title, sizeof title, "%s: fit on %s, predict the other frameworks "
-                     "(target 5%%)", devices[d], frameworks[f]);
-            snprintf(name, sizeof name, "%s-%s", devices[d], frameworks[f]);
-            rc = train_test(out, &set, pub, o, title,
-                            &(struct sel){devices[d], 0, frameworks[f], false},
-                            &(struct sel){devices[d], 0, frameworks[f], true}, 5, name, err);
-        }
-    for (int d = 0; d < 2 && !rc; d++) {
-        char title[160];
-        snprintf(title, sizeof title, "fit on %s, predict %s from its datasheet (target 15%%)",
-                 devices[d], devices[1 - d]);
-        rc = train_test(out, &set, pub, o, title, &(struct sel){devices[d], 0, NULL, false},
-                        &(struct sel){devices[1 - d], 0, NULL, false}, 15, NULL, err);
-    }
+    if (!rc)
+        rc = device_reports(out, &set, pub, o, k, err);
+    if (!rc)
+        rc = framework_reports(out, &set, pub, o, k, err);
+    if (!rc)
+        rc = cross_device_reports(out, &set, pub, o, k, err);
+    kept_free(k);
     dtv_runset_free(&set);
     free(pub);
+    free(k);
     return rc;
 }

@@ -7,7 +7,10 @@
  *   2. fit on a device's 1-GPU rows, predict its multi-GPU rows (target: within 5%);
  *   3. fit on one framework's rows of a device, predict the other frameworks' rows;
  *   4. fit on V100, predict A100 from its datasheet (topology), and the reverse (target:
- *      within 15%).
+ *      within 15%);
+ *   5. per framework: its 1-GPU rows (from the device's 1-GPU fit) -> its multi-GPU rows; its
+ *      calibration on all its rows (from the device's; DIR/DEVICE-FRAMEWORK.yaml) and what it
+ *      predicts of the same framework on the other device.
  * Every row left out (the simulator cannot run it yet) is listed with the reason. */
 #ifndef DTV_GPUREPORT_H
 #define DTV_GPUREPORT_H
