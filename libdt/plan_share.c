@@ -45,18 +45,23 @@ static bool region_equal(const struct dt_region *a, const struct dt_region *b)
            a->layer == b->layer;
 }
 
-/* Field by field: the ops are built from compound literals whose padding is unspecified. */
-static bool op_equal(const struct dt_op *a, const struct dt_op *b)
+bool dt_op_same_cost(const struct dt_op *a, const struct dt_op *b)
 {
     return a->kind == b->kind && a->phase == b->phase && a->layer == b->layer &&
-           a->samples == b->samples && a->micro == b->micro && a->slot == b->slot &&
-           a->row0 == b->row0 && a->peer == b->peer && a->tag == b->tag && a->sum == b->sum &&
-           region_equal(&a->region, &b->region) && region_equal(&a->dst, &b->dst) &&
-           a->coll == b->coll && a->alg == b->alg && a->reduction == b->reduction &&
-           a->group == b->group && a->root == b->root && a->nonblocking == b->nonblocking &&
-           a->handle == b->handle && a->bytes == b->bytes && a->scale == b->scale &&
+           a->samples == b->samples && a->peer == b->peer && a->tag == b->tag &&
+           a->sum == b->sum && region_equal(&a->region, &b->region) &&
+           region_equal(&a->dst, &b->dst) && a->coll == b->coll && a->alg == b->alg &&
+           a->reduction == b->reduction && a->group == b->group && a->root == b->root &&
+           a->nonblocking == b->nonblocking && a->handle == b->handle &&
+           a->bytes == b->bytes && a->scale == b->scale && a->loss_part == b->loss_part &&
            region_equal(&a->grads, &b->grads) && a->precision == b->precision &&
-           a->shards == b->shards && a->loss_part == b->loss_part;
+           a->shards == b->shards && a->recompute == b->recompute;
+}
+
+static bool op_equal(const struct dt_op *a, const struct dt_op *b)
+{
+    return a->micro == b->micro && a->slot == b->slot && a->row0 == b->row0 &&
+           dt_op_same_cost(a, b);
 }
 
 static uint64_t op_hash(uint64_t h, const struct dt_op *o)

@@ -99,12 +99,41 @@ static void test_push_copies_on_write(void **state)
     release(&f);
 }
 
+/* Programs that differ only in an op's recompute flag (a forward re-run, ZeRO-3's gather
+ * again) are not one program: the two ranks keep their own. Ops that differ only in where in
+ * the step they run (micro-batch, slot, first row) cost the same (dt_op_same_cost) but are
+ * not equal either. */
+static void test_recompute_flag_is_compared(void **state)
+{
+    (void)state;
+    struct fixture f = build("mlp-fmnist", "1n4p", DT_STRAT_ALLREDUCE_RING, "");
+    struct dt_op fwd = {.kind = DT_OP_COMPUTE, .phase = DT_PH_FORWARD, .layer = 0,
+                        .samples = 8};
+    struct dt_op again = fwd, later = fwd;
+    again.recompute = true;
+    later.micro = 1;
+    later.slot = 1;
+    later.row0 = 8;
+    assert_false(dt_op_same_cost(&fwd, &again));
+    assert_true(dt_op_same_cost(&fwd, &later));
+    assert_int_equal(dt_plan_push(f.plan, 1, &fwd), DT_OK);
+    assert_int_equal(dt_plan_push(f.plan, 2, &again), DT_OK);
+    assert_int_equal(dt_plan_push(f.plan, 3, &later), DT_OK);
+    for (int r = 1; r <= 3; r++)
+        assert_int_equal(dt_plan_share_rank(f.plan, r), DT_OK);
+    assert_ptr_not_equal(f.plan->ranks[1].ops, f.plan->ranks[2].ops);
+    assert_ptr_not_equal(f.plan->ranks[1].ops, f.plan->ranks[3].ops);
+    assert_int_equal(dt_plan_distinct_programs(f.plan), 5);
+    release(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_ranks_share_one_program),
         cmocka_unit_test(test_pipeline_stages_do_not_share),
         cmocka_unit_test(test_push_copies_on_write),
+        cmocka_unit_test(test_recompute_flag_is_compared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

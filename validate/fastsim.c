@@ -15,27 +15,6 @@ static bool is_comm(const struct dt_op *op)
            op->kind == DT_OP_WAIT;
 }
 
-static bool same_region(const struct dt_region *a, const struct dt_region *b)
-{
-    return a->buf == b->buf && a->offset == b->offset && a->count == b->count &&
-           a->layer == b->layer;
-}
-
-/* Whether two ops cost the same at any parameters: every field but where in the step they
- * run (micro-batch, activation slot, first row), which no cost reads. */
-static bool same_cost(const struct dt_op *a, const struct dt_op *b)
-{
-    return a->kind == b->kind && a->phase == b->phase && a->layer == b->layer &&
-           a->samples == b->samples && a->peer == b->peer && a->tag == b->tag &&
-           a->sum == b->sum && same_region(&a->region, &b->region) &&
-           same_region(&a->dst, &b->dst) && a->coll == b->coll && a->alg == b->alg &&
-           a->reduction == b->reduction && a->group == b->group && a->root == b->root &&
-           a->nonblocking == b->nonblocking && a->handle == b->handle &&
-           a->bytes == b->bytes && a->scale == b->scale && a->loss_part == b->loss_part &&
-           same_region(&a->grads, &b->grads) && a->precision == b->precision &&
-           a->shards == b->shards && a->recompute == b->recompute;
-}
-
 static uint64_t mix(uint64_t h, uint64_t v)
 {
     return (h ^ v) * 0x100000001b3ull;
@@ -65,7 +44,7 @@ static int count_distinct(const struct dt_op *ops, int n, struct dtv_fast_rank *
     memset(slot, 0xff, cap * sizeof *slot);
     for (int i = 0; i < n; i++) {
         size_t s = (size_t)op_hash(&ops[i]) & (cap - 1);
-        while (slot[s] >= 0 && !same_cost(fr->ops[slot[s]].op, &ops[i]))
+        while (slot[s] >= 0 && !dt_op_same_cost(fr->ops[slot[s]].op, &ops[i]))
             s = (s + 1) & (cap - 1);
         if (slot[s] >= 0) {
             fr->ops[slot[s]].count++;
@@ -93,7 +72,7 @@ static bool same_ops(const struct dtv_fast_rank *a, const struct dtv_fast_rank *
     if (a->n != b->n)
         return false;
     for (int i = 0; i < a->n; i++)
-        if (a->ops[i].count != b->ops[i].count || !same_cost(a->ops[i].op, b->ops[i].op))
+        if (a->ops[i].count != b->ops[i].count || !dt_op_same_cost(a->ops[i].op, b->ops[i].op))
             return false;
     return true;
 }

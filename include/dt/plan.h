@@ -174,6 +174,11 @@ struct dt_op {
                                 COLL: ZeRO-3's gather of its parameters again */
 };
 
+/* Whether two ops cost the same at any parameters: field by field (ops are built from compound
+ * literals whose padding is unspecified), every field but where in the step they run (micro,
+ * slot, row0), which no cost reads. Equal ops (plan_share.c) also agree on those three. */
+bool dt_op_same_cost(const struct dt_op *a, const struct dt_op *b);
+
 struct dt_group {
     int n;
     int *ranks; /* global ranks, in group order */
