@@ -44,6 +44,10 @@ struct pipe {
     int *owner;           /* per layer: the layer whose storage it is (through flatten views) */
     int *reader;          /* stage x layer: the lowest chunk of the stage that reads the layer
                              while it runs on another stage, or -1 (first_readers) */
+    int *recv_at, *recvs; /* chunk c receives owners recvs[recv_at[c] .. recv_at[c + 1] - 1]
+                             (those it is the first reader of, ascending): its forward's
+                             receives without a scan of every layer per schedule unit */
+    int *read_at, *read_by; /* owner o is read by stages read_by[read_at[o] .. read_at[o + 1] - 1] */
     int first_train;
 };
 
@@ -164,9 +168,44 @@ static bool chunk_reads(const struct pipe *p, int c, int o)
 
 /* For every stage and storage owner o running on another stage, the lowest chunk of the
  * stage that reads o; computed once, the emitters ask for it on every schedule unit. */
-static int first_readers(struct pipe *p)
+/* The first readers (p->reader) indexed both ways: by chunk (recv_at, recvs) and by owner
+ * (read_at, read_by), for the emitters' per-unit lookups; total: the readers in p->reader. */
+static int index_readers(struct pipe *p, int total)
 {
     int n = p->m->n_layers;
+    p->recv_at = calloc((size_t)p->C + 1, sizeof *p->recv_at);
+    p->read_at = calloc((size_t)n + 1, sizeof *p->read_at);
+    p->recvs = malloc(((size_t)total + 1) * sizeof *p->recvs);
+    p->read_by = malloc(((size_t)total + 1) * sizeof *p->read_by);
+    if (!p->recv_at || !p->read_at || !p->recvs || !p->read_by)
+        return -1;
+    for (int i = 0; i < p->S * n; i++)
+        if (p->reader[i] >= 0) {
+            p->recv_at[p->reader[i] + 1]++;
+            p->read_at[i % n + 1]++;
+        }
+    for (int c = 0; c < p->C; c++)
+        p->recv_at[c + 1] += p->recv_at[c];
+    for (int o = 0; o < n; o++)
+        p->read_at[o + 1] += p->read_at[o];
+    int *next_recv = p->recvs, *fill = calloc((size_t)p->C + (size_t)n, sizeof *fill);
+    if (!fill)
+        return -1;
+    for (int o = 0; o < n; o++) /* owners ascending, stages ascending: the scans' orders */
+        for (int s = 0; s < p->S; s++) {
+            int c = p->reader[s * n + o];
+            if (c < 0)
+                continue;
+            next_recv[p->recv_at[c] + fill[c]++] = o;
+            p->read_by[p->read_at[o] + fill[p->C + o]++] = s;
+        }
+    free(fill);
+    return 0;
+}
+
+static int first_readers(struct pipe *p)
+{
+    int n = p->m->n_layers, total = 0;
     p->reader = malloc((size_t)p->S * (size_t)n * sizeof *p->reader);
     if (!p->reader)
         return -1;
@@ -179,23 +218,16 @@ static int first_readers(struct pipe *p)
             for (int c = s; c < p->C && *r < 0; c += p->S)
                 if (chunk_reads(p, c, o))
                     *r = c;
+            total += *r >= 0;
         }
-    return 0;
+    return index_readers(p, total);
 }
 
-static int first_reader(const struct pipe *p, int s, int o)
+/* The stages other than o's that read o (ascending); how many. */
+static int reader_stages(const struct pipe *p, int o, const int **stages)
 {
-    return p->reader[s * p->m->n_layers + o];
-}
-
-/* The stages other than o's that read o, into stages (S <= 256 entries); how many. */
-static int reader_stages(const struct pipe *p, int o, int *stages)
-{
-    int n = 0;
-    for (int s = 0; s < p->S; s++)
-        if (first_reader(p, s, o) >= 0)
-            stages[n++] = s;
-    return n;
+    *stages = p->read_by + p->read_at[o];
+    return p->read_at[o + 1] - p->read_at[o];
 }
 
 /* Rows of layer o's output (b: ACT or DACT) in the emitting rank's slot: its shard's width. */
@@ -302,11 +334,11 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
         e->loaded[i] = true;
         rc = push(plan, e, dtc_load(plan, e->rank, i, slot, row0, rows));
     }
-    for (int o = 0; o < m->n_layers && !rc; o++)
-        if (first_reader(p, e->stage, o) == c)
-            rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
-                      tag_of(p, o, 0, i), act_region(p, e, DT_BUF_ACT, o, slot, rows),
-                      false);
+    for (int j = p->recv_at[c]; j < p->recv_at[c + 1] && !rc; j++) {
+        int o = p->recvs[j];
+        rc = recv(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
+                  tag_of(p, o, 0, i), act_region(p, e, DT_BUF_ACT, o, slot, rows), false);
+    }
     for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++) {
         rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, row0, rows));
         if (!rc)
@@ -317,7 +349,8 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
                              dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch),
                              e->eval);
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
-        int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
+        const int *st;
+        int n = reader_stages(p, o, &st);
         if (n && !e->eval && dt_layer_needs_dact(m, o))
             rc = push(plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
                                               .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
@@ -337,7 +370,8 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
     const struct dt_model *m = p->m;
     int slot = e->slot_of[i], rc = 0;
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
-        int st[DT_MAX_STAGES], n = reader_stages(p, o, st);
+        const int *st;
+        int n = reader_stages(p, o, &st);
         for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
             rc = wait_recv(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 1, i));
     }
@@ -347,10 +381,12 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
             if (!rc)
                 rc = tensor_after(p, e, DT_PH_BACKWARD, l, slot, rows);
         }
-    for (int o = 0; o < m->n_layers && !rc; o++)
-        if (first_reader(p, e->stage, o) == c && dt_layer_needs_dact(m, o))
+    for (int j = p->recv_at[c]; j < p->recv_at[c + 1] && !rc; j++) {
+        int o = p->recvs[j];
+        if (dt_layer_needs_dact(m, o))
             rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
                       tag_of(p, o, 1, i), act_region(p, e, DT_BUF_DACT, o, slot, rows), slot);
+    }
     if (c == e->stage) { /* the micro-batch's last unit on this rank: its slot is free */
         e->slot_busy[slot] = false;
         e->slot_of[i] = -1;
@@ -521,8 +557,7 @@ static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *ki
         for (int x = 0; x < m->layers[l].n_in; x++) /* inputs, and the views they go through */
             for (int j = m->layers[l].in[x]; j >= 0; j = p->owner[j] == j ? -1 : m->layers[j].in[0])
                 lv[j].holds = true;
-        int st[DT_MAX_STAGES];
-        lv[l].dact_received = reader_stages(p, l, st) > 0;
+        lv[l].dact_received = p->read_at[l + 1] > p->read_at[l];
     }
     *n_params = off;
     return v;
@@ -851,6 +886,10 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     free(p.chunk_of);
     free(p.owner);
     free(p.reader);
+    free(p.recv_at);
+    free(p.recvs);
+    free(p.read_at);
+    free(p.read_by);
     free(replicas);
     free(p.tied_group);
     free(kind);

@@ -27,28 +27,56 @@ static double layer_min_cost(const struct dt_model *m, const struct dt_topology 
     return best;
 }
 
-/* w: one micro-batch of `rows` through the whole model on one rank of a tensor group. */
+/* Per layer, whether --recompute runs its forward again before its backward (recompute.c's
+ * segments with every layer whole: a layer inside its segment). The input of a view is left
+ * out: a stage cut after the view keeps it whole. NULL when out of memory. */
+static bool *recomputed(const struct dt_model *m, enum dt_recompute mode)
+{
+    struct dt_recompute_layout rc;
+    bool *again = calloc((size_t)m->n_layers + 1, sizeof *again);
+    if (!again || dt_recompute_init(&rc, m, NULL, mode)) {
+        free(again);
+        return NULL;
+    }
+    for (int l = 0; l < m->n_layers; l++)
+        again[l] = rc.keep_ws[l] || rc.act_ws[l];
+    for (int l = 0; l < m->n_layers; l++)
+        if (dt_layer_is_view(&m->layers[l]))
+            again[m->layers[l].in[0]] = false;
+    dt_recompute_free(&rc);
+    return again;
+}
+
+/* w: one micro-batch of `rows` through the whole model on one rank of a tensor group, with
+ * the forwards that recompute runs again; -1 when out of memory. */
 static double model_work(const struct dt_model *m, const struct dt_topology *topo,
                          const struct dt_cost_params *group_cp, enum dt_precision prec,
-                         int rows, int T)
+                         enum dt_recompute mode, int rows, int T)
 {
     int first_train = 0; /* layers before the first with parameters have no backward */
     while (first_train < m->n_layers && m->layers[first_train].params == 0)
         first_train++;
+    bool *again = recomputed(m, mode);
+    if (!again)
+        return -1;
     double w = 0;
     for (int l = 0; l < m->n_layers; l++)
         if (!dt_layer_is_view(&m->layers[l]))
-            w += layer_min_cost(m, topo, group_cp, prec, l, rows, T, l >= first_train);
+            w += layer_min_cost(m, topo, group_cp, prec, l, rows, T, l >= first_train) +
+                 (again[l] ? layer_min_cost(m, topo, group_cp, prec, l, rows, T, false) : 0);
+    free(again);
     return w;
 }
 
 /* model_work through the cache; -1 when out of memory. */
 static double cached_work(const struct dt_model *m, const struct dt_topology *topo,
-                          const struct dt_cost_params *group_cp, enum dt_precision prec,
+                          const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
                           int rows, int T, struct dt_rec_bound_cache *c)
 {
+    enum dt_precision prec = o->precision;
     for (int i = 0; i < c->n; i++)
-        if (c->e[i].prec == (int)prec && c->e[i].rows == rows && c->e[i].tp == T)
+        if (c->e[i].prec == (int)prec && c->e[i].recompute == (int)o->recompute &&
+            c->e[i].rows == rows && c->e[i].tp == T)
             return c->e[i].w;
     if (c->n == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
@@ -58,8 +86,10 @@ static double cached_work(const struct dt_model *m, const struct dt_topology *to
         c->e = e;
         c->cap = cap;
     }
-    double w = model_work(m, topo, group_cp, prec, rows, T);
-    c->e[c->n++] = (struct dt_rec_work){(int)prec, rows, T, w};
+    double w = model_work(m, topo, group_cp, prec, o->recompute, rows, T);
+    if (w < 0)
+        return -1;
+    c->e[c->n++] = (struct dt_rec_work){(int)prec, (int)o->recompute, rows, T, w};
     return w;
 }
 
@@ -85,8 +115,8 @@ double dt_rec_bound(const struct dt_model *m, const struct dt_topology *topo,
      * symmetric estimate simulates one replica of the floor share (symmetry.c) */
     long len = global_batch / D + (global_batch % D > 0 && !dt_sym_used(o, topo));
     int small = (int)(len / micro), n_big = (int)(len % micro);
-    double w = cached_work(m, topo, group_cp, o->precision, small, T, cache);
-    double w_big = n_big ? cached_work(m, topo, group_cp, o->precision, small + 1, T, cache) : 0;
+    double w = cached_work(m, topo, group_cp, o, small, T, cache);
+    double w_big = n_big ? cached_work(m, topo, group_cp, o, small + 1, T, cache) : 0;
     if (w < 0 || w_big < 0)
         return -1;
     double sum = (micro - n_big) * w + n_big * w_big;

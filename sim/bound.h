@@ -14,7 +14,9 @@
  *    micro-batch). Whatever the cut, the least X with P_s + m w_s <= X for all s and
  *    sum w_s = w is X = w / (1 - (1 - 1/m)^S): a bound that needs no partition;
  *  - interleaved: its busiest stage, iteration >= m w / S.
- * Recomputation, updates and loading only add, and are left out. Communication is bounded on
+ * Each layer that --recompute runs forward again before its backward (recompute.c) counts
+ * that forward once more in w (on the rank that runs it, after the gradient it waits for).
+ * Updates and loading only add, and are left out. Communication is bounded on
  * its own (dt_rec_comm_bound) and combined with that (dt_rec_total_bound). */
 #ifndef DT_SIM_BOUND_H
 #define DT_SIM_BOUND_H
@@ -22,10 +24,10 @@
 #include "dt/costmodel.h"
 #include "dt/plan.h"
 
-/* The work w of each (precision, micro-batch rows, tensor width) met so far: a search asks
+/* The work w of each (precision, recompute, micro-batch rows, tensor width) met so far: a search asks
  * for the same few thousands of times. Zero-initialise; free with dt_rec_bound_free. */
 struct dt_rec_bound_cache {
-    struct dt_rec_work { int prec, rows, tp; double w; } *e;
+    struct dt_rec_work { int prec, recompute, rows, tp; double w; } *e;
     int n, cap;
     /* the memory floor's chains (dt_plan_chain_floor) met so far */
     struct dt_rec_chain {
