@@ -119,46 +119,50 @@ struct ring {
 
 static struct ring flat_ring(int p, int me, long n) { return (struct ring){p, me, 0, 1, 0, n}; }
 
-/* The ring's right and left neighbours as group indices. */
-static int ring_peer(const struct ring *r, int step)
+/* Step `step` of a phase of p - 1 ring steps: member me sends chunk me - step - shift to its
+ * right neighbour and receives chunk me - step - shift - 1 from its left (mod p), where a
+ * reduce-scatter (sum: shift 1) adds what it receives and an allgather (shift 0) keeps it.
+ * Lazy expansion asks for one step at a time, a million times on a large ring: O(1), with one
+ * division (the chunk size) and no mod. */
+static int ring_step(const struct ring *r, int step, bool sum, struct dt_schedule *s)
 {
-    return r->base + mod(r->me + step, r->p) * r->stride;
+    int p = r->p, me = r->me;
+    long q = r->n / p, extra = r->n % p;
+    int c = me - step - (sum ? 1 : 0); /* the chunk sent: >= -p, one wrap at most */
+    if (c < 0)
+        c += p;
+    int rcv = c == 0 ? p - 1 : c - 1;
+    int right = r->base + (me + 1 == p ? 0 : me + 1) * r->stride;
+    int left = r->base + (me == 0 ? p - 1 : me - 1) * r->stride;
+    long so = r->off + c * q + (c < extra ? c : extra), sl = q + (c < extra ? 1 : 0);
+    long ro = r->off + rcv * q + (rcv < extra ? rcv : extra), rl = q + (rcv < extra ? 1 : 0);
+    return sendrecv(s, right, so, sl, left, ro, rl, sum);
+}
+
+/* The p - 1 steps of a ring phase that fall in s's window. */
+static int ring_phase(const struct ring *r, bool sum, struct dt_schedule *s)
+{
+    int lo, hi;
+    window_steps(s, r->p - 1, &lo, &hi);
+    for (int step = lo; step < hi; step++) {
+        int rc = ring_step(r, step, sum, s);
+        if (rc)
+            return rc;
+    }
+    skip_after(s, r->p - 1, hi);
+    return DT_OK;
 }
 
 /* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
 static int ring_reduce_scatter(const struct ring *r, struct dt_schedule *s)
 {
-    int p = r->p, me = r->me, lo, hi;
-    window_steps(s, p - 1, &lo, &hi);
-    for (int step = lo; step < hi; step++) {
-        long so, sl, ro, rl;
-        dt_chunk(r->n, p, mod(me - step - 1, p), &so, &sl);
-        dt_chunk(r->n, p, mod(me - step - 2, p), &ro, &rl);
-        int rc = sendrecv(s, ring_peer(r, 1), r->off + so, sl, ring_peer(r, -1), r->off + ro, rl,
-                          true);
-        if (rc)
-            return rc;
-    }
-    skip_after(s, p - 1, hi);
-    return DT_OK;
+    return ring_phase(r, true, s);
 }
 
 /* Ring allgather: member me starts with chunk me and ends with all. */
 static int ring_allgather(const struct ring *r, struct dt_schedule *s)
 {
-    int p = r->p, me = r->me, lo, hi;
-    window_steps(s, p - 1, &lo, &hi);
-    for (int step = lo; step < hi; step++) {
-        long so, sl, ro, rl;
-        dt_chunk(r->n, p, mod(me - step, p), &so, &sl);
-        dt_chunk(r->n, p, mod(me - step - 1, p), &ro, &rl);
-        int rc = sendrecv(s, ring_peer(r, 1), r->off + so, sl, ring_peer(r, -1), r->off + ro, rl,
-                          false);
-        if (rc)
-            return rc;
-    }
-    skip_after(s, p - 1, hi);
-    return DT_OK;
+    return ring_phase(r, false, s);
 }
 
 /* The multi-level ring allreduce over nodes of g consecutive members: a ring reduce-scatter
@@ -177,6 +181,37 @@ static int rail_ring_allreduce(int p, int g, int me, long n, struct dt_schedule 
     if (!rc)
         rc = ring_allgather(&rail, s);
     return rc ? rc : ring_allgather(&in_node, s);
+}
+
+/* Lazy expansion's fast path: round `round` alone of the (rail-)ring allreduce over nodes of g
+ * (g = p: the flat ring), its phase and step found by arithmetic rather than by walking the
+ * phases before it; the same round as rail_ring_allreduce's. */
+static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s,
+                           int *total)
+{
+    int node = me / g, i = me % g, nodes = p / g, step = round;
+    struct ring in_node = {g, i, node * g, 1, 0, n}, rail = {nodes, node, i, g, 0, 0};
+    *total = 2 * (g - 1) + 2 * (nodes - 1);
+    if (round >= *total) {
+        s->seen = *total;
+        return DT_OK;
+    }
+    const struct ring *r = &in_node;
+    bool sum = false;
+    if (step < g - 1)
+        sum = true;
+    else if ((step -= g - 1) < nodes - 1)
+        r = &rail, sum = true;
+    else if ((step -= nodes - 1) < nodes - 1)
+        r = &rail;
+    else
+        step -= nodes - 1;
+    if (r == &rail)
+        dt_chunk(n, g, i, &rail.off, &rail.n);
+    s->seen = round; /* the window is this round alone */
+    int rc = ring_step(r, step, sum, s);
+    s->seen = *total;
+    return rc;
 }
 
 static int pof2_below(int p)
@@ -563,7 +598,10 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
         return DT_OK;
     int rc = -1;
     struct ring ring = flat_ring(p, me, count);
-    switch (kind) {
+    if (kind == DT_COLL_ALLREDUCE && n == 1 && (alg == DT_ALG_RING || alg == DT_ALG_RAIL_RING))
+        rc = rail_ring_round(p, alg == DT_ALG_RAIL_RING && root ? root : p, me, count, s->first,
+                             s, total);
+    else switch (kind) {
     case DT_COLL_ALLREDUCE:
         if (alg == DT_ALG_RING) {
             rc = ring_reduce_scatter(&ring, s);

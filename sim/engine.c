@@ -401,11 +401,10 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
         lat += sim->lroute[route[h]].lat_s;
         n_shared += sim->lroute[route[h]].shared;
     }
-    int rc = endpoint(sim, src, err);
-    if (!rc)
-        rc = endpoint(sim, dst, err);
-    if (rc)
-        return rc;
+    int rc = DT_OK;
+    if (src >= sim->n_eps || dst >= sim->n_eps || src < -1 || dst < -1) /* rarely: a new one */
+        if ((rc = endpoint(sim, src, err)) || (rc = endpoint(sim, dst, err)))
+            return rc;
     uint32_t i = NONE;
     if ((rc = new_flow(sim, n_hops, &i, err)))
         return rc;

@@ -45,6 +45,7 @@ struct activity {
     double t_round, latest_sender_start;
     int peer, peer_act;      /* the receiving activity of the last peer sent to, found once
                               * (a ring sends to one peer for many rounds), or -1 */
+    double elem_bytes;       /* bytes per element on the wire (the op's region's dtype) */
     long reduce_floats;      /* the last sum's size and duration (the same every round) */
     double reduce_s;
     int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
@@ -211,7 +212,8 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
 
 static int finish_round(struct player *p, int ai);
 
-/* Bytes per element on the wire: the dtype of the region the activity's op moves. */
+/* Bytes per element on the wire: the dtype of the region the activity's op moves (kept in
+ * the activity when it starts: it is read for every flow). */
 static double elem_bytes(const struct player *p, const struct activity *a)
 {
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
@@ -248,7 +250,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
     p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
     int route[DT_SIM_MAX_HOPS];
     int hops = dt_simnet_route(&p->net, a->rank, peer, route);
-    double bytes = elem_bytes(p, a) * x->count;
+    double bytes = a->elem_bytes * x->count;
     p->res->rank[a->rank].bytes_sent += bytes;
     return dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
                        make_tag(TAG_FLOW, (uint32_t)fi), p->err);
@@ -373,7 +375,7 @@ static int post_round(struct player *p, int ai)
             a->sum_floats += x->count;
         if (!x->send)
             continue;
-        if (a->p2p && elem_bytes(p, a) * x->count > p->cp->eager_bytes &&
+        if (a->p2p && a->elem_bytes * x->count > p->cp->eager_bytes &&
             !receive_posted(p, a)) {
             a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
             continue;
@@ -394,7 +396,8 @@ static int finish_round(struct player *p, int ai)
     for (int i = lo; i < hi; i++)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
-    trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
+    if (p->opt && p->opt->trace)
+        trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
     /* the round waited for its last sender from its start until that sender started: idle
      * time of the rank when it was blocked on this activity then */
     struct rankstate *r = &p->rs[a->rank];
@@ -407,7 +410,7 @@ static int finish_round(struct player *p, int ai)
         if (a->sum_floats != a->reduce_floats) { /* 0 at first; sum_floats > 0 here */
             a->reduce_floats = a->sum_floats;
             a->reduce_s = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats,
-                                         elem_bytes(p, a));
+                                         a->elem_bytes);
         }
         double d = a->reduce_s;
         a->outstanding = -1; /* reduction in progress */
@@ -452,6 +455,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     a->op = op_index;
     a->p2p = p2p;
     a->peer = a->peer_act = -1;
+    a->elem_bytes = elem_bytes(p, a);
     dt_schedule_init(&a->s);
     int rc;
     if (p2p) {
@@ -661,7 +665,8 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
         struct rankstate *rr = &p->rs[a->rank];
         if (rr->blocked) /* compute, not the wait's communication */
             rr->blk_reduce += after(c->t_start, c->t_end, rr->block_t);
-        trace(p, a->rank, "sum", "compute", c->t_start, c->t_end);
+        if (p->opt && p->opt->trace)
+            trace(p, a->rank, "sum", "compute", c->t_start, c->t_end);
         if (a->round >= a->n_rounds) {
             activity_done(a);
             return activity_progress(p, (int)idx);
