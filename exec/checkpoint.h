@@ -6,9 +6,9 @@
  * dtype and in table order: a checkpoint follows whatever the plan shards
  * (pipeline stages, and tensor parallelism or ZeRO when they come) with no gather, no single
  * writer and no rank holding more than its own share; ranks on nodes without a shared disk
- * each keep their own files. Besides the buffers, a rank's file holds its dropout stream's
- * state, the position (optimizer steps taken, epoch, next iteration within it), the caller's
- * running sums of the epoch, the loss scale, the steps skipped on overflow and the run's
+ * each keep their own files. Besides the buffers, a rank's file holds the position
+ * (optimizer steps taken, epoch, next iteration within it), the caller's running sums of the
+ * epoch, the loss scale, the steps skipped on overflow and the run's
  * identity (model, strategy, ranks, parallel config with the precision, optimizer). Format
  * version 2 (magic DTCKPT2); version 1 (float32 only, the same layout) is still read. Gradients, activations and what layers keep are not
  * saved: every step starts by zeroing or overwriting them.
@@ -80,10 +80,10 @@ int dtx_ckpt_prepare(const char *dir, const char *resume_dir, int rank, struct d
  * that failed (and no manifest: the step is not complete). */
 int dtx_ckpt_save(struct dtx_ckpt *c, const struct dtx_ckpt_pos *pos, struct dt_error *err);
 
-/* Loads the newest valid step of dir into the executor's buffers and dropout stream, sets its
- * step count, and fills *pos (collective; rank 0 prints the warnings). Every rank returns the
- * same status: DT_EINPUT when dir cannot be read, holds no checkpoint, no valid one, or one of
- * another shape (err filled on rank 0 at least). */
+/* Loads the newest valid step of dir into the executor's buffers, sets its step count (the
+ * step decides the dropout masks), and fills *pos (collective; rank 0 prints the warnings).
+ * Every rank returns the same status: DT_EINPUT when dir cannot be read, holds no
+ * checkpoint, no valid one, or one of another shape (err filled on rank 0 at least). */
 int dtx_ckpt_resume(struct dtx_ckpt *c, const char *dir, struct dtx_ckpt_pos *pos,
                     struct dt_error *err);
 

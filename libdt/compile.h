@@ -86,15 +86,13 @@ struct dtc_tensor {
 };
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
                      char *why, size_t whylen);
-/* The shard kind of every layer for T ranks in a pipeline (the same for every tensor rank and
- * every stage; dense pairs, the vocabulary-parallel head, with seq the sequence-parallel
- * layers);
- * returns the number of dense pairs, -1 when out of memory. */
+/* The shard kind of every layer for T ranks, the pipelines' (the same for every tensor rank
+ * and every stage; the first and last stage hold 1/T of the token table, as Megatron-LM's do)
+ * and the data-parallel families' alike: dense pairs, the vocabulary-parallel head, with seq
+ * the sequence-parallel layers; returns the number of pairs and heads, -1 when out of memory. */
 int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind);
-/* The data-parallel families' cut (dtc_tensor_init's): pairs and the vocabulary-parallel head. */
-int dtc_tensor_cut_vocab(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind);
 /* Cuts the model into shards (pairs and the vocabulary-parallel head), one view per tensor
- * rank, the groups, and each rank's view, parameters, replica index and dropout stream. */
+ * rank, the groups, and each rank's view, parameters and replica index. */
 int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dtc_tensor *t);
 void dtc_tensor_free(struct dtc_tensor *t);
 /* Emits what follows layer l's forward or backward on rank r (slot, rows: its micro-batch's):

@@ -129,17 +129,13 @@ static int schedule(const struct pipe *p, int s, struct work *w)
     return n;
 }
 
-/* Stage s's activation slots: the most micro-batches its schedule holds at once, from each
- * one's first forward there to its backward of the stage's first chunk (take_slot, backward). */
-int dt_pipeline_slots(const struct dt_plan_options *o, int s)
+/* The activation slots the n units w of stage s take: the most micro-batches held at once,
+ * each from its first forward there (take_slot) to its backward of the stage's first chunk
+ * (backward frees the slot). held: M scratch flags. */
+static int most_slots(const struct work *w, int n, int s, bool *held, int M)
 {
-    struct dt_plan plan = {.strategy = o->strategy};
-    struct pipe p = {.plan = &plan};
-    int T, live = 0, most = 0;
-    shape(o, 1, &p.S, &p.V, &p.D, &p.M, &T);
-    struct work *w = malloc((size_t)(2 * p.M * p.V) * sizeof *w);
-    bool *held = calloc((size_t)p.M, sizeof *held);
-    int n = w && held ? schedule(&p, s, w) : 0;
+    int live = 0, most = 0;
+    memset(held, 0, (size_t)M * sizeof *held);
     for (int u = 0; u < n; u++) {
         bool *h = &held[w[u].micro];
         if (w[u].fwd && !*h)
@@ -148,9 +144,22 @@ int dt_pipeline_slots(const struct dt_plan_options *o, int s)
             live--;
         *h = w[u].fwd || w[u].chunk != s;
     }
+    return most;
+}
+
+int dt_pipeline_slots(const struct dt_plan_options *o, int s)
+{
+    struct dt_plan plan = {.strategy = o->strategy};
+    struct pipe p = {.plan = &plan};
+    int T;
+    shape(o, 1, &p.S, &p.V, &p.D, &p.M, &T);
+    struct work *w = malloc((size_t)(2 * p.M * p.V) * sizeof *w);
+    bool *held = malloc((size_t)p.M * sizeof *held);
+    int n = w && held ? schedule(&p, s, w) : 0;
+    int most = n ? most_slots(w, n, s, held, p.M) : -1;
     free(w);
     free(held);
-    return n ? most : -1;
+    return most;
 }
 
 /* ---- layer geometry ---- */
@@ -648,36 +657,11 @@ static void reset_slots(const struct pipe *p, struct emit *e)
         e->slot_of[i] = -1;
 }
 
-/* The slots the n units w of stage s take, as forward (take_slot) and backward take and free
- * them: known before emitting, since the vocabulary-parallel loss addresses its statistics
- * planes (plane j at j x slots x slot rows) while the schedule is emitted. */
-static int schedule_slots(const struct pipe *p, int s, const struct work *w, int n,
-                          struct emit *e)
-{
-    int slots = 0;
-    for (int u = 0; u < n; u++) {
-        int i = w[u].micro, k = 0;
-        if (w[u].fwd && e->slot_of[i] < 0) {
-            while (k < slots && e->slot_busy[k])
-                k++;
-            slots += k == slots;
-            e->slot_busy[k] = true;
-            e->slot_of[i] = k;
-        } else if (!w[u].fwd && w[u].chunk == s) { /* the micro-batch's last unit here */
-            e->slot_busy[e->slot_of[i]] = false;
-            e->slot_of[i] = -1;
-        }
-    }
-    reset_slots(p, e);
-    return slots;
-}
-
 static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
                      int replicas, struct work *w, struct emit *e)
 {
     struct dt_plan *plan = p->plan;
     struct dt_rank_plan *rp = &plan->ranks[r];
-    reset_slots(p, e);
     e->rank = r;
     e->stage = stage;
     e->d = d;
@@ -695,7 +679,11 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     rp->updates = true;
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
-    rp->slots = schedule_slots(p, stage, w, n, e);
+    /* known before emitting: the vocabulary-parallel loss addresses its statistics planes
+     * (plane j at j x slots x slot rows) while the schedule is emitted; e->loaded serves
+     * as scratch, which reset_slots then clears */
+    rp->slots = most_slots(w, n, stage, e->loaded, p->M);
+    reset_slots(p, e);
     for (int u = 0; u < n && !rc; u++) {
         int row0, rows;
         micro_rows(p, r, w[u].micro, &row0, &rows);

@@ -64,14 +64,11 @@ static int chain(const struct dt_model *m, const struct dt_plan_options *o,
 int dt_plan_chain_floor(const struct dt_model *m, const struct dt_plan_options *o,
                         struct dt_chain_floor *out)
 {
-    bool pipeline = dt_strategy_info(o->strategy)->pipeline;
     int T = o->tp > 1 ? o->tp : 1;
     enum dt_shard_kind *kind = NULL;
     if (T > 1) {
         kind = malloc((size_t)m->n_layers * sizeof *kind);
-        int pairs = !kind ? -1
-                    : pipeline ? dtc_tensor_cut(m, T, o->sequence_parallel, kind)
-                               : dtc_tensor_cut_vocab(m, T, o->sequence_parallel, kind);
+        int pairs = kind ? dtc_tensor_cut(m, T, o->sequence_parallel, kind) : -1;
         if (pairs < 0) {
             free(kind);
             return DT_ENOMEM;

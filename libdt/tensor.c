@@ -277,10 +277,10 @@ static bool mark_vocab(const struct dt_model *m, const int *readers, enum dt_sha
     return true;
 }
 
-/* Shard kinds of every layer for T ranks (vocab: with the vocabulary-parallel head where the
- * model has one; seq: with sequence parallelism); returns the number of pairs and heads (-1:
- * out of memory), and in *seq_layers (when not NULL) the number of sequence-parallel ones. */
-static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_shard_kind *kind,
+/* Shard kinds of every layer for T ranks (with the vocabulary-parallel head where the model
+ * has one; seq: with sequence parallelism); returns the number of pairs and heads (-1: out of
+ * memory), and in *seq_layers (when not NULL) the number of sequence-parallel ones. */
+static int cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind,
                int *seq_layers)
 {
     int *readers = calloc((size_t)m->n_layers, sizeof *readers), pairs = 0;
@@ -299,7 +299,7 @@ static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_sh
             l = b;
         }
     }
-    if (vocab && T > 1)
+    if (T > 1)
         pairs += mark_vocab(m, readers, kind);
     int marked = seq && T > 1 ? dtc_seqpar_mark(m, readers, T, kind) : 0;
     free(readers);
@@ -308,16 +308,9 @@ static int cut(const struct dt_model *m, int T, bool vocab, bool seq, enum dt_sh
     return marked < 0 ? -1 : pairs;
 }
 
-/* The pipelines' cut: pairs, the vocabulary-parallel head, and with seq the sequence-parallel
- * layers (the first and last stage hold 1/T of the token table, as Megatron-LM's do). */
 int dtc_tensor_cut(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
 {
-    return cut(m, T, true, seq, kind, NULL);
-}
-
-int dtc_tensor_cut_vocab(const struct dt_model *m, int T, bool seq, enum dt_shard_kind *kind)
-{
-    return cut(m, T, true, seq, kind, NULL);
+    return cut(m, T, seq, kind, NULL);
 }
 
 bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, int n_ranks,
@@ -343,7 +336,7 @@ bool dtc_tensor_fits(const struct dt_plan_options *o, const struct dt_model *m, 
         return false;
     }
     enum dt_shard_kind *kind = malloc((size_t)m->n_layers * sizeof *kind);
-    int seq = 0, pairs = kind ? cut(m, T, true, o->sequence_parallel, kind, &seq) : -1;
+    int seq = 0, pairs = kind ? cut(m, T, o->sequence_parallel, kind, &seq) : -1;
     free(kind);
     if (pairs == 0)
         snprintf(why, whylen, "--tp %d: model %s has no dense pair (dense, elementwise "
@@ -423,7 +416,7 @@ int dtc_tensor_init(struct dt_plan *plan, int T, enum dt_coll_alg alg, struct dt
     int *views = malloc((size_t)T * sizeof *views);
     long *n_params = malloc((size_t)T * sizeof *n_params);
     int rc = t->dp_group && t->tp_group && kind && views && n_params ? 0 : -1;
-    if (!rc && cut(m, T, true, plan->opt.sequence_parallel, kind, NULL) < 0)
+    if (!rc && dtc_tensor_cut(m, T, plan->opt.sequence_parallel, kind) < 0)
         rc = -1;
     for (int k = 0; k < T && !rc; k++)
         rc = (views[k] = tensor_view(plan, kind, T, k, &n_params[k])) < 0 ? -1 : 0;
