@@ -149,3 +149,7 @@ tests_test_memfloor_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 # CPU (a GPU: skipped without one)
 TESTS += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
 EXTRA_DIST += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
+
+# Waiting ranks that share a CPU sleep between polls (exec/idle.h): CPU time against polling.
+TESTS += tests/test_exec_idle.sh
+EXTRA_DIST += tests/test_exec_idle.sh
