@@ -1,7 +1,8 @@
 #!/bin/sh
 # One script behind the README's two commands, for a fresh Debian 12 machine (as root):
 #   ./setup.sh run    install what is missing, build, run dtsim on the default topology
-#   ./setup.sh test   install what is missing, build, run `make check` and `make distcheck`,
+#   ./setup.sh test   install what is missing, build, run `make check` and `make distcheck`
+#                     (`distcheck-short`: the tarball's make check without the long tests),
 #                     then `make check` again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #                     then each fuzz harness for 15 s (`make fuzz`, clang's libFuzzer)
 # Builds live in _build/ and _build-san/ (out of tree), so both commands can run in turn.
@@ -44,8 +45,9 @@ fi
 # MPICH's UCX transport keeps memory the leak checker cannot see freed at exit.
 export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
 make -C _build -j"$jobs" check || { cat _build/test-suite.log; exit 1; }
-# The tarball builds, installs, passes its tests and uninstalls cleanly.
-make -C _build distcheck
+# The tarball builds, installs, passes its tests and uninstalls cleanly (its make check leaves
+# out the long tests, which the two make checks here run: Makefile.am, distcheck-short).
+make -C _build distcheck-short
 build _build-san --enable-asan --enable-ubsan
 # A slow but full unwind lets the suppressions match leaks inside MPICH's UCX modules.
 export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

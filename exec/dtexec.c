@@ -35,6 +35,7 @@
 #include "checkpoint.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda_net.h"
+#include "idle.h"
 #include "progress.h"
 #include "record.h"
 #include "watchdog.h"
@@ -1438,6 +1439,9 @@ int main(int argc, char **argv)
     char msg[1024] = "";
     /* every rank parses the same argv: the verdict is the same everywhere */
     int rc = parse_options(argc, argv, &R.o, msg, sizeof msg);
+    enum dtx_idle_mode idle = DTX_IDLE_AUTO;
+    if (!rc)
+        rc = dtx_idle_parse(getenv("DTEXEC_WAIT"), &idle, msg, sizeof msg);
     int all;
     MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, R.w.comm);
     if (all) {
@@ -1462,6 +1466,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: out of memory for the watchdog\n", prog);
         MPI_Abort(R.w.comm, DT_ENOMEM);
     }
+    int local_rank, local_size;
+    node_local(&R.w, &local_rank, &local_size);
+    dtx_idle_setup(idle, local_size);
     double read_s = 0;
     rc = setup(&R, &err, &read_s);
     if (!rc && R.o.dump_plan) {

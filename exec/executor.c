@@ -11,6 +11,7 @@
 #include "dt/commpool.h"
 #include "cpu/half.h"
 #include "dt/tensor.h"
+#include "idle.h"
 #include "watchdog.h"
 
 /* MPI counts are ints: longer transfers go in pieces of this many floats. */
@@ -766,6 +767,7 @@ static void describe_wait(const struct dtx_exec *ex, const struct comm_state *c,
 static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
 {
     struct dtx_wait w;
+    unsigned polls = 0;
     dtx_watchdog_begin(ex->wd, &w);
     for (;;) {
         int done = 0;
@@ -773,6 +775,7 @@ static void wait_polling(struct dtx_exec *ex, struct comm_state *c)
         if (done)
             return;
         progress_all(ex, c);
+        dtx_idle_poll(&polls);
         if (dtx_watchdog_expired(ex->wd, &w)) {
             char what[256];
             describe_wait(ex, c, what, sizeof what);

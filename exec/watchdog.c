@@ -1,6 +1,8 @@
 /* The progress watchdog: see watchdog.h. */
 #include "watchdog.h"
 
+#include "idle.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,7 @@ void dtx_watchdog_wait(struct dtx_watchdog *wd, MPI_Request *req, const char *wh
         return;
     }
     struct dtx_wait w;
+    unsigned polls = 0;
     dtx_watchdog_begin(wd, &w);
     for (;;) {
         int done = 0;
@@ -230,6 +233,7 @@ void dtx_watchdog_wait(struct dtx_watchdog *wd, MPI_Request *req, const char *wh
             return;
         if (dtx_watchdog_expired(wd, &w))
             dtx_watchdog_fire(wd, &w, what);
+        dtx_idle_poll(&polls);
     }
 }
 

@@ -151,3 +151,16 @@ tests_test_memfloor_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 # CPU (a GPU: skipped without one)
 TESTS += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
 EXTRA_DIST += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
+
+# Waiting ranks that share a CPU sleep between polls (exec/idle.h): CPU time against polling.
+TESTS += tests/test_exec_idle.sh
+EXTRA_DIST += tests/test_exec_idle.sh
+
+# The longest tests (CPU seconds each, plain build: 10-90): make check and the sanitizer
+# build of setup.sh run them; the tarball's make check in setup.sh's distcheck-short does not.
+LONG_TESTS = tests/test_exec_zero.sh tests/test_exec_seqpar.sh tests/test_examples.sh \
+	tests/test_exec_checkpoint_precision.sh tests/test_exec_tensor.sh \
+	tests/test_exec_precision_parallel.sh tests/test_exec_precision_accuracy.sh \
+	tests/test_dtsim_scale.sh tests/test_exec_3d.sh tests/test_dtvalidate_loop.sh \
+	tests/test_exec_recompute.sh tests/test_dtsim_recommend.sh tests/test_exec_pipeline.sh \
+	tests/test_exec_checkpoint.sh tests/test_exec_collectives.sh tests/test_exec_idle.sh

@@ -36,6 +36,11 @@ expect "unknown strategy" "nope" 2 --model "$model" --synthetic 64 --strategy no
 expect "tf32 simulated only" "--precision: tf32 is simulated only" 2 --model "$model" \
   --synthetic 64 --precision tf32
 expect "fp8 simulated only" "--precision: fp8 is simulated only" 2 --precision fp8
+# The environment: DTEXEC_WAIT (exec/idle.h) names its variable.
+saved_wait=${DTEXEC_WAIT-}
+DTEXEC_WAIT=spin; export DTEXEC_WAIT
+expect "bad DTEXEC_WAIT" "DTEXEC_WAIT: 'spin' is not one of auto, poll, sleep" 2 --model "$model"
+DTEXEC_WAIT=$saved_wait
 
 # Model, topology, strategy.
 expect "missing model" "no-such-model" 2 --model no-such-model.yaml --synthetic 64

@@ -17,6 +17,7 @@
 #include "dt/model.h"
 #include "dt/plan.h"
 #include "executor.h"
+#include "idle.h"
 
 /* 10 x 10 + 10 = 110 parameters: room for a region with floats on both sides. */
 static const char *model_text = "name: comm-test\n"
@@ -226,6 +227,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    dtx_idle_setup(DTX_IDLE_AUTO, size); /* one node: waits as dtexec's */
     struct dt_error err;
     if (dt_model_load_string("comm-test", model_text, &model, &err)) {
         fprintf(stderr, "setup: %s\n", err.msg);
