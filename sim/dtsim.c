@@ -602,9 +602,15 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->nodes = dt_topology_node_of(topo, plan->n_ranks - 1) + 1;
     row->ppn = topo->groups[0].devices;
     row->global_batch = plan->global_batch;
-    /* the loader reads ahead while the devices compute: the slower of the two sets the pace */
-    row->read_s = dt_step_read_s(plan, cp);
-    row->iter_s = fmax(res.iter_s, row->read_s);
+    /* the step as dtvalidate predicts it: the slower of the play and the read ahead, and the
+     * ranks' mean compute, communication and idle time */
+    struct dt_step step;
+    dt_step_fill(&res, dt_step_read_s(plan, cp), &step);
+    row->read_s = step.read_s;
+    row->iter_s = step.iter_s;
+    row->compute_s = step.compute_s;
+    row->comm_s = step.comm_s;
+    row->idle_s = step.idle_s;
     long iters = dt_epoch_iterations(o->dataset_size, plan->global_batch);
     row->iters = iters;
     row->epoch_s = iters * row->iter_s;
@@ -615,12 +621,9 @@ static int simulate(const struct options *o, const struct dt_model *model,
         const struct dt_rank_stats *st = &res.rank[r];
         struct dt_memory mem;
         dt_plan_rank_memory(plan, r, &mem);
-        row->compute_s += st->compute_s / plan->n_ranks;
         /* the framework's per-iteration host work leaves the device idle */
         row->util += (st->compute_s - rank_params(gcp, topo, r)->iter_overhead_s) /
                      (row->iter_s * plan->n_ranks);
-        row->comm_s += st->comm_s / plan->n_ranks;
-        row->idle_s += st->idle_s / plan->n_ranks;
         if (mem.total > row->mem_total) {
             row->mem_total = mem.total;
             row->mem_weights = mem.weights;
