@@ -44,6 +44,14 @@ tests_test_record_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_record_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(MPI_CFLAGS)
 tests_test_record_LDADD = $(DTCPU_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+# When waiting ranks sleep between polls (no MPI).
+check_PROGRAMS += tests/test_idle
+TESTS += tests/test_idle
+tests_test_idle_SOURCES = tests/test_idle.c exec/idle.c exec/idle.h
+tests_test_idle_CPPFLAGS = -I$(top_srcdir)/exec
+tests_test_idle_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_idle_LDADD = $(CMOCKA_LIBS)
+
 # The executor's communication ops on 2 and 3 ranks (an MPI program run by the .sh).
 check_PROGRAMS += tests/test_exec_collectives
 tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h \
