@@ -124,7 +124,7 @@ static struct ring flat_ring(int p, int me, long n) { return (struct ring){p, me
  * reduce-scatter (sum: shift 1) adds what it receives and an allgather (shift 0) keeps it.
  * Lazy expansion asks for one step at a time, a million times on a large ring: O(1), with one
  * division (the chunk size) and no mod. */
-static int ring_step(const struct ring *r, int step, bool sum, struct dt_schedule *s)
+static void ring_xfers(const struct ring *r, int step, bool sum, struct dt_xfer x[2])
 {
     int p = r->p, me = r->me;
     long q = r->n / p, extra = r->n % p;
@@ -132,11 +132,20 @@ static int ring_step(const struct ring *r, int step, bool sum, struct dt_schedul
     if (c < 0)
         c += p;
     int rcv = c == 0 ? p - 1 : c - 1;
-    int right = r->base + (me + 1 == p ? 0 : me + 1) * r->stride;
-    int left = r->base + (me == 0 ? p - 1 : me - 1) * r->stride;
-    long so = r->off + c * q + (c < extra ? c : extra), sl = q + (c < extra ? 1 : 0);
-    long ro = r->off + rcv * q + (rcv < extra ? rcv : extra), rl = q + (rcv < extra ? 1 : 0);
-    return sendrecv(s, right, so, sl, left, ro, rl, sum);
+    x[0] = (struct dt_xfer){true, r->base + (me + 1 == p ? 0 : me + 1) * r->stride,
+                            r->off + c * q + (c < extra ? c : extra), q + (c < extra ? 1 : 0),
+                            false};
+    x[1] = (struct dt_xfer){false, r->base + (me == 0 ? p - 1 : me - 1) * r->stride,
+                            r->off + rcv * q + (rcv < extra ? rcv : extra),
+                            q + (rcv < extra ? 1 : 0), sum};
+}
+
+static int ring_step(const struct ring *r, int step, bool sum, struct dt_schedule *s)
+{
+    struct dt_xfer x[2];
+    ring_xfers(r, step, sum, x);
+    return sendrecv(s, x[0].peer, x[0].offset, x[0].count, x[1].peer, x[1].offset, x[1].count,
+                    sum);
 }
 
 /* The p - 1 steps of a ring phase that fall in s's window. */
@@ -183,6 +192,47 @@ static int rail_ring_allreduce(int p, int g, int me, long n, struct dt_schedule 
     return rc ? rc : ring_allgather(&in_node, s);
 }
 
+/* Makes room for one round of up to two transfers (a lazily filled schedule keeps its
+ * arrays: this allocates once per activity). */
+static int one_round_room(struct dt_schedule *s)
+{
+    if (s->cap_rounds < 2) {
+        int *rs = realloc(s->round_start, 4 * sizeof *rs);
+        if (!rs)
+            return DT_ENOMEM;
+        s->round_start = rs;
+        s->cap_rounds = 4;
+    }
+    if (s->cap_xfers < 2) {
+        struct dt_xfer *x = realloc(s->xfers, 4 * sizeof *x);
+        if (!x)
+            return DT_ENOMEM;
+        s->xfers = x;
+        s->cap_xfers = 4;
+    }
+    return DT_OK;
+}
+
+/* Step `step` of ring r written as s's only round, straight into its arrays: what
+ * ring_step's sendrecv stores for a round in the window (an empty chunk moves nothing), with
+ * none of the window's bookkeeping; lazy expansion asks for a ring round a million times. */
+static int ring_round_only(const struct ring *r, int step, bool sum, struct dt_schedule *s)
+{
+    if (one_round_room(s))
+        return DT_ENOMEM;
+    struct dt_xfer x[2];
+    ring_xfers(r, step, sum, x);
+    int n = 0;
+    for (int k = 0; k < 2; k++)
+        if (x[k].count > 0)
+            s->xfers[n++] = x[k];
+    s->round_start[0] = 0;
+    s->round_start[1] = n;
+    s->n_rounds = 1;
+    s->n_xfers = n;
+    return DT_OK;
+}
+
 /* Lazy expansion's fast path: round `round` alone of the (rail-)ring allreduce over nodes of g
  * (g = p: the flat ring), its phase and step found by arithmetic rather than by walking the
  * phases before it; the same round as rail_ring_allreduce's. */
@@ -208,10 +258,8 @@ static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_sc
         step -= nodes - 1;
     if (r == &rail)
         dt_chunk(n, g, i, &rail.off, &rail.n);
-    s->seen = round; /* the window is this round alone */
-    int rc = ring_step(r, step, sum, s);
     s->seen = *total;
-    return rc;
+    return ring_round_only(r, step, sum, s);
 }
 
 static int pof2_below(int p)
