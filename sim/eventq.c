@@ -47,6 +47,8 @@ struct dt_eventq {
     uint64_t last;          /* bits of the clock: no pending time is earlier */
     uint32_t min_b;         /* the earliest time's bucket, or NIL when not known */
 
+    uint32_t hint;          /* the bucket last found or made, or NIL: events written one
+                             * after another often share a time (a ring step's flows) */
     uint32_t *table;        /* open addressing, linear probing: bucket index or NIL */
     uint32_t table_mask;    /* capacity - 1 (a power of two) */
     uint32_t n_table;
@@ -223,9 +225,11 @@ static void tdelete(struct dt_eventq *q, uint32_t b)
 /* The bucket of time t, created if needed. NIL when out of memory. */
 static uint32_t bucket_at(struct dt_eventq *q, double t)
 {
+    if (q->hint != NIL && q->buckets[q->hint].t == t)
+        return q->hint;
     uint32_t b = tfind(q, t);
     if (b != NIL)
-        return b;
+        return q->hint = b;
     b = q->free_bucket;
     if (b != NIL) {
         q->free_bucket = q->buckets[b].next;
@@ -249,11 +253,13 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
         return NIL;
     }
     time_insert(q, b);
-    return b;
+    return q->hint = b;
 }
 
 static void bucket_free(struct dt_eventq *q, uint32_t b)
 {
+    if (q->hint == b)
+        q->hint = NIL;
     tdelete(q, b);
     time_remove(q, b);
     q->buckets[b].next = q->free_bucket;
@@ -309,6 +315,7 @@ int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
     q->free_slot = NIL;
     q->free_bucket = NIL;
     q->min_b = NIL;
+    q->hint = NIL;
     for (int i = 0; i < 64; i++)
         q->bins[i] = NIL;
     *out = q;
