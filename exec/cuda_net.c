@@ -225,13 +225,14 @@ static struct dtk_net_layer info(const struct dtx_cuda_net *g, int i)
     return ly;
 }
 
-/* Device rows from b0 of layer j's output (j < 0: the model's input). */
+/* Device rows from b0 of layer j's output (j < 0: the model's input; an output held until
+ * sent holds ws_rows rows). */
 static const float *in_rows(struct dtx_cuda_net *g, int j, int b0)
 {
     if (j < 0)
         return dev(g, g->x + (long)b0 * dtk_net_out_floats(g->host, -1));
     struct dtk_net_layer ly = info(g, j);
-    return dev(g, ly.act + (long)b0 * ly.out_sz);
+    return dev(g, ly.act + dtk_net_act_offset(g->host, j, (long)b0 * ly.out_sz));
 }
 
 /* Host rows from b0 of layer j's output gradient (a pooled gradient holds one slot's rows);
@@ -272,7 +273,7 @@ void dtx_cuda_forward_layer(struct dtx_cuda_net *g, int i, int b0, int nb)
     const struct dt_layer *L = &g->model->layers[i];
     const struct dtk_net_layer ly = info(g, i);
     const float *x = in_rows(g, L->in[0], b0), *w = weights(g, L, ly.w);
-    float *y = dev(g, ly.act + (long)b0 * ly.out_sz);
+    float *y = dev(g, ly.act + dtk_net_act_offset(g->host, i, (long)b0 * ly.out_sz));
     const long n = (long)nb * ly.out_sz;
     struct dtk_conv_dims d = ly.cd;
     d.B = nb;

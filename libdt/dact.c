@@ -27,19 +27,33 @@ static int chunk_of(const int *chunk_first, int n_chunks, int l)
 }
 
 /* Whether layer o's gradient can live in the pool (see plan.h): reader[o] is its last reader
- * on the rank (-1: none), cross[o] whether a reader is in another chunk. */
+ * on the rank (-1: none), cross[o] whether a reader is in another chunk, spread[o] whether
+ * the rank's readers are in more than one chunk. A gradient that crosses ranks is pooled
+ * when it lives inside one backward unit: sent back to the stage it came from after the one
+ * chunk that reads it here (the pipeline waits for that send before the pool is written
+ * again), or received from a later stage for a layer read here only in its own chunk (the
+ * pipeline zeroes it and lands the sum at that chunk's backward). */
 static bool poolable(const struct dt_model *m, const struct dt_layer_view *v, int o,
-                     const int *reader, const bool *cross, bool multi_slot)
+                     const int *reader, const bool *cross, const bool *spread, bool multi_slot)
 {
     int last = m->n_layers - 1;
-    if (!dt_layer_needs_dact(m, o) || width(m, v, o) == 0)
+    if (!dt_layer_needs_dact(m, o) || width(m, v, o) == 0 || (v && !v[o].holds))
         return false;
-    if (v && (!v[o].runs || !v[o].holds || v[o].dact_received))
-        return false; /* sent to or received from another rank */
-    if (reader[o] < 0 && o != last)
+    if (v && !v[o].runs) /* received: its gradient is sent back */
+        return reader[o] >= 0 && !spread[o];
+    bool received = v && v[o].dact_received;
+    if (received && cross[o])
+        return false;
+    if (reader[o] < 0 && o != last && !received)
         return false; /* nothing here writes it */
     bool by_loss = o == last || reader[o] == last;
     return !(multi_slot && (by_loss || cross[o]));
+}
+
+/* The backward of a received gradient's layer o starts with its chunk's: its last layer. */
+static int chunk_last(const int *chunk_first, int n_chunks, int n_layers, int o)
+{
+    return chunk_first ? chunk_first[chunk_of(chunk_first, n_chunks, o) + 1] - 1 : n_layers - 1;
 }
 
 static int by_width(const void *a, const void *b)
@@ -95,12 +109,14 @@ static long peak(const struct live *g, int n, int n_layers)
     return best;
 }
 
-/* reader[o]: o's last reader that runs here; cross[o]: a reader in another chunk. */
+/* reader[o]: o's last reader that runs here; cross[o]: a reader in another chunk; spread[o]:
+ * readers in two chunks or more (rchunk: scratch, per layer). */
 static void readers(const struct dt_model *m, const struct dt_layer_view *v,
-                    const int *chunk_first, int n_chunks, int *reader, bool *cross)
+                    const int *chunk_first, int n_chunks, int *reader, bool *cross, bool *spread,
+                    int *rchunk)
 {
     for (int l = 0; l < m->n_layers; l++)
-        reader[l] = -1;
+        reader[l] = rchunk[l] = -1;
     for (int c = 0; c < m->n_layers; c++) {
         const struct dt_layer *L = &m->layers[c];
         if ((v && !v[c].runs) || dt_layer_is_view(L))
@@ -109,8 +125,11 @@ static void readers(const struct dt_model *m, const struct dt_layer_view *v,
             int o = dt_layer_storage(m, L->in[k]);
             if (o < 0)
                 continue;
+            int ch = chunk_of(chunk_first, n_chunks, c);
             reader[o] = c > reader[o] ? c : reader[o];
-            cross[o] |= chunk_of(chunk_first, n_chunks, c) != chunk_of(chunk_first, n_chunks, o);
+            cross[o] |= ch != chunk_of(chunk_first, n_chunks, o);
+            spread[o] |= rchunk[o] >= 0 && rchunk[o] != ch;
+            rchunk[o] = ch;
         }
     }
 }
@@ -123,17 +142,21 @@ int dt_dact_init(struct dt_dact_layout *d, const struct dt_model *m,
     memset(d, 0, sizeof *d);
     d->n_layers = n;
     d->at = malloc((size_t)n * sizeof *d->at);
-    int *reader = malloc((size_t)n * sizeof *reader);
-    bool *cross = calloc((size_t)n, sizeof *cross);
+    int *reader = malloc((size_t)n * sizeof *reader), *rchunk = malloc((size_t)n * sizeof *rchunk);
+    bool *cross = calloc((size_t)n, sizeof *cross), *spread = calloc((size_t)n, sizeof *spread);
     struct live *g = malloc((size_t)n * sizeof *g);
     const struct live **near = malloc((size_t)n * sizeof *near);
-    int rc = d->at && reader && cross && g && near ? DT_OK : DT_ENOMEM;
+    int rc = d->at && reader && rchunk && cross && spread && g && near ? DT_OK : DT_ENOMEM;
     if (!rc)
-        readers(m, v, chunk_first, n_chunks, reader, cross);
+        readers(m, v, chunk_first, n_chunks, reader, cross, spread, rchunk);
     for (int o = 0; o < n && !rc; o++) {
         d->at[o] = -1;
-        if (poolable(m, v, o, reader, cross, multi_slot))
-            g[k++] = (struct live){o, reader[o] > o ? reader[o] : o, width(m, v, o), 0};
+        if (!poolable(m, v, o, reader, cross, spread, multi_slot))
+            continue;
+        /* a received gradient lands as its chunk's backward starts */
+        int top = v && v[o].runs && v[o].dact_received ? chunk_last(chunk_first, n_chunks, n, o)
+                                                        : o;
+        g[k++] = (struct live){o, reader[o] > top ? reader[o] : top, width(m, v, o), 0};
     }
     if (!rc) {
         d->pool = place(g, k, near);
@@ -143,7 +166,9 @@ int dt_dact_init(struct dt_dact_layout *d, const struct dt_model *m,
     for (int i = 0; i < k && !rc; i++)
         d->at[g[i].lo] = g[i].at;
     free(reader);
+    free(rchunk);
     free(cross);
+    free(spread);
     free(g);
     free(near);
     if (rc)

@@ -32,6 +32,11 @@ bool dt_layer_needs_dact(const struct dt_model *m, int i)
     return false;
 }
 
+bool dt_layer_backward_reads_output(const struct dt_layer *L)
+{
+    return L->kind == DT_L_TANH || L->kind == DT_L_SIGMOID || L->kind == DT_L_SOFTMAX;
+}
+
 bool dt_layer_is_view(const struct dt_layer *L)
 {
     return L->kind == DT_L_FLATTEN && L->in[0] >= 0;

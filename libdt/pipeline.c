@@ -63,11 +63,13 @@ struct emit {
     int *slot_of;         /* per micro-batch (M + 1: the eval micro-batch), -1 when none */
     bool *slot_busy;
     int n_slots;
-    int *pending;         /* handles of sends not yet waited: (handle, slot) pairs */
+    int *pending;         /* handles of sends not yet waited: (handle, what it reads) pairs:
+                             a slot, HELD_POOL or HELD_RING */
     int n_pending;
     int next_handle;
     bool *loaded;         /* per micro-batch */
     bool eval;
+    const struct dt_dact_layout *dact; /* the rank's gradient pool (dt_plan_dact) */
 };
 
 static int stage_of_chunk(const struct pipe *p, int c) { return c % p->S; }
@@ -258,17 +260,33 @@ static int tensor_after(const struct pipe *p, const struct emit *e, enum dt_phas
 
 /* ---- emission ---- */
 
+/* What a pending send reads besides a slot: a gradient in the rank's pool (waited for before
+ * the pool is written again: a backward unit, the loss), an output held until sent (waited
+ * for before that layer's next forward); WAIT_ALL: every pending send. */
+enum { WAIT_ALL = -1, HELD_POOL = -2, HELD_RING = -3 };
+
+static bool pooled(const struct emit *e, int o)
+{
+    return e->dact->at[o] >= 0;
+}
+
+static bool until_sent(const struct pipe *p, const struct emit *e, int o)
+{
+    return p->plan->views[p->plan->ranks[e->rank].view][o].act_until_sent;
+}
+
 static int push(struct dt_plan *plan, const struct emit *e, struct dt_op op)
 {
     return dtc_push_to(plan, e->rank, op, e->eval);
 }
 
+/* The WAITs of the pending sends that read slot (or HELD_POOL, HELD_RING, WAIT_ALL). */
 static int wait_slot(struct dt_plan *plan, struct emit *e, int slot)
 {
     int kept = 0, rc = 0;
     for (int k = 0; k < e->n_pending; k++) {
         int h = e->pending[2 * k], s = e->pending[2 * k + 1];
-        if ((s == slot || slot < 0) && !rc) {
+        if ((s == slot || slot == WAIT_ALL) && !rc) {
             rc = push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
             continue;
         }
@@ -312,6 +330,13 @@ static int recv(struct dt_plan *plan, const struct emit *e, int peer, int tag,
                                         .tag = tag, .region = r, .sum = sum});
 }
 
+/* Zeroes the rows of layer o's gradient that received gradients are summed into. */
+static int zero_dact(const struct pipe *p, const struct emit *e, int o, int slot, int rows)
+{
+    return push(p->plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
+                                           .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
+}
+
 /* The early, non-blocking summing receive of a gradient (see the top of the file). */
 static int recv_early(struct dt_plan *plan, struct emit *e, int peer, int tag,
                       struct dt_region r)
@@ -349,10 +374,15 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
                   tag_of(p, o, 0, i), act_region(p, e, DT_BUF_ACT, o, slot, rows), false);
     }
     for (int l = plan->chunk_first[c]; l < plan->chunk_first[c + 1] && !rc; l++) {
-        rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, row0, rows));
+        if (until_sent(p, e, l)) /* its rows: free once the last micro-batch's are sent */
+            rc = wait_slot(plan, e, HELD_RING);
+        if (!rc)
+            rc = push(plan, e, dtc_compute(DT_PH_FORWARD, l, i, slot, row0, rows));
         if (!rc)
             rc = tensor_after(p, e, DT_PH_FORWARD, l, slot, rows);
     }
+    if (!rc && c == p->C - 1 && !e->eval) /* the loss writes the last layer's gradient */
+        rc = wait_slot(plan, e, HELD_POOL);
     if (!rc && c == p->C - 1)
         rc = dtc_tensor_loss(plan, e->rank, p->T > 1 ? &p->tensor : NULL,
                              dtc_loss(plan, i, slot, rows, e->eval ? rows : plan->global_batch),
@@ -360,12 +390,12 @@ static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows,
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         const int *st;
         int n = reader_stages(p, o, &st);
-        if (n && !e->eval && dt_layer_needs_dact(m, o))
-            rc = push(plan, e, (struct dt_op){.kind = DT_OP_ZERO, .layer = -1,
-                                              .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
+        if (n && !e->eval && dt_layer_needs_dact(m, o) && !pooled(e, o))
+            rc = zero_dact(p, e, o, slot, rows);
         for (int k = 0; k < n && !rc; k++)
             rc = send(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 0, i),
-                      act_region(p, e, DT_BUF_ACT, o, slot, rows), slot);
+                      act_region(p, e, DT_BUF_ACT, o, slot, rows),
+                      until_sent(p, e, o) ? HELD_RING : slot);
         for (int k = 0; k < n && !rc && !e->eval && dt_layer_needs_dact(m, o); k++)
             rc = recv_early(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 1, i),
                             act_region(p, e, DT_BUF_DACT, o, slot, rows));
@@ -377,10 +407,12 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
 {
     struct dt_plan *plan = p->plan;
     const struct dt_model *m = p->m;
-    int slot = e->slot_of[i], rc = 0;
+    int slot = e->slot_of[i], rc = wait_slot(plan, e, HELD_POOL); /* it writes the pool */
     for (int o = plan->chunk_first[c]; o < plan->chunk_first[c + 1] && !rc; o++) {
         const int *st;
         int n = reader_stages(p, o, &st);
+        if (n && dt_layer_needs_dact(m, o) && pooled(e, o)) /* the sums land on zeros */
+            rc = zero_dact(p, e, o, slot, rows);
         for (int k = 0; k < n && !rc && dt_layer_needs_dact(m, o); k++)
             rc = wait_recv(plan, e, rank_of(p, st[k], e->d, e->k), tag_of(p, o, 1, i));
     }
@@ -394,7 +426,8 @@ static int backward(const struct pipe *p, struct emit *e, int i, int c, int rows
         int o = p->recvs[j];
         if (dt_layer_needs_dact(m, o))
             rc = send(plan, e, rank_of(p, stage_of_chunk(p, p->chunk_of[o]), e->d, e->k),
-                      tag_of(p, o, 1, i), act_region(p, e, DT_BUF_DACT, o, slot, rows), slot);
+                      tag_of(p, o, 1, i), act_region(p, e, DT_BUF_DACT, o, slot, rows),
+                      pooled(e, o) ? HELD_POOL : slot);
     }
     if (c == e->stage) { /* the micro-batch's last unit on this rank: its slot is free */
         e->slot_busy[slot] = false;
@@ -536,6 +569,22 @@ static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
     return rc ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
 }
 
+/* The outputs a stage only sends (lv[l].act_until_sent): read on another stage, by no layer
+ * it runs (through views), and not by their own backward; the loss reads the last layer's. */
+static void mark_until_sent(const struct pipe *p, struct dt_layer_view *lv)
+{
+    const struct dt_model *m = p->m;
+    int n = m->n_layers;
+    for (int l = 0; l < n; l++)
+        lv[l].act_until_sent = lv[l].runs && p->owner[l] == l && l < n - 1 &&
+                               p->read_at[l + 1] > p->read_at[l] &&
+                               !dt_layer_backward_reads_output(&m->layers[l]);
+    for (int l = 0; l < n; l++)
+        for (int x = 0; lv[l].runs && x < m->layers[l].n_in; x++)
+            if (m->layers[l].in[x] >= 0)
+                lv[p->owner[m->layers[l].in[x]]].act_until_sent = false;
+}
+
 /* The view of stage s's tensor rank k: the layers it runs (their shards' parameters packed,
  * kind: tensor.c's cut, NULL without --tp), and those it holds. */
 static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *kind,
@@ -568,6 +617,7 @@ static int stage_view(struct pipe *p, int s, int k, const enum dt_shard_kind *ki
                 lv[j].holds = true;
         lv[l].dact_received = p->read_at[l + 1] > p->read_at[l];
     }
+    mark_until_sent(p, lv);
     *n_params = off;
     return v;
 }
@@ -683,6 +733,9 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
      * (plane j at j x slots x slot rows) while the schedule is emitted; e->loaded serves
      * as scratch, which reset_slots then clears */
     rp->slots = most_slots(w, n, stage, e->loaded, p->M);
+    e->dact = dt_plan_dact(plan, r); /* by view and slots */
+    if (!rc && !e->dact)
+        rc = DT_ENOMEM;
     reset_slots(p, e);
     for (int u = 0; u < n && !rc; u++) {
         int row0, rows;
@@ -691,7 +744,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
                       : backward(p, e, w[u].micro, w[u].chunk, rows, row0);
     }
     if (!rc)
-        rc = wait_slot(plan, e, -1);
+        rc = wait_slot(plan, e, WAIT_ALL);
     for (int l = 0; l < p->m->n_layers && !rc && p->T > 1; l++) /* sequence-parallel norms */
         if (plan->views[view][l].runs)
             rc = dtc_tensor_grads(plan, r, &p->tensor, l);
@@ -723,11 +776,12 @@ static int emit_eval(struct pipe *p, int r, int eval_rows, int first_handle, str
     e->n_slots = e->n_pending = 0;
     e->next_handle = first_handle;
     e->eval = true;
-    int rc = 0;
+    e->dact = dt_plan_dact(plan, r);
+    int rc = e->dact ? DT_OK : DT_ENOMEM;
     for (int v = 0; v < p->V && !rc; v++)
         rc = forward(p, e, p->M, v * p->S + rp->stage, eval_rows, 0);
     if (!rc)
-        rc = wait_slot(plan, e, -1);
+        rc = wait_slot(plan, e, WAIT_ALL);
     plan->next_handle = e->next_handle > plan->next_handle ? e->next_handle : plan->next_handle;
     return rc ? rc : dtc_finish_rank(plan, r);
 }

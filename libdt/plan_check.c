@@ -37,10 +37,11 @@ static bool inside_block(const struct dt_plan *plan, int r, const struct dt_regi
            (g->count == 0 || g->offset / block == (g->offset + g->count - 1) / block);
 }
 
+/* The output is held in ws_rows rows: in the recomputation workspace, or until sent. */
 static bool in_workspace(const struct dt_plan *plan, int r, int layer)
 {
     const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
-    return rc && rc->act_ws[layer];
+    return (rc && rc->act_ws[layer]) || plan->views[plan->ranks[r].view][layer].act_until_sent;
 }
 
 static bool inside(const struct dt_plan *plan, int r, const struct dt_region *g)

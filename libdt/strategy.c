@@ -308,11 +308,17 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
         if (v[l].runs)
             state += (double)m->layers[l].state_floats;
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_STATE, DT_TYPE_F32, -1, state);
+    bool until_sent = false;
+    for (int l = 0; l < m->n_layers; l++)
+        until_sent |= v[l].act_until_sent;
+    rp->ws_rows = rcmp || until_sent ? dt_plan_ws_rows(rp) : 0;
     for (int l = 0; l < m->n_layers && !rc; l++) {
         if (!v[l].holds)
             continue;
         long act = dt_shard_act_floats(m, v, l), kf, ki;
-        if (!rcmp || !rcmp->act_ws[l]) /* else in the recomputation workspace */
+        if (v[l].act_until_sent) /* held until sent: the rows of one op */
+            rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, (double)act * rp->ws_rows);
+        else if (!rcmp || !rcmp->act_ws[l]) /* else in the recomputation workspace */
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_ACT, S, l, act * rows);
         if (dt_layer_needs_dact(m, l) && dl->at[l] < 0)
             rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, l, act * rows);
@@ -327,7 +333,6 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     }
     if (!rc && dl->pool) /* one slot's rows */
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_DACT, S, -1, (double)dl->pool * rp->slot_rows);
-    rp->ws_rows = rcmp ? dt_plan_ws_rows(rp) : 0;
     if (rcmp && rcmp->ws_floats)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_KEEP, S, -1,
                                  (double)rcmp->ws_floats * rp->ws_rows);

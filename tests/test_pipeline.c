@@ -134,7 +134,8 @@ static void assert_step(double got, double want, const char *what)
  *   Z:    stage 0's ZERO of its gradients at the start of the step;
  *   L:    stage 0's LOAD of one micro-batch;
  *   U:    stage 0's UPDATE at the end of the step;
- *   Zd:   stage 0's ZERO of one micro-batch's output gradient rows after its forward;
+ *   Zd:   stage 0's ZERO of one micro-batch's output gradient rows (in the pool: at its
+ *         backward, before the gradient lands);
  *   R:    summing one received output gradient into them (as it arrives). */
 struct parts {
     double F, B, d, Z, L, U, Zd, R;
@@ -197,13 +198,13 @@ static void test_gpipe_step_time(void **state)
 }
 
 /* Ensure the player charges GPipe's memory-bound ops where the schedule puts them, with the
- * device's 1 GB/s. On 2 stages, stage 0's forward unit is L + F + Zd (its send follows the
- * ZERO of the rows its output gradient will be summed into) and stage 1's is F, shorter, so
- * stage 1 never queues and its last forward ends at Z + M (L + F + Zd) + F. Stage 1 then runs
- * M backwards of B; each gradient reaching stage 0 is summed (R) and back-propagated
- * (B - d): R + B - d is shorter than B (R < d, checked), so stage 0 never queues either and
- * ends R + B - d after stage 1's last backward:
- *   step = Z + M (L + Zd) + (M + 1)(F + B) + R - d + U.
+ * device's 1 GB/s. On 2 stages, stage 0's forward unit is L + F and stage 1's is F, shorter,
+ * so stage 1 never queues and its last forward ends at Z + M (L + F) + F. Stage 1 then runs
+ * M backwards of B; stage 0's backward unit zeroes the pooled rows its output gradient is
+ * summed into (Zd) while it waits for that gradient, which is then summed (R) and
+ * back-propagated (B - d): Zd + R + B - d is shorter than B (Zd + R < d, checked), so stage
+ * 0 never queues either and ends R + B - d after stage 1's last backward:
+ *   step = Z + M L + (M + 1)(F + B) + R - d + U.
  * (Dense layers stay FLOP-bound: 16 rows move 24,832 B forward, 25 us at 1 GB/s, against
  * 132,096 FLOP, 377 us at 35 % of 1 GFLOP/s.) */
 static void test_gpipe_memory_ops(void **state)
@@ -216,9 +217,9 @@ static void test_gpipe_memory_ops(void **state)
         snprintf(flags, sizeof flags, "pp=2 dp=1 micro-batches=%d", M);
         struct dt_plan *plan = build(f->m8, f->t, DT_STRAT_GPIPE, flags);
         struct parts p = parts_of(plan, &cp);
-        assert_true(p.Z > 0 && p.L > 0 && p.Zd > 0 && p.R > 0 && p.R < p.d);
-        assert_step(step(plan, &cp),
-                    p.Z + M * (p.L + p.Zd) + (M + 1) * (p.F + p.B) + p.R - p.d + p.U, flags);
+        assert_true(p.Z > 0 && p.L > 0 && p.Zd > 0 && p.R > 0 && p.Zd + p.R < p.d);
+        assert_step(step(plan, &cp), p.Z + M * p.L + (M + 1) * (p.F + p.B) + p.R - p.d + p.U,
+                    flags);
         dt_plan_destroy(plan);
     }
 }
@@ -438,18 +439,18 @@ static void test_stage_cuts(void **state)
  * batch 64 (4 slots of 16 rows = 64 rows) on the 8-layer chain, Adam:
  *   stage 0 (layers 0-3): weights 4 x 4,160 = 16,640 floats = 66,560 B, gradients the same,
  *     Adam's two moments 133,120 B; activations: outputs of its 4 layers, 4 x 64 floats x 64
- *     rows = 16,384 floats; the gradient of layer 3 (sent back to it by stage 1's summing
- *     receives) for every slot, 4,096 floats; those of layers 0-2 in one slot's pool: two
- *     adjacent ones live at once, 2 x 64 floats x 16 rows = 2,048 floats; 22,528 floats =
- *     90,112 B; input 64 x 64 floats = 16,384 B; receive buffers: its 4 summing receives of
- *     16 x 64 floats, 16,384 B. Total 389,120 B.
+ *     rows = 16,384 floats (layer 3's, only sent, for the eval program's 64 rows); the
+ *     gradients of layers 0-3 in one slot's pool (layer 3's is summed there from stage 1's
+ *     at its backward): two adjacent ones live at once, 2 x 64 floats x 16 rows = 2,048
+ *     floats; 18,432 floats = 73,728 B; input 64 x 64 floats = 16,384 B; receive buffers:
+ *     its 4 summing receives of 16 x 64 floats, 16,384 B. Total 372,736 B.
  *   stage 1 (layers 4-7): weights, gradients, moments as stage 0 (266,240 B); activations:
  *     outputs of layers 3 (received) to 7, 5 x 4,096 floats; gradients for every slot of
- *     layer 3 (sent back), 7 (seeded by each micro-batch's loss, in the forward: GPipe keeps
- *     4 in flight) and 6 (zeroed there: the last layer reads it), 3 x 4,096 floats; 4 and 5
- *     in the pool, 2,048 floats; 34,816 floats = 139,264 B; and the last layer's
- *     probabilities for its loss, 4,096 floats = 16,384 B; labels 64 ints = 256 B; no receive
- *     buffers. Total 422,144 B. */
+ *     7 (seeded by each micro-batch's loss, in the forward: GPipe keeps 4 in flight) and 6
+ *     (zeroed there: the last layer reads it), 2 x 4,096 floats; 3 (sent back at the end of
+ *     its backward), 4 and 5 in the pool, 2,048 floats; 30,720 floats = 122,880 B; and the
+ *     last layer's probabilities for its loss, 4,096 floats = 16,384 B; labels 64 ints =
+ *     256 B; no receive buffers. Total 405,760 B. */
 static void test_stage_memory(void **state)
 {
     struct fixture *f = *state;
@@ -458,21 +459,24 @@ static void test_stage_memory(void **state)
     dt_plan_rank_memory(plan, 0, &s0);
     dt_plan_rank_memory(plan, 1, &s1);
     assert_true(s0.weights == 66560 && s0.grads == 66560 && s0.optimizer == 133120);
-    assert_true(s0.activations == 90112 && s0.input == 16384 && s0.comm == 16384);
-    assert_true(s0.state == 0 && s0.total == 389120);
+    assert_true(s0.activations == 73728 && s0.input == 16384 && s0.comm == 16384);
+    assert_true(s0.state == 0 && s0.total == 372736);
     assert_true(dt_plan_buffer_layer(plan, 0, DT_BUF_DACT, -1) == 2048);
+    for (int l = 0; l < 4; l++)
+        assert_true(dt_plan_dact_pooled(plan, 0, l));
     assert_true(s1.weights == 66560 && s1.grads == 66560 && s1.optimizer == 133120);
-    assert_true(s1.activations == 139264 + 16384 && s1.input == 256 && s1.comm == 0);
-    assert_true(s1.total == 422144);
+    assert_true(s1.activations == 122880 + 16384 && s1.input == 256 && s1.comm == 0);
+    assert_true(s1.total == 405760);
     for (int l = 3; l < 8; l++)
-        assert_true(dt_plan_dact_pooled(plan, 1, l) == (l == 4 || l == 5));
+        assert_true(dt_plan_dact_pooled(plan, 1, l) == (l >= 3 && l <= 5));
     dt_plan_destroy(plan);
 }
 
 /* Ensure 1F1B needs less activation memory than GPipe when M > S: with S = 2 and M = 8,
  * stage 0 holds min(8, 2) = 2 slots instead of 8, so exactly a quarter of GPipe's
  * activations per slot (and of its input staging); the gradient pool holds one slot in both
- * (2 x 64 floats x 8 rows = 4,096 B). */
+ * (2 x 64 floats x 8 rows = 4,096 B), and the output it only sends the rows of one op: a
+ * micro-batch's 8 in 1F1B, the eval program's 64 in GPipe (it runs all rows at once). */
 static void test_1f1b_less_activation_memory(void **state)
 {
     struct fixture *f = *state;
@@ -483,7 +487,10 @@ static void test_1f1b_less_activation_memory(void **state)
     dt_plan_rank_memory(b, 0, &mb);
     double pool = 4 * dt_plan_buffer_layer(g, 0, DT_BUF_DACT, -1);
     assert_true(pool == 4096 && pool == 4 * dt_plan_buffer_layer(b, 0, DT_BUF_DACT, -1));
-    assert_true((mb.activations - pool) * 4 == mg.activations - pool);
+    double sent_b = 4 * dt_plan_buffer_layer(b, 0, DT_BUF_ACT, 3);
+    double sent_g = 4 * dt_plan_buffer_layer(g, 0, DT_BUF_ACT, 3);
+    assert_true(sent_b == 4 * 64 * 8 && sent_g == 4 * 64 * 64);
+    assert_true((mb.activations - pool - sent_b) * 4 == mg.activations - pool - sent_g);
     assert_true(mb.input * 4 == mg.input);
     assert_true(mb.weights == mg.weights && mb.optimizer == mg.optimizer);
     assert_true(mb.total < mg.total);

@@ -256,9 +256,10 @@ static void every_family(void **state)
 /* A pipeline stage boundary inside a block (1f1b, 2 stages, 4 micro-batches of 2 rows):
  * each stage recomputes its part of the block from what it receives, as Megatron recomputes
  * whole layers from their stage's input. Under full only the layer inputs stay per
- * micro-batch: what a stage receives or sends, the blocks' ends and the layers outside
- * blocks; the attention core that ends stage 0 recomputes its probabilities; and the
- * workspace holds one micro-batch (2 rows), not every slot's. */
+ * micro-batch: what a stage receives, the blocks' ends and the layers outside blocks; what
+ * it only sends (the attention core's output that ends stage 0) one micro-batch's rows,
+ * until sent; the core recomputes its probabilities; and the workspace holds one
+ * micro-batch (2 rows), not every slot's. */
 static void stage_cut_blocks(void **state)
 {
     (void)state;
@@ -280,8 +281,9 @@ static void stage_cut_blocks(void **state)
         assert_true(kept(full, r, -1) == (double)rc->ws_floats * 2 * 4); /* fp32 */
         for (int l = 1; l < end1; l++) {
             bool input = l == core || l == end0; /* sent by stage 0, or a block's end */
+            int slots = l == core ? 1 : rp->slots;
             if (plan_runs(full, r, l))
-                assert_true(kept(full, r, l) == (input ? rp->slots * 2 * 4.0 * 16 * 32 : 0));
+                assert_true(kept(full, r, l) == (input ? slots * 2 * 4.0 * 16 * 32 : 0));
         }
         check_rank(none, full, r);
     }
@@ -311,9 +313,10 @@ static bool crosses(const struct dt_model *m, const struct dt_layer_view *v, int
 /* Full recomputation with pipeline stages that cut blocks (gpt3-1.3b, 1f1b on 4 stages, bf16,
  * 2 samples per micro-batch): a stage keeps, per micro-batch in flight, each block's output
  * (the residual add that ends it: the next block's input, Korthikanti et al. 2022's 2 s b h
- * per layer, B x T x h x 2 bytes) and the tensors it receives or sends (B x their width x
- * 2 bytes), and nothing else outside the recomputation workspace: its part of a cut block is
- * recomputed too. */
+ * per layer, B x T x h x 2 bytes) and the tensors it receives (B x their width x 2 bytes),
+ * what it sends for one micro-batch (until sent: its backward does not read it), and
+ * nothing else outside the recomputation workspace: its part of a cut block is recomputed
+ * too. */
 static void stages_keep_block_outputs(void **state)
 {
     (void)state;
@@ -332,7 +335,8 @@ static void stages_keep_block_outputs(void **state)
                 continue;
             kept++;
             ends += ends_block;
-            want += rp->slots * 2.0 * (double)dt_layer_act_floats(m, l) * 2;
+            bool sent = v[l].runs && crosses(m, v, l);
+            want += (sent ? 1 : rp->slots) * 2.0 * (double)dt_layer_act_floats(m, l) * 2;
             assert_true(!ends_block || dt_layer_act_floats(m, l) == 2048 * 2048);
         }
         double act = 0, in_blocks = 0;

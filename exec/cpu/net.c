@@ -25,6 +25,8 @@ struct dtk_lay {
                                batch at b0 mod slot_rows) */
     bool act_ws, keep_ws;   /* act / aux (and iaux) hold ws_rows rows, in the recomputation
                                workspace (row b0 at b0 mod ws_rows) */
+    bool act_ring;          /* act holds ws_rows rows of its own: an output only sent
+                               (dt_layer_view's act_until_sent) */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
     int owner;              /* the layer whose dact this is (itself unless a flatten view) */
     int zero_at;            /* owner only: the backward that zeroes dact first (its last
@@ -409,6 +411,12 @@ static int tie_weights(struct dtk_net *net, struct dt_error *err)
     return DT_OK;
 }
 
+/* Whether layer i's output is held only until sent, in ws_rows rows. */
+static bool until_sent(const struct dtk_net_view *v, int i)
+{
+    return v->layers && v->layers[i].act_until_sent;
+}
+
 /* Whether layer j's output gradient arrives from another rank (then no reader zeroes it). */
 static bool received(const struct dtk_net_view *v, int j)
 {
@@ -522,6 +530,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
 
     /* Shapes, kinds and which gradients are needed; then the arena sizes. */
     long acts = 0, iacts = 0, work = 0, state = 0;
+    net->ws_rows = v->ws_rows > 0 ? v->ws_rows : max_batch;
     for (int i = 0; i < n && rc == DT_OK; i++) {
         const struct dt_layer *L = &model->layers[i];
         struct dtk_lay *ly = &net->lay[i];
@@ -559,12 +568,13 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         bool act_ws = v->recompute && v->recompute->act_ws[i];
         bool keep_ws = v->recompute && v->recompute->keep_ws[i];
         long own = ly->need && !ly->pooled; /* a gradient of its own */
-        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (1 + own - act_ws)) +
+        bool ring = !ly->alias && ly->holds && until_sent(v, i);
+        long per = (ly->alias || !ly->holds ? 0 : ly->out_sz * (1 + own - act_ws - ring)) +
                    (keep_ws || f32_keep(net, i) ? 0 : aux);
         if ((double)per * max_batch + (double)acts > 4e11)
             rc = dt_fail(err, DT_ENOMEM, "", 0, 0, "activations of model '%s' for %d samples "
                          "exceed any memory", model->name, max_batch);
-        acts += per * max_batch;
+        acts += per * max_batch + (ring ? ly->out_sz * net->ws_rows : 0);
         iacts += (keep_ws ? 0 : iaux) * max_batch;
         if (L->kind == DT_L_BATCHNORM)
             state += 2 * (L->in_shape.rank == 3 ? L->in_shape.d[0] : last_dim(&L->in_shape));
@@ -585,7 +595,6 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     if (model->input_is_tokens && net->lay[0].runs)
         iacts += net->in_sz * max_batch;
     net->rcmp = v->recompute;
-    net->ws_rows = v->ws_rows > 0 ? v->ws_rows : max_batch;
     long ws = net->rcmp ? net->rcmp->ws_floats * net->ws_rows : 0;
     long iws = net->rcmp ? net->rcmp->ws_ints * net->ws_rows : 0;
     net->slot_rows = v->dact ? v->slot_rows : max_batch;
@@ -661,14 +670,18 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         struct dtk_lay *ly = &net->lay[i];
         if (ly->alias) {
             ly->act_ws = net->lay[L->in[0]].act_ws;
+            ly->act_ring = net->lay[L->in[0]].act_ring;
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
             ly->act16 = net->lay[L->in[0]].act16;
             ly->dact16 = ly->need ? net->lay[L->in[0]].dact16 : NULL;
         } else if (ly->holds) {
             ly->act_ws = rw && rw->act_ws[i];
+            ly->act_ring = until_sent(v, i);
             if (ly->act_ws) /* the workspace's, at the plan's offset */
                 arena_at(net, rw->act_at[i] * net->ws_rows, &ly->act, &ly->act16);
+            else if (ly->act_ring)
+                carve(net, &fp, ly->out_sz * net->ws_rows, &ly->act, &ly->act16);
             else
                 carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
             if (ly->pooled) /* the pool's, at the plan's offset */
@@ -797,7 +810,7 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
  * recomputation workspace holds ws_rows rows. */
 static long act_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
 {
-    return ly->act_ws ? b0 % net->ws_rows : b0;
+    return ly->act_ws || ly->act_ring ? b0 % net->ws_rows : b0;
 }
 
 static long keep_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
@@ -808,7 +821,7 @@ static long keep_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0
 long dtk_net_act_offset(const struct dtk_net *net, int i, long elem)
 {
     const struct dtk_lay *ly = &net->lay[i];
-    return ly->act_ws ? elem % (ly->out_sz * net->ws_rows) : elem;
+    return ly->act_ws || ly->act_ring ? elem % (ly->out_sz * net->ws_rows) : elem;
 }
 
 uint16_t *dtk_net_act16(struct dtk_net *net, int i) { return net->lay[i].act16; }

@@ -192,6 +192,9 @@ struct dt_layer_view {
                                reads it (a received activation) */
     bool dact_received;     /* the output's gradient arrives from another rank (overwritten
                                there, not zeroed by this rank's readers) */
+    bool act_until_sent;    /* the output is only sent (no backward of the rank reads it):
+                               held until its sends complete, in ws_rows rows (row r at r mod
+                               ws_rows), as Megatron-LM frees a stage's output once sent */
     long param_offset;      /* first parameter in the rank's packed buffer (runs only) */
     bool grads_apart;       /* its gradients are at grad_offset, not at param_offset (ZeRO-2:
                                a staging buffer apart from the gradient shard) */
@@ -225,7 +228,8 @@ struct dt_rank_plan {
     int batch;                  /* samples this rank's replica processes per step */
     int slot_rows, slots;       /* rows of one activation slot, and slots */
     int eval_rows;              /* rows the eval program handles at a time */
-    int ws_rows;                /* --recompute: rows of the workspace (the widest compute op's,
+    int ws_rows;                /* --recompute, or outputs held until sent: rows of the
+                                   workspace and of those outputs (the widest compute op's,
                                    rounded up to whole slots); row b of an op is at b mod
                                    ws_rows there */
     long n_params;              /* parameters it holds */
@@ -582,6 +586,9 @@ void dt_plan_peak_memory(const struct dt_plan *plan, struct dt_memory *peak);
 void dt_layer_keep(const struct dt_model *m, int i, long *keep_floats, long *keep_ints);
 /* Whether layer i's output gradient is needed (this or an earlier layer trains). */
 bool dt_layer_needs_dact(const struct dt_model *m, int i);
+/* Whether a layer's backward reads its own output (tanh, sigmoid, softmax: the kernels'
+ * derivatives from y), so that its output is kept until then. */
+bool dt_layer_backward_reads_output(const struct dt_layer *L);
 /* Whether a layer is a view of its input's storage (a flatten of a layer's output), and the
  * layer whose storage layer j's output is (through such views). */
 bool dt_layer_is_view(const struct dt_layer *L);
