@@ -71,6 +71,57 @@ static void check_run(const struct dtv_run *run, int *tail_only)
     dtv_fast_free(&fast);
 }
 
+/* Moves only the compute parameters a fit moves (the per-iteration overhead and the GEMM
+ * efficiencies at every precision) from point 1: the tail's key (fastsim.h) is unchanged
+ * when the tail holds no op they cost. */
+static void compute_moved(const struct dtv_run *run, struct dt_cost_params *cp)
+{
+    params_at(run, 1, cp);
+    static const enum dt_cal_param moved[] = {
+        DT_CAL_ITER_OVERHEAD, DT_CAL_EFF_CONV, DT_CAL_EFF_DENSE, DT_CAL_EFF_CONV_HALF,
+        DT_CAL_EFF_DENSE_HALF, DT_CAL_EFF_CONV_TF32, DT_CAL_EFF_DENSE_TF32};
+    for (size_t i = 0; i < sizeof moved / sizeof *moved; i++)
+        dt_cal_param_set(cp, moved[i],
+                         dt_cal_param_effective(cp, run->topo, moved[i]) * 0.77);
+}
+
+/* Ensure the tail played once is reused when only compute parameters move, and that the
+ * step is still the whole plan's within TOL; and that moving eff_mem (the collectives'
+ * summing) or a link plays it again. Returns whether the tail was reused. */
+static bool check_reuse(const struct dtv_run *run)
+{
+    struct dtv_fast fast;
+    struct dt_error err;
+    dt_error_clear(&err);
+    assert_int_equal(dtv_fast_init(&fast, run, &err), DT_OK);
+    struct dt_cost_params cp[3];
+    params_at(run, 1, &cp[0]);
+    compute_moved(run, &cp[1]);
+    cp[2] = cp[1];
+    dt_cal_param_set(&cp[2], DT_CAL_INTRA_BW,
+                     dt_cal_param_effective(&cp[1], run->topo, DT_CAL_INTRA_BW) * 0.9);
+    long played[3], reused[3];
+    for (int k = 0; k < 3; k++) {
+        struct dt_step full, quick;
+        assert_int_equal(dtv_step_simulate(run->plan, &cp[k], &full, &err), DT_OK);
+        assert_int_equal(dtv_fast_step(&fast, &cp[k], &quick, NULL, &err), DT_OK);
+        double rel = fabs(quick.iter_s / full.iter_s - 1);
+        if (rel > TOL)
+            fail_msg("line %d %s, reuse point %d: %.12g s against %.12g s (%.3g relative)",
+                     run->line, run->label, k, quick.iter_s, full.iter_s, rel);
+        assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
+        assert_true(fabs(quick.comm_s - full.comm_s) <= TOL * full.iter_s);
+        assert_true(fabs(quick.idle_s - full.idle_s) <= TOL * full.iter_s);
+        dtv_fast_tail_counts(&fast, &played[k], &reused[k]);
+    }
+    assert_int_equal(played[0], 1);
+    bool reuse = reused[1] == 1;
+    /* a link moved: played again unless the row has no link in its tail (one GPU) */
+    assert_true(played[2] == played[1] + 1 || run->plan->n_ranks == 1);
+    dtv_fast_free(&fast);
+    return reuse;
+}
+
 static void published_rows(void **state)
 {
     (void)state;
@@ -85,9 +136,13 @@ static void published_rows(void **state)
     if (dtv_published_load(&set, path, pub, &err))
         fail_msg("%s", err.msg);
     assert_true(set.n >= 79);
-    int tail_only = 0;
-    for (int i = 0; i < set.n; i++)
+    int tail_only = 0, reused = 0;
+    for (int i = 0; i < set.n; i++) {
         check_run(&set.runs[i], &tail_only);
+        reused += check_reuse(&set.runs[i]);
+    }
+    /* every row's tail is its allreduce and update: none is played again for compute */
+    assert_int_equal(reused, set.n);
     /* every row is a symmetric data-parallel step: the shortcut applies to all */
     assert_int_equal(tail_only, set.n);
     dtv_runset_free(&set);
