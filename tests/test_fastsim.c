@@ -20,6 +20,16 @@
 /* A sum over distinct ops x counts instead of one op after another: rounding only. */
 #define TOL 1e-9
 
+/* How a step's time splits into exposed communication and idle: to TOL, but with gradient
+ * buckets (the ResNet-50 rows on several GPUs) a bucket's allreduce and the backward ops it
+ * overlaps can end within rounding of each other, and which ends first moves a rank's wait
+ * between comm and compute (the step's time stays within TOL): measured up to 3e-5 of the
+ * step (mxnet DGX-2 x16 fp32). */
+static double split_tol(const struct dtv_run *run)
+{
+    return run->plan->opt.bucket_bytes > 0 ? 1e-4 : TOL;
+}
+
 static const char *srcdir(void)
 {
     const char *s = getenv("top_srcdir");
@@ -64,8 +74,8 @@ static void check_run(const struct dtv_run *run, int *tail_only)
             fail_msg("line %d %s, point %d: %.12g s against %.12g s (%.3g relative)",
                      run->line, run->label, k, quick.iter_s, full.iter_s, rel);
         assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
-        assert_true(fabs(quick.comm_s - full.comm_s) <= TOL * full.iter_s);
-        assert_true(fabs(quick.idle_s - full.idle_s) <= TOL * full.iter_s);
+        assert_true(fabs(quick.comm_s - full.comm_s) <= split_tol(run) * full.iter_s);
+        assert_true(fabs(quick.idle_s - full.idle_s) <= split_tol(run) * full.iter_s);
         assert_true(quick.read_s == full.read_s);
     }
     dtv_fast_free(&fast);
@@ -110,8 +120,8 @@ static bool check_reuse(const struct dtv_run *run)
             fail_msg("line %d %s, reuse point %d: %.12g s against %.12g s (%.3g relative)",
                      run->line, run->label, k, quick.iter_s, full.iter_s, rel);
         assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
-        assert_true(fabs(quick.comm_s - full.comm_s) <= TOL * full.iter_s);
-        assert_true(fabs(quick.idle_s - full.idle_s) <= TOL * full.iter_s);
+        assert_true(fabs(quick.comm_s - full.comm_s) <= split_tol(run) * full.iter_s);
+        assert_true(fabs(quick.idle_s - full.idle_s) <= split_tol(run) * full.iter_s);
         dtv_fast_tail_counts(&fast, &played[k], &reused[k]);
     }
     assert_int_equal(played[0], 1);
@@ -120,6 +130,19 @@ static bool check_reuse(const struct dtv_run *run)
     assert_true(played[2] == played[1] + 1 || run->plan->n_ranks == 1);
     dtv_fast_free(&fast);
     return reuse;
+}
+
+/* Ensure each row's gradient buckets are its framework's documented ones (published.c): PyTorch
+ * DDP 25 MiB, Horovod (MXNet, TensorFlow) 64 MiB on ResNet-50 rows of several GPUs; none for
+ * BERT (one allreduce after the accumulated step) and on one GPU. */
+static void check_buckets(const struct dtv_run *run)
+{
+    double want = 0;
+    if (run->ranks > 1 && !strstr(run->label, " bert-"))
+        want = (strncmp(run->label, "pytorch ", 8) == 0 ? 25.0 : 64.0) * 1024 * 1024;
+    if (run->plan->opt.bucket_bytes != want)
+        fail_msg("line %d %s: buckets of %.0f B, expected %.0f", run->line, run->label,
+                 run->plan->opt.bucket_bytes, want);
 }
 
 static void published_rows(void **state)
@@ -136,13 +159,20 @@ static void published_rows(void **state)
     if (dtv_published_load(&set, path, pub, &err))
         fail_msg("%s", err.msg);
     assert_true(set.n >= 79);
-    int tail_only = 0, reused = 0;
+    int tail_only = 0, bucketed = 0;
     for (int i = 0; i < set.n; i++) {
-        check_run(&set.runs[i], &tail_only);
-        reused += check_reuse(&set.runs[i]);
+        const struct dtv_run *run = &set.runs[i];
+        check_run(run, &tail_only);
+        check_buckets(run);
+        /* a row without buckets has its allreduce and update for tail: reused when compute
+         * moves; with buckets the tail holds the backward after the first bucket, reused
+         * only where those ops' costs did not move (memory-bound ones) */
+        bool buckets = run->plan->opt.bucket_bytes > 0;
+        bucketed += buckets;
+        if (!check_reuse(run) && !buckets)
+            fail_msg("line %d %s: tail played again", run->line, run->label);
     }
-    /* every row's tail is its allreduce and update: none is played again for compute */
-    assert_int_equal(reused, set.n);
+    assert_true(bucketed > 0 && bucketed < set.n);
     /* every row is a symmetric data-parallel step: the shortcut applies to all */
     assert_int_equal(tail_only, set.n);
     dtv_runset_free(&set);
