@@ -53,6 +53,26 @@ static void params_at(const struct dtv_run *run, int k, struct dt_cost_params *c
     }
 }
 
+/* Ensure the cheap step at cp is the whole plan's (what point `what` k names on failure);
+ * *tail (or NULL) whether the tail alone was played. */
+static void check_step(const struct dtv_fast *fast, const struct dtv_run *run,
+                       const struct dt_cost_params *cp, const char *what, int k, bool *tail)
+{
+    struct dt_error err;
+    dt_error_clear(&err);
+    struct dt_step full, quick;
+    assert_int_equal(dtv_step_simulate(run->plan, cp, &full, &err), DT_OK);
+    assert_int_equal(dtv_fast_step(fast, cp, &quick, tail, &err), DT_OK);
+    double rel = fabs(quick.iter_s / full.iter_s - 1);
+    if (rel > TOL)
+        fail_msg("line %d %s, %s %d: %.12g s against %.12g s (%.3g relative)", run->line,
+                 run->label, what, k, quick.iter_s, full.iter_s, rel);
+    assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
+    assert_true(fabs(quick.comm_s - full.comm_s) <= split_tol(run) * full.iter_s);
+    assert_true(fabs(quick.idle_s - full.idle_s) <= split_tol(run) * full.iter_s);
+    assert_true(quick.read_s == full.read_s);
+}
+
 /* Checks the cheap step against the whole plan's at three points; counts in *tail_only
  * whether the tail alone was played (at the defaults). */
 static void check_run(const struct dtv_run *run, int *tail_only)
@@ -64,19 +84,9 @@ static void check_run(const struct dtv_run *run, int *tail_only)
     for (int k = 0; k < 3; k++) {
         struct dt_cost_params cp;
         params_at(run, k, &cp);
-        struct dt_step full, quick;
         bool tail;
-        assert_int_equal(dtv_step_simulate(run->plan, &cp, &full, &err), DT_OK);
-        assert_int_equal(dtv_fast_step(&fast, &cp, &quick, &tail, &err), DT_OK);
+        check_step(&fast, run, &cp, "point", k, &tail);
         *tail_only += tail && k == 0;
-        double rel = fabs(quick.iter_s / full.iter_s - 1);
-        if (rel > TOL)
-            fail_msg("line %d %s, point %d: %.12g s against %.12g s (%.3g relative)",
-                     run->line, run->label, k, quick.iter_s, full.iter_s, rel);
-        assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
-        assert_true(fabs(quick.comm_s - full.comm_s) <= split_tol(run) * full.iter_s);
-        assert_true(fabs(quick.idle_s - full.idle_s) <= split_tol(run) * full.iter_s);
-        assert_true(quick.read_s == full.read_s);
     }
     dtv_fast_free(&fast);
 }
@@ -112,16 +122,7 @@ static bool check_reuse(const struct dtv_run *run)
                      dt_cal_param_effective(&cp[1], run->topo, DT_CAL_INTRA_BW) * 0.9);
     long played[3], reused[3];
     for (int k = 0; k < 3; k++) {
-        struct dt_step full, quick;
-        assert_int_equal(dtv_step_simulate(run->plan, &cp[k], &full, &err), DT_OK);
-        assert_int_equal(dtv_fast_step(&fast, &cp[k], &quick, NULL, &err), DT_OK);
-        double rel = fabs(quick.iter_s / full.iter_s - 1);
-        if (rel > TOL)
-            fail_msg("line %d %s, reuse point %d: %.12g s against %.12g s (%.3g relative)",
-                     run->line, run->label, k, quick.iter_s, full.iter_s, rel);
-        assert_true(fabs(quick.compute_s / full.compute_s - 1) <= TOL);
-        assert_true(fabs(quick.comm_s - full.comm_s) <= split_tol(run) * full.iter_s);
-        assert_true(fabs(quick.idle_s - full.idle_s) <= split_tol(run) * full.iter_s);
+        check_step(&fast, run, &cp[k], "reuse point", k, NULL);
         dtv_fast_tail_counts(&fast, &played[k], &reused[k]);
     }
     assert_int_equal(played[0], 1);
