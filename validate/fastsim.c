@@ -15,15 +15,15 @@
 enum { TAIL_KEYS = 4 };
 
 /* The cost parameters the tail depends on besides its ops' costs (fastsim.h: (b), (c)). */
-static int tail_param_key(const struct dt_cost_params *cp, double *key)
+enum { TAIL_PARAMS = 11 };
+
+static void tail_param_key(const struct dt_cost_params *cp, double *key)
 {
-    const double v[] = {cp->reduce_Bps, cp->mem_Bps,     cp->cache_Bps,   cp->node_mem_Bps,
-                        cp->eff_mem,    cp->intra_bw_Bps, cp->intra_lat_s, cp->nic_bw_Bps,
-                        cp->nic_lat_s,  cp->net_lat_s,   cp->eager_bytes};
-    int n = (int)(sizeof v / sizeof *v);
-    if (key)
-        memcpy(key, v, sizeof v);
-    return n;
+    const double v[TAIL_PARAMS] = {cp->reduce_Bps,   cp->mem_Bps,     cp->cache_Bps,
+                                   cp->node_mem_Bps, cp->eff_mem,     cp->intra_bw_Bps,
+                                   cp->intra_lat_s,  cp->nic_bw_Bps,  cp->nic_lat_s,
+                                   cp->net_lat_s,    cp->eager_bytes};
+    memcpy(key, v, sizeof v);
 }
 
 struct tail_entry {
@@ -55,7 +55,7 @@ static struct dtv_tail_cache *tail_cache_new(long n_tail_ops)
     struct dtv_tail_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->n_key = tail_param_key(NULL, NULL) + n_tail_ops;
+    c->n_key = TAIL_PARAMS + n_tail_ops;
     bool ok = (c->scratch = malloc((size_t)c->n_key * sizeof(double))) != NULL;
     for (int i = 0; i < TAIL_KEYS && ok; i++)
         ok = (c->e[i].key = malloc((size_t)c->n_key * sizeof(double))) != NULL;
@@ -259,7 +259,8 @@ static void tail_key(const struct dtv_fast *f, const struct dt_cost_params *cp,
                      const struct dt_cost_params *cpr)
 {
     double *key = f->cache->scratch;
-    long k = tail_param_key(cp, key);
+    tail_param_key(cp, key);
+    long k = TAIL_PARAMS;
     for (int r = 0; r < f->tail.n_ranks; r++) {
         const struct dt_device_spec *dev = device_of(f, r);
         const struct dt_rank_plan *tp = &f->tail.ranks[r];
