@@ -73,6 +73,8 @@ void dt_cost_defaults(struct dt_cost_params *cp, enum dt_device_kind kind)
     /* CUTLASS's and cuBLAS's usual tensor-core CTA tile is 128 x 128 (NVIDIA, "Matrix
      * Multiplication Background User's Guide": tile and wave quantization). */
     cp->gemm_tile = gpu ? 128 : 0;
+    /* cuDNN's Winograd for fp32 3x3 stride-1 convolutions (dt_op_winograd_share) */
+    cp->winograd = gpu;
 }
 
 double dt_cost_peak(const struct dt_device_spec *dev, enum dt_op_class c, enum dt_precision p)
@@ -240,15 +242,18 @@ static double flop_time(const struct dt_cost_params *cp, const struct dt_device_
                         const struct dt_model *m, const struct dt_op *op, double flops,
                         double rate)
 {
-    if (!(cp->gemm_tile > 0 && dev->sms > 0) || op->kind != DT_OP_COMPUTE)
+    if (op->kind != DT_OP_COMPUTE)
         return flops / rate;
+    double share = dt_op_winograd_share(cp, m, op); /* of the multiplies, each GEMM alike */
+    if (!(cp->gemm_tile > 0 && dev->sms > 0))
+        return share * flops / rate;
     double q_main, q_weight;
     dt_op_gemm_quantisation(cp, dev, m, op, &q_main, &q_weight);
     const struct dt_layer *l = &m->layers[op->layer];
     if (op->phase == DT_PH_FORWARD)
-        return flops / (rate * q_main);
-    return op->samples * (l->bwd_data_flops / (rate * q_main) +
-                          l->bwd_weight_flops / (rate * q_weight));
+        return share * flops / (rate * q_main);
+    return share * op->samples * (l->bwd_data_flops / (rate * q_main) +
+                                  l->bwd_weight_flops / (rate * q_weight));
 }
 
 /* Efficiency of class c at precision p: at 2 bytes or fewer (tensor-core kernels) conv and

@@ -1,5 +1,5 @@
-/* The GPU terms of the compute cost model: GEMM shape quantisation and activation fusion
- * (include/dt/costmodel.h; README "The GPU compute model"). */
+/* The GPU terms of the compute cost model: GEMM shape quantisation, Winograd convolutions
+ * and activation fusion (include/dt/costmodel.h; README "The GPU compute model"). */
 #include "dt/costmodel.h"
 
 #include <math.h>
@@ -55,6 +55,19 @@ void dt_op_gemm_quantisation(const struct dt_cost_params *cp, const struct dt_de
     if (!fwd)
         *q_weight = dt_gemm_quantisation((double)l->units, k_cols, cp->gemm_tile, dev->sms,
                                          false);
+}
+
+double dt_op_winograd_share(const struct dt_cost_params *cp, const struct dt_model *m,
+                            const struct dt_op *op)
+{
+    if (!cp->winograd || op->kind != DT_OP_COMPUTE || op->precision != DT_FP32)
+        return 1;
+    const struct dt_layer *l = &m->layers[op->layer];
+    bool winograd = l->kind == DT_L_CONV2D && l->groups <= 1 && l->kh == 3 && l->kw == 3 &&
+                    l->sh == 1 && l->sw == 1;
+    /* F(2x2, 3x3): a 4x4 input tile's 16 elementwise products give 2x2 outputs, which
+     * direct convolution computes with 2 x 2 x 9 = 36 */
+    return winograd ? 16.0 / 36.0 : 1;
 }
 
 static bool is_activation(enum dt_layer_kind k)

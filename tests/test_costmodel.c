@@ -285,13 +285,16 @@ static void test_colocated_share(void **state)
 }
 
 /* A GPU of 10 TFLOP/s fp32 and 100 TFLOP/s bf16 (no tf32, no fp16), 1 TB/s, 10 SMs, with the
- * GPU defaults, class c at efficiency 0.5 and 5 us per op. */
+ * GPU defaults but Winograd (test_winograd turns it on: cnn690k's convolutions are all 3x3
+ * stride 1, and the closed forms below are of direct convolution), class c at efficiency 0.5
+ * and 5 us per op. */
 static struct dt_device_spec gpu_and_params(struct dt_cost_params *cp, enum dt_op_class c)
 {
     struct dt_device_spec d = {.kind = DT_DEV_GPU, .mem_bw_Bps = 1e12, .sms = 10};
     d.peak_flops[DT_FP32] = 10e12;
     d.peak_flops[DT_BF16] = 100e12;
     dt_cost_defaults(cp, DT_DEV_GPU);
+    cp->winograd = false;
     cp->eff[c] = 0.5;
     cp->overhead_s[c] = 5e-6;
     return d;
@@ -412,6 +415,56 @@ static void test_tf32_efficiency(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
 }
 
+/* Ensure fp32 3x3 stride-1 convolutions do Winograd F(2x2, 3x3)'s 16 multiplies of direct
+ * convolution's 36 on a GPU, in each pass, and nothing else does. conv2d_1 forward, 64
+ * samples, fp32, no quantisation: 571,940,864 FLOP x 16 / 36 at 10 TFLOP/s x 0.5 =
+ * 50.839187911 us (direct: 114.3881728 us), above its 5,497,344 B at 1 TB/s, + 5 us launch;
+ * backward the same share of both GEMMs; tf32, bf16 and fp16 (tensor-core kernels in cuDNN)
+ * and the CPU (winograd off) keep their direct cost. On resnet50-imagenet: a 3x3 stride-1
+ * conv gets 16 / 36, a 1x1 and a 3x3 stride-2 conv 1. */
+static void test_winograd(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    cp.gemm_tile = 0;
+    struct dt_op f = at(compute(3, DT_PH_FORWARD, 64), DT_FP32);
+    struct dt_op b = at(compute(3, DT_PH_BACKWARD, 64), DT_FP32);
+    double direct_b = dt_cost_compute(&cp, &dev, m, &b);
+    cp.winograd = true;
+    assert_rel(dt_op_winograd_share(&cp, m, &f), 16.0 / 36.0);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f), 114.3881728e-6 * 16 / 36 + 5e-6);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &b) - 5e-6, (direct_b - 5e-6) * 16 / 36);
+    enum dt_precision tensor_core[] = {DT_TF32, DT_BF16, DT_FP16};
+    for (int i = 0; i < 3; i++) {
+        struct dt_op t = at(f, tensor_core[i]);
+        assert_rel(dt_op_winograd_share(&cp, m, &t), 1);
+        double with = dt_cost_compute(&cp, &dev, m, &t);
+        cp.winograd = false;
+        assert_rel(dt_cost_compute(&cp, &dev, m, &t), with);
+        cp.winograd = true;
+    }
+    struct dt_cost_params cpu;
+    dt_cost_defaults(&cpu, DT_DEV_CPU);
+    assert_rel(dt_op_winograd_share(&cpu, m, &f), 1);
+    struct dt_model *r = test_zoo_model("resnet50-imagenet");
+    int seen[3] = {0}; /* 3x3 stride 1, 3x3 stride 2, 1x1 */
+    for (int i = 0; i < r->n_layers; i++) {
+        const struct dt_layer *l = &r->layers[i];
+        if (l->kind != DT_L_CONV2D)
+            continue;
+        double share = dt_op_winograd_share(&cp, r, &(struct dt_op){.kind = DT_OP_COMPUTE,
+                                                                     .layer = i, .samples = 1});
+        int k = l->kh == 1 ? 2 : l->kh == 3 && l->sh == 1 ? 0 : l->kh == 3 ? 1 : -1;
+        if (k < 0)
+            continue;
+        assert_rel(share, k == 0 ? 16.0 / 36.0 : 1);
+        seen[k]++;
+    }
+    assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+    dt_model_destroy(r);
+}
+
 /* Ensure tile and wave quantisation as documented, tile 128 on 10 SMs. 1000 x 256: 8 x 2 =
  * 16 tiles, 2 waves of 10: 256,000 / (20 x 128 x 128) = 0.78125; without waves (split-K)
  * 256,000 / (16 x 16,384) = 0.9765625. 1000 x 32: the narrow side gets a 64-wide tile, 8
@@ -515,6 +568,8 @@ static void test_gpu_defaults(void **state)
     dt_cost_defaults(&c, DT_DEV_CPU);
     assert_true(g.implicit_gemm && g.fuse_activations && g.gemm_tile == 128);
     assert_false(c.implicit_gemm || c.fuse_activations || c.gemm_tile);
+    assert_true(g.winograd);
+    assert_false(c.winograd);
     assert_rel(g.iter_overhead_s, 1e-3);
     assert_rel(g.overhead_s[DT_CLASS_CONV], 5e-6);
     /* a CPU: 1 us per op and per step outside its ops (dtexec --ops-csv: 0.7 us) */
@@ -637,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_gpu_roofline),
         cmocka_unit_test(test_half_efficiency_by_class),
         cmocka_unit_test(test_tf32_efficiency),
+        cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_gemm_quantisation),
         cmocka_unit_test(test_conv_quantised),
         cmocka_unit_test(test_fused_activations),

@@ -86,19 +86,27 @@ for dev in v100 a100; do
     ok "$dev.yaml: provenance and intervals" || bad "$dev.yaml: no provenance or interval"
 done
 topo_of() { case "$1" in v100*) echo dgx1-v100 ;; *) echo dgx-a100 ;; esac; }
-for dev in v100-pytorch v100-mxnet v100-tensorflow; do
+for dev in v100-pytorch v100-mxnet v100-tensorflow a100-pytorch a100-mxnet a100-tensorflow; do
   f="$top_srcdir/calibrations/$dev.yaml"
   [ -f "$f" ] && grep -q "gpu-published.csv" "$f" && grep -q "ci95: \[" "$f" &&
     ok "$dev.yaml shipped: provenance and intervals" ||
     bad "calibrations/$dev.yaml: missing, or no provenance or interval"
 done
-for dev in v100 a100 v100-pytorch v100-mxnet v100-tensorflow; do
+for dev in v100 a100 v100-pytorch v100-mxnet v100-tensorflow a100-pytorch a100-mxnet; do
   DTSIM_DATADIR="$top_srcdir" "$dtsim" -t "$(topo_of $dev)" -m resnet50-imagenet -b 128 -s ring \
     --precision fp16 --calibration "$dev" >"$tmp/ship.out" 2>"$tmp/ship.err" &&
     [ ! -s "$tmp/ship.err" ] && grep -q "^1 *ring" "$tmp/ship.out" &&
     ok "dtsim --calibration $dev -t $(topo_of $dev) runs, no warning" ||
     bad "--calibration $dev: $(cat "$tmp/ship.err")"
 done
+# TensorFlow's A100 rows are on the 40 GB A100 (the table's), dgx-a100 has the 80 GB one:
+# applied there, dtsim runs and says so by name.
+DTSIM_DATADIR="$top_srcdir" "$dtsim" -t dgx-a100 -m resnet50-imagenet -b 128 -s ring \
+  --precision fp16 --calibration a100-tensorflow >"$tmp/ship.out" 2>"$tmp/ship.err" &&
+  grep -q "^1 *ring" "$tmp/ship.out" &&
+  grep -q "fitted on 'NVIDIA A100 SXM4 40GB' applied to 'NVIDIA A100 SXM4 80GB'" "$tmp/ship.err" &&
+  ok "dtsim --calibration a100-tensorflow -t dgx-a100 runs, warns of the 40 GB A100" ||
+  bad "--calibration a100-tensorflow: $(cat "$tmp/ship.err")"
 
 # Bad rows of the table, each at its line and column.
 bad_row() { # name, sed expression on line 28 (a V100 fp32 row), expected text

@@ -197,6 +197,22 @@ static int simulable(struct dtv_runset *set, const struct prow *r, struct dtv_ru
     return DT_OK;
 }
 
+/* The gradient allreduce as NVIDIA's scripts for each row run it (README "Per-framework
+ * gradient buckets"): ResNet-50 in PyTorch under DistributedDataParallel, whose default
+ * bucket_cap_mb = 25 (MiB in its code) starts a bucket's allreduce as soon as backward has
+ * filled it; MXNet and TensorFlow under Horovod, whose Tensor Fusion batches the ready
+ * gradients into its fusion buffer, 64 MB by default (HOROVOD_FUSION_THRESHOLD, docs
+ * "Tensor Fusion"; DLE's TensorFlow runtime/runner.py imports horovod.tensorflow), taken as
+ * the bucket (the fullest a fused allreduce gets). BERT (run_pretraining.py with
+ * allreduce_post_accumulation, on in run_pretraining.sh) allreduces all gradients once after
+ * the accumulated step: no buckets. One GPU: nothing to allreduce. */
+static double framework_bucket_bytes(const struct dtv_pubrow *row, int seq)
+{
+    if (row->gpus <= 1 || seq)
+        return 0;
+    return strcmp(row->framework, "pytorch") == 0 ? 25.0 * 1024 * 1024 : 64.0 * 1024 * 1024;
+}
+
 static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_published *pub,
                     struct dt_error *err)
 {
@@ -214,6 +230,7 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
         return rc;
     run->strategy = DT_STRAT_ALLREDUCE_RING; /* NCCL allreduce (sequential on 1 GPU) */
     run->ranks = row->gpus;
+    run->opt.bucket_bytes = framework_bucket_bytes(row, seq);
     snprintf(run->host, sizeof run->host, "NVIDIA %s, %s (%s)", r->f[P_SYSTEM], row->gpu,
              row->source);
     struct dtv_pubskip *skip = &pub->skipped[pub->n_skipped];

@@ -78,6 +78,8 @@ struct dt_cost_params {
                                           (dt_op_score_bytes) */
     int gemm_tile;                     /* edge of a GEMM output tile for tile and wave
                                           quantisation over the device's SMs; 0 = none */
+    bool winograd;                     /* fp32 3x3 stride-1 convolutions as Winograd
+                                          F(2x2, 3x3) (dt_op_winograd_share) */
     /* Fractions a calibration fits so that it carries over to another device's datasheet. */
     double eff_conv_half, eff_dense_half; /* conv and dense at 16- and 8-bit precisions,
                                           fraction of that precision's peak; 0 = eff[] (tensor
@@ -123,6 +125,17 @@ double dt_gemm_quantisation(double m, double n, int tile, int sms, bool waves);
 void dt_op_gemm_quantisation(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                              const struct dt_model *m, const struct dt_op *op, double *q_main,
                              double *q_weight);
+
+/* The fraction of a conv op's direct multiplies it does when cp->winograd: 16 / 36 for an
+ * fp32 ungrouped 3x3 stride-1 conv2d (forward, backward data and backward weights), 1
+ * otherwise. cuDNN runs such convolutions with its Winograd algorithms (cuDNN API reference:
+ * CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, _BWD_DATA_ALGO_WINOGRAD, _BWD_FILTER_ALGO_WINOGRAD_
+ * NONFUSED, 3x3 filters, unit stride), which Lavin and Gray ("Fast Algorithms for
+ * Convolutional Neural Networks", CVPR 2016, arXiv 1509.09308) show do F(2x2, 3x3) in 16
+ * multiplies where direct convolution does 36 (2.25 x fewer). At tf32, bf16, fp16 and fp8
+ * cuDNN picks implicit-GEMM tensor-core kernels instead, so those keep their direct FLOPs. */
+double dt_op_winograd_share(const struct dt_cost_params *cp, const struct dt_model *m,
+                            const struct dt_op *op);
 
 /* Whether a COMPUTE op is an activation (relu, tanh, sigmoid, gelu) that cp fuses into the
  * kernel of the conv, dense, norm or add that produced its input (cuDNN's conv + bias +
