@@ -173,9 +173,73 @@ int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params 
     return rc;
 }
 
+/* A replica's simulation: its step and largest stage's gradient bytes. */
+struct dt_sym_replica {
+    struct dt_plan_options key;
+    struct dt_step st;
+    double grads;
+};
+
+void dt_sym_cache_free(struct dt_sym_cache *c)
+{
+    free(c->e);
+    *c = (struct dt_sym_cache){0};
+}
+
+/* Field by field (padding is unspecified): the options two replica plans are built from. */
+static bool same_options(const struct dt_plan_options *a, const struct dt_plan_options *b)
+{
+    bool same = a->strategy == b->strategy && a->scaling == b->scaling &&
+                a->batch == b->batch && a->bucket_bytes == b->bucket_bytes &&
+                a->n_ranks == b->n_ranks && a->accumulate == b->accumulate && a->dp == b->dp &&
+                a->pp == b->pp && a->chunks == b->chunks && a->micro_batches == b->micro_batches &&
+                a->grad_alg == b->grad_alg && a->grad_alg_given == b->grad_alg_given &&
+                a->n_stage_cuts == b->n_stage_cuts && a->optimizer == b->optimizer &&
+                a->tp == b->tp && a->zero == b->zero &&
+                a->sequence_parallel == b->sequence_parallel && a->recompute == b->recompute &&
+                a->precision == b->precision;
+    for (int i = 0; same && i < a->n_stage_cuts; i++)
+        same = a->stage_cuts[i] == b->stage_cuts[i];
+    return same;
+}
+
+/* The replica of options one simulated (through the cache when there is one). */
+static int replica(const struct dt_model *m, const struct dt_topology *topo,
+                   const struct dt_cost_params *group_cp, const struct dt_plan_options *one,
+                   struct dt_sym_cache *cache, struct dt_sym_replica *out, struct dt_error *err)
+{
+    for (int i = 0; cache && i < cache->n; i++)
+        if (same_options(&cache->e[i].key, one)) {
+            *out = cache->e[i];
+            return DT_OK;
+        }
+    struct dt_plan *plan;
+    int rc = dt_plan_build(m, topo, one, &plan, err);
+    if (rc)
+        return rc;
+    struct dt_memory peak;
+    dt_plan_peak_memory(plan, &peak);
+    *out = (struct dt_sym_replica){.key = *one, .grads = peak.grads};
+    rc = dt_sym_replica_step(plan, group_cp, group_cp, &out->st, err);
+    dt_plan_destroy(plan);
+    if (rc || !cache)
+        return rc;
+    if (cache->n == cache->cap) {
+        int cap = cache->cap ? 2 * cache->cap : 64;
+        struct dt_sym_replica *e = realloc(cache->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        cache->e = e;
+        cache->cap = cap;
+    }
+    cache->e[cache->n++] = *out;
+    return DT_OK;
+}
+
 int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                    struct dt_sym_result *out, struct dt_error *err)
+                    struct dt_sym_cache *cache, struct dt_sym_result *out,
+                    struct dt_error *err)
 {
     int T, S, D;
     dt_plan_shape(o, topo, &T, &S, &D);
@@ -184,20 +248,14 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
     one.n_ranks = 0;
     one.zero = 0; /* one replica shards nothing; ZeRO-1's exchange is the allreduce below */
     one.batch = (int)(o->batch / D); /* strong scaling: this replica's share of the step */
-    struct dt_plan *plan;
-    int rc = dt_plan_build(m, topo, &one, &plan, err);
-    if (rc)
-        return rc;
-    struct dt_memory peak;
-    dt_plan_peak_memory(plan, &peak);
-    struct dt_step st;
-    rc = dt_sym_replica_step(plan, group_cp, group_cp, &st, err);
+    struct dt_sym_replica r;
+    int rc = replica(m, topo, group_cp, &one, cache, &r, err);
     if (!rc) {
-        double allreduce = dt_sym_allreduce_s(topo, D, T, peak.grads);
-        *out = (struct dt_sym_result){.iter_s = fmax(st.sim_s + allreduce, st.read_s),
-                                      .compute_s = st.compute_s, .comm_s = st.comm_s + allreduce,
-                                      .idle_s = st.idle_s, .allreduce_s = allreduce};
+        double allreduce = dt_sym_allreduce_s(topo, D, T, r.grads);
+        *out = (struct dt_sym_result){.iter_s = fmax(r.st.sim_s + allreduce, r.st.read_s),
+                                      .compute_s = r.st.compute_s,
+                                      .comm_s = r.st.comm_s + allreduce, .idle_s = r.st.idle_s,
+                                      .allreduce_s = allreduce};
     }
-    dt_plan_destroy(plan);
     return rc;
 }

@@ -48,8 +48,18 @@ int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params 
 struct dt_sym_result {
     double iter_s, compute_s, comm_s, idle_s, allreduce_s;
 };
+/* Replica simulations kept by their replica's options (what its plan depends on), for the
+ * candidates that differ only in what the closed-form allreduce sees (D, ZeRO <= 1, ...). */
+struct dt_sym_cache {
+    struct dt_sym_replica *e;
+    int n, cap;
+};
+void dt_sym_cache_free(struct dt_sym_cache *c);
+
+/* cache: NULL, or one shared by calls at the same model, topology and group_cp. */
 int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                    struct dt_sym_result *out, struct dt_error *err);
+                    struct dt_sym_cache *cache, struct dt_sym_result *out,
+                    struct dt_error *err);
 
 #endif

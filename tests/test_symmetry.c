@@ -53,7 +53,7 @@ static void check_shapes(const char *model, const char *topology, const char *ex
             struct dt_sym_result est;
             struct dt_error err;
             assert_true(dt_sym_applies(&plan->opt, t));
-            if (dt_sym_estimate(m, t, &cp, &plan->opt, &est, &err))
+            if (dt_sym_estimate(m, t, &cp, &plan->opt, NULL, &est, &err))
                 fail_msg("%s", err.msg);
             double full = full_iteration(plan, &cp), rel = est.iter_s / full - 1;
             printf("# %s on %s, %s %s: full %.6f s, estimate %.6f s (%+.1f %%)\n", model,
