@@ -18,7 +18,7 @@
 #include "matchindex.h"
 #include "network.h"
 
-enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW };
+enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW, TAG_CLOSED };
 
 #define LINK_TID 100000 /* trace tracks of links come after those of ranks */
 
@@ -515,6 +515,20 @@ static void unblock(struct player *p, int rank)
     r->wait_act = -1;
 }
 
+/* A blocking collective the options close (dt_sim_options.closed_coll_s): a wait of its
+ * closed-form time on the rank's device, without flows; false when it is simulated. */
+static bool closed_coll(struct player *p, int rank, const struct dt_op *op, double now, int *rc)
+{
+    double d = p->opt && p->opt->closed_coll_s && !op->nonblocking
+                   ? p->opt->closed_coll_s(p->opt->closed_ctx, rank, op) : -1;
+    if (d < 0)
+        return false;
+    p->rs[rank].wait_act = -1;
+    block(&p->rs[rank], now);
+    *rc = dt_sim_compute(p->sim, rank, d, make_tag(TAG_CLOSED, (uint32_t)rank), p->err);
+    return true;
+}
+
 /* Runs rank's ops until one blocks or the program ends. */
 static int advance(struct player *p, int rank)
 {
@@ -545,6 +559,9 @@ static int advance(struct player *p, int rank)
             break;
         }
         case DT_OP_COLL:
+            if (closed_coll(p, rank, op, now, &rc))
+                break;
+            /* fall through */
         case DT_OP_SEND:
         case DT_OP_RECV:
             rc = start_activity(p, rank, r->pc, &ai);
@@ -681,7 +698,8 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     if (p->opt && p->opt->trace)
         trace(p, rank, dt_op_trace_name(p->plan, op, buf, sizeof buf), "compute", c->t_start,
               c->t_end);
-    p->res->rank[rank].compute_s += c->t_end - c->t_start;
+    *(k == TAG_CLOSED ? &p->res->rank[rank].comm_s : &p->res->rank[rank].compute_s) +=
+        c->t_end - c->t_start;
     /* time queued behind another collective's sums is theirs (compute, counted there); the
      * rest of the wait is communication */
     p->res->rank[rank].comm_s += fmax(0, c->t_start - r->block_t - r->blk_reduce);
@@ -752,6 +770,8 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     /* Every rank starts with the per-iteration framework overhead (its ZERO op clears the
      * gradients). */
     for (int r = 0; r < n && !rc; r++) {
+        if (opt && opt->played && !opt->played[r])
+            continue;
         p.rs[r].blocked = true;
         p.rs[r].pc = -1;
         rc = dt_sim_timer(p.sim, p.cpr[r].iter_overhead_s, (uint64_t)r, err);
@@ -771,7 +791,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         }
     }
     for (int r = 0; r < n && !rc; r++) {
-        if (p.rs[r].pc < plan->ranks[r].n_ops)
+        if (p.rs[r].pc < plan->ranks[r].n_ops && !(opt && opt->played && !opt->played[r]))
             rc = deadlock(&p, r);
         if (res->rank[r].end_s > res->iter_s)
             res->iter_s = res->rank[r].end_s;

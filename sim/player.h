@@ -46,6 +46,12 @@ struct dt_sim_options {
     int (*on_links)(void *ctx, const struct dt_sim *sim, const struct dt_simnet *net,
                     double iter_s, struct dt_error *err);
     void *links_ctx;
+    /* The symmetric estimate (symmetry.h): a blocking collective for which closed_coll_s
+     * returns >= 0 takes that long on its rank alone, without flows (counted as
+     * communication); ranks whose `played` entry is false run nothing. NULL: neither. */
+    double (*closed_coll_s)(void *ctx, int rank, const struct dt_op *op);
+    void *closed_ctx;
+    const bool *played;
 };
 
 int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,

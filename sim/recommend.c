@@ -39,6 +39,7 @@ struct search {
     int n_families;
     char families[512][48];
     struct dt_rec_bound_cache bounds;
+    struct dt_sym_cache replicas; /* the symmetric estimates' replica simulations */
     bool prec_searched[DT_PREC_COUNT];
 };
 
@@ -252,10 +253,11 @@ static int measure(const struct search *s, struct candidate *c, double *bound,
 }
 
 /* The symmetric estimate (symmetry.h) of a large pipeline. */
-static int estimate(const struct search *s, struct candidate *c, struct dt_error *err)
+static int estimate(struct search *s, struct candidate *c, struct dt_error *err)
 {
     struct dt_sym_result r;
-    int rc = dt_sym_estimate(s->rq->model, s->rq->topo, s->rq->group_cp, &c->opt, &r, err);
+    int rc = dt_sym_estimate(s->rq->model, s->rq->topo, s->rq->group_cp, &c->opt,
+                             &s->replicas, &r, err);
     if (!rc) {
         c->v[V_ITER] = r.iter_s;
         c->v[V_COMPUTE] = r.compute_s;
@@ -266,7 +268,7 @@ static int estimate(const struct search *s, struct candidate *c, struct dt_error
     return rc;
 }
 
-static int simulate(const struct search *s, struct candidate *c, struct dt_error *err)
+static int simulate(struct search *s, struct candidate *c, struct dt_error *err)
 {
     if (dt_sym_used(&c->opt, s->rq->topo))
         return estimate(s, c, err);
@@ -344,7 +346,7 @@ static double nth_best(const struct search *s, int top)
 
 /* Compiles one candidate and simulates it when it fits and its compiled compute bound does
  * not rule it out against the N-th best so far. */
-static int evaluate_one(const struct search *s, struct candidate *c, double nth,
+static int evaluate_one(struct search *s, struct candidate *c, double nth,
                         struct dt_error *err)
 {
     double bound = 0;
@@ -748,5 +750,6 @@ int dt_recommend(const struct dt_rec_request *rq, FILE *out, struct dt_error *er
         rc = report(&s, n_sim, out, err);
     free(s.c);
     dt_rec_bound_free(&s.bounds);
+    dt_sym_cache_free(&s.replicas);
     return rc;
 }

@@ -2,8 +2,12 @@
 #include "symmetry.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "dt/collective.h"
 #include "epoch.h"
+#include "player.h"
 
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
@@ -33,9 +37,209 @@ double dt_sym_allreduce_s(const struct dt_topology *topo, int D, int stride, dou
     return 2.0 * (D - 1) * (bytes / D / bw + lat);
 }
 
+/* What the closed tensor collectives read (dt_sim_options.closed_coll_s). */
+struct closed {
+    const struct dt_plan *plan;
+    struct dt_cost_params *cpr; /* per rank, as the player derives them (colocated ranks) */
+    bool *tensor;               /* per group: closed (tensor_group) */
+    struct memo {               /* the last collectives' times (a block repeats a few) */
+        const struct dt_node_group *ng;
+        enum dt_coll_kind coll;
+        enum dt_coll_alg alg;
+        int n;
+        long count;
+        double elem_bytes, s;
+    } memo[8];
+    int n_memo;                 /* memos written (round robin) */
+};
+
+/* Whether group g of a one-replica plan is a tensor group the closed form covers: more than
+ * one member, all in the T ranks of one stage (rank s T + k), on one node whose devices
+ * have links of their own (a shared bus would be shared with the node's other groups). */
+static bool tensor_group(const struct dt_plan *plan, int g, int T)
+{
+    const struct dt_group *grp = &plan->groups[g];
+    const struct dt_topology *topo = plan->topo;
+    int node = dt_topology_node_of(topo, grp->ranks[0]);
+    if (grp->n < 2 || dt_topology_group_of_node(topo, node)->intra.sharing == DT_LINK_SHARED)
+        return false;
+    for (int i = 0; i < grp->n; i++)
+        if (grp->ranks[i] / T != grp->ranks[0] / T ||
+            dt_topology_node_of(topo, grp->ranks[i]) != node)
+            return false;
+    return true;
+}
+
+/* Whether a group has members of different tensor ranks k (rank s T + k). */
+static bool across_tensor_ranks(const struct dt_group *grp, int T)
+{
+    for (int i = 1; i < grp->n; i++)
+        if (grp->ranks[i] % T != grp->ranks[0] % T)
+            return true;
+    return false;
+}
+
+/* Member 0's rounds of the collective (libdt/collective.c, as the player plays them), each
+ * its latency plus its largest transfer at the device link's bandwidth, then the device's
+ * sum of what it received: the player's time when nothing else uses those links and every
+ * member starts together. -1 when the schedule cannot be built. */
+static double coll_closed_form(const struct dt_cost_params *cp, const struct dt_node_group *ng,
+                               const struct dt_op *op, int n, double elem_bytes)
+{
+    double bw = cp->intra_bw_Bps > 0 ? cp->intra_bw_Bps : ng->intra.bw_Bps;
+    double lat = cp->intra_lat_s > 0 ? cp->intra_lat_s : ng->intra.lat_s;
+    struct dt_schedule sch;
+    struct dt_error err;
+    dt_schedule_init(&sch);
+    double t = -1;
+    if (dt_coll_schedule(op->coll, op->alg, n, 0, op->root, op->region.count, &sch, &err) == 0) {
+        t = 0;
+        for (int r = 0; r < sch.n_rounds; r++) {
+            long widest = 0, summed = 0;
+            for (int i = sch.round_start[r]; i < sch.round_start[r + 1]; i++) {
+                const struct dt_xfer *x = &sch.xfers[i];
+                widest = x->count > widest ? x->count : widest;
+                summed += x->sum ? x->count : 0;
+            }
+            t += lat + elem_bytes * (double)widest / bw;
+            if (summed > 0)
+                t += dt_cost_reduce(cp, &ng->device, summed, elem_bytes);
+        }
+    }
+    dt_schedule_free(&sch);
+    return t;
+}
+
+static double closed_coll_s(void *ctx, int rank, const struct dt_op *op)
+{
+    struct closed *c = ctx;
+    if (!c->tensor[op->group])
+        return -1;
+    int n = c->plan->groups[op->group].n;
+    double elem = (double)dt_dtype_size(dt_plan_region_dtype(c->plan, rank, &op->region));
+    const struct dt_node_group *ng = dt_topology_group_of_rank(c->plan->topo, rank);
+    for (int i = 0; i < c->n_memo && i < 8; i++) {
+        const struct memo *m = &c->memo[i];
+        if (m->ng == ng && m->coll == op->coll && m->alg == op->alg && m->n == n &&
+            m->count == op->region.count && m->elem_bytes == elem)
+            return m->s;
+    }
+    double s = coll_closed_form(&c->cpr[rank], ng, op, n, elem);
+    c->memo[c->n_memo++ % 8] = (struct memo){ng, op->coll, op->alg, n, op->region.count, elem, s};
+    return s;
+}
+
+/* res's entries of the played ranks only, in order (the others ran nothing). */
+static void keep_played(struct dt_sim_result *res, const bool *played)
+{
+    int k = 0;
+    for (int r = 0; r < res->n_ranks; r++)
+        if (played[r])
+            res->rank[k++] = res->rank[r];
+    res->n_ranks = k;
+}
+
+int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                        const struct dt_cost_params *closed_cp, struct dt_step *out,
+                        struct dt_error *err)
+{
+    int T = plan->opt.tp > 1 ? plan->opt.tp : 1;
+    struct closed c = {.plan = plan};
+    bool *played = malloc((size_t)plan->n_ranks * sizeof *played);
+    c.tensor = calloc((size_t)plan->n_groups + 1, sizeof *c.tensor);
+    c.cpr = dt_cost_rank_params(&closed_cp[0], closed_cp, plan->topo, plan->n_ranks);
+    int rc = played && c.tensor && c.cpr ? DT_OK
+                                         : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    bool all = false; /* a collective between tensor ranks is simulated: every rank plays */
+    for (int g = 0; g < plan->n_groups && !rc; g++) {
+        c.tensor[g] = T > 1 && tensor_group(plan, g, T);
+        all |= !c.tensor[g] && across_tensor_ranks(&plan->groups[g], T);
+    }
+    for (int r = 0; r < plan->n_ranks && !rc; r++)
+        played[r] = all || r % T == 0;
+    struct dt_sim_options so = {.group_cp = group_cp, .closed_coll_s = closed_coll_s,
+                                .closed_ctx = &c, .played = played};
+    struct dt_sim_result res;
+    if (!rc)
+        rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
+    if (!rc) {
+        keep_played(&res, played);
+        dt_step_fill(&res, dt_step_read_s(plan, &group_cp[0]), out);
+        dt_sim_result_free(&res);
+    }
+    free(played);
+    free(c.tensor);
+    free(c.cpr);
+    return rc;
+}
+
+/* A replica's simulation: its step and largest stage's gradient bytes. */
+struct dt_sym_replica {
+    struct dt_plan_options key;
+    struct dt_step st;
+    double grads;
+};
+
+void dt_sym_cache_free(struct dt_sym_cache *c)
+{
+    free(c->e);
+    *c = (struct dt_sym_cache){0};
+}
+
+/* Field by field (padding is unspecified): the options two replica plans are built from. */
+static bool same_options(const struct dt_plan_options *a, const struct dt_plan_options *b)
+{
+    bool same = a->strategy == b->strategy && a->scaling == b->scaling &&
+                a->batch == b->batch && a->bucket_bytes == b->bucket_bytes &&
+                a->n_ranks == b->n_ranks && a->accumulate == b->accumulate && a->dp == b->dp &&
+                a->pp == b->pp && a->chunks == b->chunks && a->micro_batches == b->micro_batches &&
+                a->grad_alg == b->grad_alg && a->grad_alg_given == b->grad_alg_given &&
+                a->n_stage_cuts == b->n_stage_cuts && a->optimizer == b->optimizer &&
+                a->tp == b->tp && a->zero == b->zero &&
+                a->sequence_parallel == b->sequence_parallel && a->recompute == b->recompute &&
+                a->precision == b->precision;
+    for (int i = 0; same && i < a->n_stage_cuts; i++)
+        same = a->stage_cuts[i] == b->stage_cuts[i];
+    return same;
+}
+
+/* The replica of options one simulated (through the cache when there is one). */
+static int replica(const struct dt_model *m, const struct dt_topology *topo,
+                   const struct dt_cost_params *group_cp, const struct dt_plan_options *one,
+                   struct dt_sym_cache *cache, struct dt_sym_replica *out, struct dt_error *err)
+{
+    for (int i = 0; cache && i < cache->n; i++)
+        if (same_options(&cache->e[i].key, one)) {
+            *out = cache->e[i];
+            return DT_OK;
+        }
+    struct dt_plan *plan;
+    int rc = dt_plan_build(m, topo, one, &plan, err);
+    if (rc)
+        return rc;
+    struct dt_memory peak;
+    dt_plan_peak_memory(plan, &peak);
+    *out = (struct dt_sym_replica){.key = *one, .grads = peak.grads};
+    rc = dt_sym_replica_step(plan, group_cp, group_cp, &out->st, err);
+    dt_plan_destroy(plan);
+    if (rc || !cache)
+        return rc;
+    if (cache->n == cache->cap) {
+        int cap = cache->cap ? 2 * cache->cap : 64;
+        struct dt_sym_replica *e = realloc(cache->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        cache->e = e;
+        cache->cap = cap;
+    }
+    cache->e[cache->n++] = *out;
+    return DT_OK;
+}
+
 int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                    struct dt_sym_result *out, struct dt_error *err)
+                    struct dt_sym_cache *cache, struct dt_sym_result *out,
+                    struct dt_error *err)
 {
     int T, S, D;
     dt_plan_shape(o, topo, &T, &S, &D);
@@ -44,20 +248,14 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
     one.n_ranks = 0;
     one.zero = 0; /* one replica shards nothing; ZeRO-1's exchange is the allreduce below */
     one.batch = (int)(o->batch / D); /* strong scaling: this replica's share of the step */
-    struct dt_plan *plan;
-    int rc = dt_plan_build(m, topo, &one, &plan, err);
-    if (rc)
-        return rc;
-    struct dt_memory peak;
-    dt_plan_peak_memory(plan, &peak);
-    struct dt_step st;
-    rc = dt_step_simulate(plan, group_cp, &st, err);
+    struct dt_sym_replica r;
+    int rc = replica(m, topo, group_cp, &one, cache, &r, err);
     if (!rc) {
-        double allreduce = dt_sym_allreduce_s(topo, D, T, peak.grads);
-        *out = (struct dt_sym_result){.iter_s = fmax(st.sim_s + allreduce, st.read_s),
-                                      .compute_s = st.compute_s, .comm_s = st.comm_s + allreduce,
-                                      .idle_s = st.idle_s, .allreduce_s = allreduce};
+        double allreduce = dt_sym_allreduce_s(topo, D, T, r.grads);
+        *out = (struct dt_sym_result){.iter_s = fmax(r.st.sim_s + allreduce, r.st.read_s),
+                                      .compute_s = r.st.compute_s,
+                                      .comm_s = r.st.comm_s + allreduce, .idle_s = r.st.idle_s,
+                                      .allreduce_s = allreduce};
     }
-    dt_plan_destroy(plan);
     return rc;
 }

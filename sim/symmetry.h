@@ -8,12 +8,19 @@
  * An estimate, not a simulation: the ring's reduction passes, the stages' allreduces
  * overlapping one another's remaining backward, the replica's placement on nodes nearer
  * than Megatron's order puts them, and ZeRO-1's smaller update are left out
- * (tests/test_dtsim_recommend.sh holds it to the full simulation on small shapes). */
+ * (tests/test_dtsim_recommend.sh holds it to the full simulation on small shapes).
+ * Inside the replica, tensor symmetry: the T ranks of a stage do the same work in lockstep
+ * (tensor rank 0 holds the largest shards) and their collectives stay on the node's own
+ * links, so only tensor rank 0 of each stage is played and each tensor-group collective
+ * takes its closed form (its schedule's rounds at the device link's latency and bandwidth,
+ * plus the sums) instead of flows: what the full simulation gives when nothing else uses
+ * those links (tests/test_symmetry.c holds the two together). */
 #ifndef DT_SIM_SYMMETRY_H
 #define DT_SIM_SYMMETRY_H
 
 #include "dt/costmodel.h"
 #include "dt/plan.h"
+#include "epoch.h"
 
 /* Whether the estimate applies to o: a pipeline (gpipe, 1f1b, interleaved) with D > 1
  * replicas under the ring allreduce. */
@@ -28,13 +35,31 @@ bool dt_sym_used(const struct dt_plan_options *o, const struct dt_topology *topo
  * whose neighbours are `stride` ranks apart (increasing in bytes). */
 double dt_sym_allreduce_s(const struct dt_topology *topo, int D, int stride, double bytes);
 
+/* Plays a one-replica plan (dp 1) with tensor symmetry: tensor rank 0 of each stage, the
+ * tensor groups' collectives in closed form at closed_cp (per node group; the group_cp of
+ * the rest but for the tests' controls). out: as dt_step_simulate's, means over the ranks
+ * played. */
+int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                        const struct dt_cost_params *closed_cp, struct dt_step *out,
+                        struct dt_error *err);
+
 /* Iteration, and per-rank means of compute, communication and idle seconds (the replica's,
  * communication plus the allreduce). */
 struct dt_sym_result {
     double iter_s, compute_s, comm_s, idle_s, allreduce_s;
 };
+/* Replica simulations kept by their replica's options (what its plan depends on), for the
+ * candidates that differ only in what the closed-form allreduce sees (D, ZeRO <= 1, ...). */
+struct dt_sym_cache {
+    struct dt_sym_replica *e;
+    int n, cap;
+};
+void dt_sym_cache_free(struct dt_sym_cache *c);
+
+/* cache: NULL, or one shared by calls at the same model, topology and group_cp. */
 int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                    struct dt_sym_result *out, struct dt_error *err);
+                    struct dt_sym_cache *cache, struct dt_sym_result *out,
+                    struct dt_error *err);
 
 #endif
