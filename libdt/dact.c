@@ -110,13 +110,13 @@ static long peak(const struct live *g, int n, int n_layers)
 }
 
 /* reader[o]: o's last reader that runs here; cross[o]: a reader in another chunk; spread[o]:
- * readers in two chunks or more (rchunk: scratch, per layer). */
+ * readers in two chunks or more (readers come in layer order: one in a chunk other than the
+ * previous reader's). */
 static void readers(const struct dt_model *m, const struct dt_layer_view *v,
-                    const int *chunk_first, int n_chunks, int *reader, bool *cross, bool *spread,
-                    int *rchunk)
+                    const int *chunk_first, int n_chunks, int *reader, bool *cross, bool *spread)
 {
     for (int l = 0; l < m->n_layers; l++)
-        reader[l] = rchunk[l] = -1;
+        reader[l] = -1;
     for (int c = 0; c < m->n_layers; c++) {
         const struct dt_layer *L = &m->layers[c];
         if ((v && !v[c].runs) || dt_layer_is_view(L))
@@ -126,10 +126,9 @@ static void readers(const struct dt_model *m, const struct dt_layer_view *v,
             if (o < 0)
                 continue;
             int ch = chunk_of(chunk_first, n_chunks, c);
+            spread[o] |= reader[o] >= 0 && chunk_of(chunk_first, n_chunks, reader[o]) != ch;
             reader[o] = c > reader[o] ? c : reader[o];
             cross[o] |= ch != chunk_of(chunk_first, n_chunks, o);
-            spread[o] |= rchunk[o] >= 0 && rchunk[o] != ch;
-            rchunk[o] = ch;
         }
     }
 }
@@ -142,13 +141,13 @@ int dt_dact_init(struct dt_dact_layout *d, const struct dt_model *m,
     memset(d, 0, sizeof *d);
     d->n_layers = n;
     d->at = malloc((size_t)n * sizeof *d->at);
-    int *reader = malloc((size_t)n * sizeof *reader), *rchunk = malloc((size_t)n * sizeof *rchunk);
+    int *reader = malloc((size_t)n * sizeof *reader);
     bool *cross = calloc((size_t)n, sizeof *cross), *spread = calloc((size_t)n, sizeof *spread);
     struct live *g = malloc((size_t)n * sizeof *g);
     const struct live **near = malloc((size_t)n * sizeof *near);
-    int rc = d->at && reader && rchunk && cross && spread && g && near ? DT_OK : DT_ENOMEM;
+    int rc = d->at && reader && cross && spread && g && near ? DT_OK : DT_ENOMEM;
     if (!rc)
-        readers(m, v, chunk_first, n_chunks, reader, cross, spread, rchunk);
+        readers(m, v, chunk_first, n_chunks, reader, cross, spread);
     for (int o = 0; o < n && !rc; o++) {
         d->at[o] = -1;
         if (!poolable(m, v, o, reader, cross, spread, multi_slot))
@@ -166,7 +165,6 @@ int dt_dact_init(struct dt_dact_layout *d, const struct dt_model *m,
     for (int i = 0; i < k && !rc; i++)
         d->at[g[i].lo] = g[i].at;
     free(reader);
-    free(rchunk);
     free(cross);
     free(spread);
     free(g);
