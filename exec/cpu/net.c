@@ -23,10 +23,9 @@ struct dtk_lay {
     bool alias;             /* flatten: act/dact are the input's */
     bool pooled;            /* dact holds one slot's rows, in the gradient pool (row b0 of the
                                batch at b0 mod slot_rows) */
-    bool act_ws, keep_ws;   /* act / aux (and iaux) hold ws_rows rows, in the recomputation
-                               workspace (row b0 at b0 mod ws_rows) */
-    bool act_ring;          /* act holds ws_rows rows of its own: an output only sent
-                               (dt_layer_view's act_until_sent) */
+    bool act_ws, keep_ws;   /* act / aux (and iaux) hold ws_rows rows (row b0 at b0 mod
+                               ws_rows): in the recomputation workspace, or act its own for an
+                               output only sent (dt_layer_view's act_until_sent) */
     bool need;              /* the output gradient is needed (this or an earlier layer trains) */
     int owner;              /* the layer whose dact this is (itself unless a flatten view) */
     int zero_at;            /* owner only: the backward that zeroes dact first (its last
@@ -670,20 +669,17 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
         struct dtk_lay *ly = &net->lay[i];
         if (ly->alias) {
             ly->act_ws = net->lay[L->in[0]].act_ws;
-            ly->act_ring = net->lay[L->in[0]].act_ring;
             ly->act = net->lay[L->in[0]].act;
             ly->dact = ly->need ? net->lay[L->in[0]].dact : NULL;
             ly->act16 = net->lay[L->in[0]].act16;
             ly->dact16 = ly->need ? net->lay[L->in[0]].dact16 : NULL;
         } else if (ly->holds) {
-            ly->act_ws = rw && rw->act_ws[i];
-            ly->act_ring = until_sent(v, i);
-            if (ly->act_ws) /* the workspace's, at the plan's offset */
+            ly->act_ws = (rw && rw->act_ws[i]) || until_sent(v, i);
+            if (rw && rw->act_ws[i]) /* the workspace's, at the plan's offset */
                 arena_at(net, rw->act_at[i] * net->ws_rows, &ly->act, &ly->act16);
-            else if (ly->act_ring)
-                carve(net, &fp, ly->out_sz * net->ws_rows, &ly->act, &ly->act16);
             else
-                carve(net, &fp, ly->out_sz * max_batch, &ly->act, &ly->act16);
+                carve(net, &fp, ly->out_sz * (ly->act_ws ? net->ws_rows : max_batch), &ly->act,
+                      &ly->act16);
             if (ly->pooled) /* the pool's, at the plan's offset */
                 arena_at(net, ws + v->dact->at[i] * net->slot_rows, &ly->dact, &ly->dact16);
             else if (ly->need)
@@ -810,7 +806,7 @@ long dtk_net_dact_offset(const struct dtk_net *net, int i, long elem)
  * recomputation workspace holds ws_rows rows. */
 static long act_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
 {
-    return ly->act_ws || ly->act_ring ? b0 % net->ws_rows : b0;
+    return ly->act_ws ? b0 % net->ws_rows : b0;
 }
 
 static long keep_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0)
@@ -821,7 +817,7 @@ static long keep_row(const struct dtk_net *net, const struct dtk_lay *ly, int b0
 long dtk_net_act_offset(const struct dtk_net *net, int i, long elem)
 {
     const struct dtk_lay *ly = &net->lay[i];
-    return ly->act_ws || ly->act_ring ? elem % (ly->out_sz * net->ws_rows) : elem;
+    return ly->act_ws ? elem % (ly->out_sz * net->ws_rows) : elem;
 }
 
 uint16_t *dtk_net_act16(struct dtk_net *net, int i) { return net->lay[i].act16; }
