@@ -320,6 +320,27 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
     return DT_OK;
 }
 
+int dt_sim_compute_silent(struct dt_sim *sim, int dev, double duration_s, double *t_start,
+                          double *t_end, struct dt_error *err)
+{
+    if (dev < 0 || dev >= sim->n_devs)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "device %d does not exist", dev);
+    if (!(duration_s >= 0) || !isfinite(duration_s))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "compute duration %g s: must be finite and "
+                       ">= 0", duration_s);
+    double now = dt_eventq_now(sim->q);
+    struct device *d = &sim->devs[dev];
+    double start = d->free_at > now ? d->free_at : now;
+    double end = start + duration_s;
+    *t_start = start;
+    *t_end = now + (end - now) + 0.0; /* the time dt_sim_compute's event would have */
+    d->free_at = end;
+    d->busy_s += duration_s;
+    sim->cnt.events++; /* it is an event of the simulation, only not queued */
+    sim->cnt.computes++;
+    return DT_OK;
+}
+
 int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_error *err)
 {
     uint32_t i = NONE;
@@ -386,6 +407,15 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err)
 {
+    return dt_sim_flow_at(sim, dt_eventq_now(sim->q), bytes, route, n_hops, src, dst, tag, err);
+}
+
+int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
+                   int src, int dst, uint64_t tag, struct dt_error *err)
+{
+    if (!(t0 >= dt_eventq_now(sim->q)) || !isfinite(t0))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow sent at %g s: not before now (%g s)", t0,
+                       dt_eventq_now(sim->q));
     if (!(bytes >= 0) || !isfinite(bytes))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
                        bytes);
@@ -408,7 +438,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     uint32_t i = NONE;
     if ((rc = new_flow(sim, n_hops, &i, err)))
         return rc;
-    rc = dt_eventq_schedule(sim->q, lat, EV_FLOW_START, i, NULL, err);
+    rc = dt_eventq_schedule_at(sim->q, t0 + lat, EV_FLOW_START, i, NULL, err);
     if (rc) {
         free_flow(sim, i);
         return rc;
@@ -416,7 +446,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     struct flow *f = &sim->flows[i];
     f->bytes = f->remaining = bytes;
     f->rate = 0;
-    f->t_upd = f->t_start = dt_eventq_now(sim->q);
+    f->t_upd = f->t_start = t0;
     f->tag = tag;
     f->src = src;
     f->dst = dst;
