@@ -293,8 +293,10 @@ static void free_op(struct dt_sim *sim, uint32_t i)
     sim->op_free = i;
 }
 
-int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
-                   struct dt_error *err)
+/* Checks a compute op and books its device: it runs from *start to *end (the device's ops
+ * run one after another). */
+static int occupy(struct dt_sim *sim, int dev, double duration_s, double *start, double *end,
+                  struct dt_error *err)
 {
     if (dev < 0 || dev >= sim->n_devs)
         return dt_fail(err, DT_EINPUT, "", 0, 0, "device %d does not exist", dev);
@@ -303,11 +305,24 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
                        ">= 0", duration_s);
     double now = dt_eventq_now(sim->q);
     struct device *d = &sim->devs[dev];
-    double start = d->free_at > now ? d->free_at : now;
-    double end = start + duration_s;
+    *start = d->free_at > now ? d->free_at : now;
+    *end = *start + duration_s;
+    return DT_OK;
+}
+
+static void book(struct dt_sim *sim, int dev, double end, double duration_s)
+{
+    sim->devs[dev].free_at = end;
+    sim->devs[dev].busy_s += duration_s;
+}
+
+int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
+                   struct dt_error *err)
+{
+    double start, end, now = dt_eventq_now(sim->q);
     uint32_t i = NONE;
-    int rc = new_op(sim, &i, err);
-    if (rc)
+    int rc = occupy(sim, dev, duration_s, &start, &end, err);
+    if (rc || (rc = new_op(sim, &i, err)))
         return rc;
     rc = dt_eventq_schedule(sim->q, end - now, EV_COMPUTE, i, NULL, err);
     if (rc) {
@@ -315,8 +330,21 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
         return rc;
     }
     sim->ops[i] = (struct op){tag, start, dev, NONE};
-    d->free_at = end;
-    d->busy_s += duration_s;
+    book(sim, dev, end, duration_s);
+    return DT_OK;
+}
+
+int dt_sim_compute_silent(struct dt_sim *sim, int dev, double duration_s, double *t_start,
+                          double *t_end, struct dt_error *err)
+{
+    double end, now = dt_eventq_now(sim->q);
+    int rc = occupy(sim, dev, duration_s, t_start, &end, err);
+    if (rc)
+        return rc;
+    *t_end = now + (end - now) + 0.0; /* the time dt_sim_compute's event would have */
+    book(sim, dev, end, duration_s);
+    sim->cnt.events++; /* it is an event of the simulation, only not queued */
+    sim->cnt.computes++;
     return DT_OK;
 }
 
@@ -386,6 +414,15 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err)
 {
+    return dt_sim_flow_at(sim, dt_eventq_now(sim->q), bytes, route, n_hops, src, dst, tag, err);
+}
+
+int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
+                   int src, int dst, uint64_t tag, struct dt_error *err)
+{
+    if (!(t0 >= dt_eventq_now(sim->q)) || !isfinite(t0))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow sent at %g s: not before now (%g s)", t0,
+                       dt_eventq_now(sim->q));
     if (!(bytes >= 0) || !isfinite(bytes))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
                        bytes);
@@ -408,7 +445,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     uint32_t i = NONE;
     if ((rc = new_flow(sim, n_hops, &i, err)))
         return rc;
-    rc = dt_eventq_schedule(sim->q, lat, EV_FLOW_START, i, NULL, err);
+    rc = dt_eventq_schedule_at(sim->q, t0 + lat, EV_FLOW_START, i, NULL, err);
     if (rc) {
         free_flow(sim, i);
         return rc;
@@ -416,7 +453,7 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     struct flow *f = &sim->flows[i];
     f->bytes = f->remaining = bytes;
     f->rate = 0;
-    f->t_upd = f->t_start = dt_eventq_now(sim->q);
+    f->t_upd = f->t_start = t0;
     f->tag = tag;
     f->src = src;
     f->dst = dst;

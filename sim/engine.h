@@ -91,6 +91,14 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
  * delivered at once). src/dst are endpoint numbers >= 0 for the byte counts, or -1. */
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err);
+/* As dt_sim_flow, sent at time t0 >= now rather than now (its latency runs from t0). */
+int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
+                   int src, int dst, uint64_t tag, struct dt_error *err);
+/* As dt_sim_compute, with no completion: the caller knows what follows the op and does it
+ * itself. *t_start and *t_end get the op's start and the time its completion would have had.
+ * Counted as a compute and an event. */
+int dt_sim_compute_silent(struct dt_sim *sim, int dev, double duration_s, double *t_start,
+                          double *t_end, struct dt_error *err);
 /* A timer that fires delay_s >= 0 from now (DT_EINPUT for a negative delay: no past events). */
 int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_error *err);
 

@@ -356,12 +356,10 @@ static int no_memory(struct dt_error *err)
     return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
 }
 
-int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t data,
-                       uint32_t *id, struct dt_error *err)
+/* Writes an event at absolute time t (checked by the caller: finite, not before now). */
+static int schedule_time(struct dt_eventq *q, double t, int kind, uint32_t data, uint32_t *id,
+                         struct dt_error *err)
 {
-    int rc = check_delay(delay_s, err);
-    if (rc)
-        return rc;
     uint32_t s = q->free_slot;
     if (s == NIL) {
         if (q->n_slots == q->cap_slots) {
@@ -379,7 +377,7 @@ int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t d
         q->slots[s].next = q->free_slot;
         q->free_slot = s; /* so that a failure below leaves it free */
     }
-    uint32_t b = bucket_at(q, q->now + delay_s + 0.0); /* + 0.0: -0 and +0 are one time */
+    uint32_t b = bucket_at(q, t + 0.0); /* + 0.0: -0 and +0 are one time */
     if (b == NIL)
         return no_memory(err);
     q->free_slot = q->slots[s].next;
@@ -391,6 +389,22 @@ int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t d
     if (id)
         *id = s;
     return DT_OK;
+}
+
+int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t data,
+                       uint32_t *id, struct dt_error *err)
+{
+    int rc = check_delay(delay_s, err);
+    return rc ? rc : schedule_time(q, q->now + delay_s, kind, data, id, err);
+}
+
+int dt_eventq_schedule_at(struct dt_eventq *q, double t, int kind, uint32_t data,
+                          uint32_t *id, struct dt_error *err)
+{
+    if (!(t >= q->now) || !isfinite(t))
+        return dt_fail(err, DT_EINPUT, "", 0, 0,
+                       "event at %g s: not before now (%g s) and finite", t, q->now);
+    return schedule_time(q, t, kind, data, id, err);
 }
 
 static bool pending(const struct dt_eventq *q, uint32_t id)

@@ -45,6 +45,11 @@ size_t dt_eventq_size(const struct dt_eventq *q);
  * (the queue is then unchanged); DT_ENOMEM when memory runs out. id may be NULL. */
 int dt_eventq_schedule(struct dt_eventq *q, double delay_s, int kind, uint32_t data,
                        uint32_t *id, struct dt_error *err);
+/* Schedules an event at absolute time t >= now, exactly as dt_eventq_schedule would from a
+ * clock at t0 with offset t - t0 when t was computed as t0 + offset. DT_EINPUT for t before
+ * now or not finite. */
+int dt_eventq_schedule_at(struct dt_eventq *q, double t, int kind, uint32_t data,
+                          uint32_t *id, struct dt_error *err);
 /* Moves pending event id to now + delay_s with a fresh sequence number (as if written now).
  * DT_EINPUT for a bad delay or an id that is not pending. */
 int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,

@@ -211,6 +211,7 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
 }
 
 static int finish_round(struct player *p, int ai);
+static int post_loaded_round(struct player *p, int ai, double t);
 
 /* Bytes per element on the wire: the dtype of the region the activity's op moves (kept in
  * the activity when it starts: it is read for every flow). */
@@ -235,7 +236,8 @@ static int receiver(struct player *p, int ai, int peer)
     return a->peer_act;
 }
 
-static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
+/* Sends transfer x of activity ai at time t0 (now, or when a sum folded in ends). */
+static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double t0)
 {
     struct activity *a = &p->acts[ai];
     int peer = peer_rank(p, a, x);
@@ -252,8 +254,8 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x)
     int hops = dt_simnet_route(&p->net, a->rank, peer, route);
     double bytes = a->elem_bytes * x->count;
     p->res->rank[a->rank].bytes_sent += bytes;
-    return dt_sim_flow(p->sim, bytes, route, hops, a->rank, peer,
-                       make_tag(TAG_FLOW, (uint32_t)fi), p->err);
+    return dt_sim_flow_at(p->sim, t0, bytes, route, hops, a->rank, peer,
+                          make_tag(TAG_FLOW, (uint32_t)fi), p->err);
 }
 
 /* The activity of the message's other side: the receive a SEND matches, or the SEND a
@@ -282,7 +284,7 @@ static int release_rendezvous(struct player *p, int ai)
     if (si < 0 || !p->acts[si].rdv_wait)
         return DT_OK;
     p->acts[si].rdv_wait = false;
-    return start_flow(p, si, &p->acts[si].s.xfers[0]);
+    return start_flow(p, si, &p->acts[si].s.xfers[0], dt_sim_now(p->sim));
 }
 
 /* Messages that arrived for a's key before this round was posted: those of its current
@@ -356,18 +358,25 @@ static int load_round(struct player *p, struct activity *a)
                                    p->err);
 }
 
-/* Posts the current round of activity ai: starts its sends, consumes delivered messages. */
-static int post_round(struct player *p, int ai)
+/* Posts the current round of activity ai at time t (now, or the end of a sum folded in):
+ * starts its sends, consumes delivered messages. */
+static int post_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
     int rc = a->round > 0 ? load_round(p, a) : DT_OK; /* round 0 came with the start */
-    if (rc)
-        return rc;
+    return rc ? rc : post_loaded_round(p, ai, t);
+}
+
+/* As post_round, the round already in a->s. */
+static int post_loaded_round(struct player *p, int ai, double t)
+{
+    struct activity *a = &p->acts[ai];
+    int rc;
     int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
-    a->t_round = dt_sim_now(p->sim);
+    a->t_round = t;
     a->latest_sender_start = a->t_round;
     for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
@@ -380,11 +389,54 @@ static int post_round(struct player *p, int ai)
             a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
             continue;
         }
-        if ((rc = start_flow(p, ai, x)))
+        if ((rc = start_flow(p, ai, x, t)))
             return rc;
     }
     consume_mail(p, a);
     return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
+}
+
+/* Whether the sum that ends activity ai's round can be charged without an event of its own:
+ * its end only posts the next round, and nothing before it can tell the difference. That
+ * holds when the rank waits on this activity (it stays blocked until the activity is done,
+ * which cannot come before that round's sends end), the next round sends (so it cannot
+ * complete before it is posted; a collective's sends never wait for rendezvous) and no trace
+ * is written (its spans would come out in another order). */
+static bool sum_folds(const struct player *p, const struct activity *a, int ai)
+{
+    const struct rankstate *r = &p->rs[a->rank];
+    if (a->p2p || p->eager || (p->opt && p->opt->trace) || !r->blocked || r->wait_act != ai ||
+        a->round >= a->n_rounds)
+        return false;
+    return true;
+}
+
+/* The sum of activity ai's last round, and the posting of its next round at the sum's end, at
+ * once: the device is busy as for a compute, the next round's sends leave when the sum ends
+ * (dt_sim_flow_at), messages that arrive meanwhile match its receives directly (the mailbox
+ * would hand them over at the same instant). Falls back to the event when the next round
+ * turns out not to send. */
+static int sum_then_post(struct player *p, int ai, double d)
+{
+    struct activity *a = &p->acts[ai];
+    int rc = load_round(p, a);
+    if (rc)
+        return rc;
+    bool sends = false;
+    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++)
+        sends |= a->s.xfers[i].send;
+    if (!sends) { /* the round is loaded again when the sum's event posts it */
+        a->outstanding = -1;
+        return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
+    }
+    double t0, t1;
+    if ((rc = dt_sim_compute_silent(p->sim, a->rank, d, &t0, &t1, p->err)))
+        return rc;
+    /* what on_compute charges for a sum */
+    struct rankstate *rr = &p->rs[a->rank];
+    p->res->rank[a->rank].compute_s += t1 - t0;
+    rr->blk_reduce += after(t0, t1, rr->block_t);
+    return post_loaded_round(p, ai, t1);
 }
 
 /* All transfers of the round are complete: add received floats (a compute on the device),
@@ -413,6 +465,8 @@ static int finish_round(struct player *p, int ai)
                                          a->elem_bytes);
         }
         double d = a->reduce_s;
+        if (sum_folds(p, a, ai))
+            return sum_then_post(p, ai, d);
         a->outstanding = -1; /* reduction in progress */
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
     }
@@ -420,7 +474,7 @@ static int finish_round(struct player *p, int ai)
         activity_done(a);
         return DT_OK;
     }
-    return post_round(p, ai);
+    return post_round(p, ai, dt_sim_now(p->sim));
 }
 
 /* Rank's index in group g, or -1: at once in a group of consecutive ranks (the world, a
@@ -498,7 +552,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         activity_done(a);
         return DT_OK;
     }
-    rc = post_round(p, ai);
+    rc = post_round(p, ai, dt_sim_now(p->sim));
     return rc ? rc : release_rendezvous(p, ai);
 }
 
@@ -688,7 +742,7 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
             activity_done(a);
             return activity_progress(p, (int)idx);
         }
-        int rc = post_round(p, (int)idx);
+        int rc = post_round(p, (int)idx, dt_sim_now(p->sim));
         return rc ? rc : activity_progress(p, (int)idx);
     }
     int rank = (int)idx;

@@ -250,6 +250,59 @@ static void test_refuses_past(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Ensure that a compute charged without an event and a flow sent at its end (what the player
+ * does for a sum folded into the next round) give the completions, device time and counters
+ * of the compute's event followed by the flow sent at that event, bit for bit; and that a
+ * flow sent in the past is refused. */
+static void test_silent_compute_then_flow(void **state)
+{
+    (void)state;
+    struct dt_sim_completion fl[2] = {{0}}, sum = {0}; /* the flow's completion per run */
+    double busy[2], t_start = 0, t_end = 0;
+    struct dt_sim_counters k[2];
+    for (int silent = 0; silent < 2; silent++) {
+        struct dt_sim *sim = new_sim();
+        int d, l = link(sim, 3e9, 1.7e-6);
+        assert_int_equal(dt_sim_add_device(sim, &d, NULL), DT_OK);
+        /* the device is busy until 0.25 s: the sum starts then, ends 0.1 s later */
+        assert_int_equal(dt_sim_compute(sim, d, 0.25, 7, NULL), DT_OK);
+        assert_int_equal(dt_sim_timer(sim, 0.05, 8, NULL), DT_OK);
+        struct dt_sim_completion c;
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK); /* the timer: now 0.05 */
+        assert_int_equal(c.kind, DT_SIM_TIMER);
+        if (silent) {
+            assert_int_equal(dt_sim_compute_silent(sim, d, 0.1, &t_start, &t_end, NULL), DT_OK);
+            assert_int_equal(dt_sim_flow_at(sim, t_end, 1e6, &l, 1, 0, 1, 9, NULL), DT_OK);
+            struct dt_error err;
+            assert_int_equal(dt_sim_flow_at(sim, 0.01, 1e6, &l, 1, 0, 1, 9, &err), DT_EINPUT);
+            while (dt_sim_next(sim, &c, NULL) == DT_OK && c.kind != DT_SIM_END)
+                if (c.tag == 9)
+                    fl[1] = c;
+        } else {
+            assert_int_equal(dt_sim_compute(sim, d, 0.1, 10, NULL), DT_OK);
+            while (dt_sim_next(sim, &c, NULL) == DT_OK && c.kind != DT_SIM_END) {
+                if (c.tag == 10) {
+                    sum = c;
+                    assert_int_equal(dt_sim_flow(sim, 1e6, &l, 1, 0, 1, 9, NULL), DT_OK);
+                }
+                if (c.tag == 9)
+                    fl[0] = c;
+            }
+        }
+        busy[silent] = dt_sim_device_busy(sim, d);
+        dt_sim_get_counters(sim, &k[silent]);
+        dt_sim_destroy(sim);
+    }
+    assert_true(fl[0].tag == 9 && fl[1].tag == 9);
+    assert_true(t_start == 0.25 && t_start == sum.t_start && t_end == sum.t_end);
+    assert_true(fl[0].t_start == sum.t_end && fl[1].t_start == fl[0].t_start);
+    assert_true(fl[1].t_end == fl[0].t_end && fl[1].bytes == fl[0].bytes);
+    assert_close(fl[0].t_end, 0.35 + 1.7e-6 + 1e6 / 3e9);
+    assert_true(busy[0] == busy[1]);
+    assert_int_equal(k[0].events, k[1].events);
+    assert_int_equal(k[0].computes, k[1].computes);
+}
+
 /* Ensure that bytes are conserved: per endpoint sent == received once all is delivered, and
  * every link carried exactly the bytes of the flows that crossed it, although rates changed
  * many times on the way. */
@@ -442,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_simultaneous_by_insertion),
         cmocka_unit_test(test_devices_serial),
         cmocka_unit_test(test_refuses_past),
+        cmocka_unit_test(test_silent_compute_then_flow),
         cmocka_unit_test(test_conservation),
         cmocka_unit_test(test_link_stats),
         cmocka_unit_test(test_unshared_link),
