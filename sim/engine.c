@@ -417,8 +417,44 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
     return dt_sim_flow_at(sim, dt_eventq_now(sim->q), bytes, route, n_hops, src, dst, tag, err);
 }
 
-int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
-                   int src, int dst, uint64_t tag, struct dt_error *err)
+/* Checks a route's links; *lat the sum of their latencies (in route order), *n_shared those of
+ * finite capacity. */
+static int check_route(const struct dt_sim *sim, const int *route, int n_hops, double *lat,
+                       int *n_shared, struct dt_error *err)
+{
+    if (n_hops < 0 || n_hops > DT_SIM_MAX_HOPS)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route of %d hops: at most %d", n_hops,
+                       DT_SIM_MAX_HOPS);
+    *lat = 0;
+    *n_shared = 0;
+    for (int h = 0; h < n_hops; h++) {
+        if (route[h] < 0 || route[h] >= sim->n_links)
+            return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route: link %d does not exist",
+                           route[h]);
+        *lat += sim->lroute[route[h]].lat_s;
+        *n_shared += sim->lroute[route[h]].shared;
+    }
+    return DT_OK;
+}
+
+int dt_sim_route_check(const struct dt_sim *sim, const int *route, int n_hops,
+                       struct dt_sim_route *out, struct dt_error *err)
+{
+    if (n_hops > DT_SIM_ROUTE_KEPT)
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "route of %d hops: a kept route has at most %d",
+                       n_hops, DT_SIM_ROUTE_KEPT);
+    int rc = check_route(sim, route, n_hops, &out->lat_s, &out->n_shared, err);
+    if (rc)
+        return rc;
+    out->n_hops = n_hops;
+    memcpy(out->link, route, (size_t)n_hops * sizeof *route);
+    return DT_OK;
+}
+
+/* Starts a flow over a checked route (lat, n_shared from check_route). */
+static int start_checked(struct dt_sim *sim, double t0, double bytes, const int *route,
+                         int n_hops, double lat, int n_shared, int src, int dst, uint64_t tag,
+                         struct dt_error *err)
 {
     if (!(t0 >= dt_eventq_now(sim->q)) || !isfinite(t0))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow sent at %g s: not before now (%g s)", t0,
@@ -426,18 +462,6 @@ int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route
     if (!(bytes >= 0) || !isfinite(bytes))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
                        bytes);
-    if (n_hops < 0 || n_hops > DT_SIM_MAX_HOPS)
-        return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route of %d hops: at most %d", n_hops,
-                       DT_SIM_MAX_HOPS);
-    double lat = 0;
-    int n_shared = 0;
-    for (int h = 0; h < n_hops; h++) {
-        if (route[h] < 0 || route[h] >= sim->n_links)
-            return dt_fail(err, DT_EINPUT, "", 0, 0, "flow route: link %d does not exist",
-                           route[h]);
-        lat += sim->lroute[route[h]].lat_s;
-        n_shared += sim->lroute[route[h]].shared;
-    }
     int rc = DT_OK;
     if (src >= sim->n_eps || dst >= sim->n_eps || src < -1 || dst < -1) /* rarely: a new one */
         if ((rc = endpoint(sim, src, err)) || (rc = endpoint(sim, dst, err)))
@@ -469,6 +493,23 @@ int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route
     sim->active_flows++;
     sim->cnt.flows_started++;
     return DT_OK;
+}
+
+int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
+                   int src, int dst, uint64_t tag, struct dt_error *err)
+{
+    double lat;
+    int n_shared;
+    int rc = check_route(sim, route, n_hops, &lat, &n_shared, err);
+    return rc ? rc : start_checked(sim, t0, bytes, route, n_hops, lat, n_shared, src, dst, tag,
+                                   err);
+}
+
+int dt_sim_flow_route(struct dt_sim *sim, double t0, double bytes, const struct dt_sim_route *r,
+                      int src, int dst, uint64_t tag, struct dt_error *err)
+{
+    return start_checked(sim, t0, bytes, r->link, r->n_hops, r->lat_s, r->n_shared, src, dst,
+                         tag, err);
 }
 
 static int mark_dirty(struct dt_sim *sim, int l, struct dt_error *err)

@@ -94,6 +94,20 @@ int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, 
 /* As dt_sim_flow, sent at time t0 >= now rather than now (its latency runs from t0). */
 int dt_sim_flow_at(struct dt_sim *sim, double t0, double bytes, const int *route, int n_hops,
                    int src, int dst, uint64_t tag, struct dt_error *err);
+/* A route checked once for many flows (a ring sends to one peer round after round): its
+ * links, their summed latency and how many have a finite capacity. */
+#define DT_SIM_ROUTE_KEPT 8 /* the longest route a dt_sim_route holds (fat-trees: 7 hops) */
+struct dt_sim_route {
+    double lat_s;
+    int n_hops, n_shared;
+    int link[DT_SIM_ROUTE_KEPT];
+};
+/* Checks route[0..n_hops-1] (n_hops <= DT_SIM_ROUTE_KEPT) into *out, as dt_sim_flow would. */
+int dt_sim_route_check(const struct dt_sim *sim, const int *route, int n_hops,
+                       struct dt_sim_route *out, struct dt_error *err);
+/* As dt_sim_flow_at, over a route already checked by dt_sim_route_check. */
+int dt_sim_flow_route(struct dt_sim *sim, double t0, double bytes, const struct dt_sim_route *r,
+                      int src, int dst, uint64_t tag, struct dt_error *err);
 /* As dt_sim_compute, with no completion: the caller knows what follows the op and does it
  * itself. *t_start and *t_end get the op's start and the time its completion would have had.
  * Counted as a compute and an event. */

@@ -50,6 +50,8 @@ struct activity {
     double reduce_s;
     int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
                                * came before it was posted wait in the matching index) */
+    int route_peer;          /* the peer whose checked route is kept in route, or -1 */
+    struct dt_sim_route route;
 };
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
@@ -153,7 +155,9 @@ static void block(struct rankstate *r, double now)
 /* The part of [t0, t1] after a rank blocked at block_t. */
 static double after(double t0, double t1, double block_t)
 {
-    return fmax(0, t1 - fmax(t0, block_t));
+    /* comparisons, not fmax: its NaN rules cost a library call per flow, times are finite */
+    double from = t0 > block_t ? t0 : block_t;
+    return t1 - from > 0 ? t1 - from : 0;
 }
 
 /* Point-to-point "groups" are negative, one per tag and source, so they never meet a real
@@ -250,12 +254,21 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
         fi = p->n_flows++;
     }
     p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
-    int route[DT_SIM_MAX_HOPS];
-    int hops = dt_simnet_route(&p->net, a->rank, peer, route);
     double bytes = a->elem_bytes * x->count;
     p->res->rank[a->rank].bytes_sent += bytes;
-    return dt_sim_flow_at(p->sim, t0, bytes, route, hops, a->rank, peer,
-                          make_tag(TAG_FLOW, (uint32_t)fi), p->err);
+    uint64_t tag = make_tag(TAG_FLOW, (uint32_t)fi);
+    if (a->route_peer != peer) { /* a ring sends to one peer every round: route it once */
+        int route[DT_SIM_MAX_HOPS];
+        int hops = dt_simnet_route(&p->net, a->rank, peer, route);
+        if (hops > DT_SIM_ROUTE_KEPT) /* a long torus route: not kept */
+            return dt_sim_flow_at(p->sim, t0, bytes, route, hops, a->rank, peer, tag, p->err);
+        a->route_peer = -1;
+        int rc = dt_sim_route_check(p->sim, route, hops, &a->route, p->err);
+        if (rc)
+            return rc;
+        a->route_peer = peer;
+    }
+    return dt_sim_flow_route(p->sim, t0, bytes, &a->route, a->rank, peer, tag, p->err);
 }
 
 /* The activity of the message's other side: the receive a SEND matches, or the SEND a
@@ -453,9 +466,10 @@ static int finish_round(struct player *p, int ai)
     /* the round waited for its last sender from its start until that sender started: idle
      * time of the rank when it was blocked on this activity then */
     struct rankstate *r = &p->rs[a->rank];
-    if (r->blocked && r->wait_act == ai)
-        r->blk_idle += after(a->t_round, fmin(a->latest_sender_start, dt_sim_now(p->sim)),
-                             r->block_t);
+    if (r->blocked && r->wait_act == ai) {
+        double now = dt_sim_now(p->sim), last = a->latest_sender_start;
+        r->blk_idle += after(a->t_round, last < now ? last : now, r->block_t);
+    }
     a->posted = false;
     a->round++;
     if (a->sum_floats > 0) {
@@ -508,7 +522,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     a->rank = rank;
     a->op = op_index;
     a->p2p = p2p;
-    a->peer = a->peer_act = -1;
+    a->peer = a->peer_act = a->route_peer = -1;
     a->elem_bytes = elem_bytes(p, a);
     dt_schedule_init(&a->s);
     int rc;
