@@ -166,6 +166,39 @@ static void test_latency_per_hop(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Ensure that a flow over a route checked once (dt_sim_route_check, dt_sim_flow_route) ends
+ * exactly when the same flow given its links ends, and that a bad or too long route is refused. */
+static void test_checked_route(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int route[3] = {link(sim, 1e6, 1e-3), link(sim, INFINITY, 2e-3), link(sim, 2e6, 4e-3)};
+    struct dt_sim_route kept;
+    assert_int_equal(dt_sim_route_check(sim, route, 3, &kept, NULL), DT_OK);
+    assert_int_equal(kept.n_hops, 3);
+    assert_int_equal(kept.n_shared, 2);
+    assert_close(kept.lat_s, 7e-3);
+    /* one after the other on the same links: 7 ms latency + 1 ms at the slowest 1e6 B/s */
+    assert_int_equal(dt_sim_flow_route(sim, 0, 1000, &kept, 0, 1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow_at(sim, 1, 1000, route, 3, 0, 1, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow_route(sim, 2, 1000, &kept, 0, 1, 3, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 3);
+    assert_close(by_tag(&r, 1)->t_end, 8e-3);
+    assert_close(by_tag(&r, 2)->t_end, 1.008);
+    assert_close(by_tag(&r, 3)->t_end, 2.008);
+    assert_close(dt_sim_endpoint_sent(sim, 0), 3000);
+    int bad[2] = {route[0], 99};
+    assert_int_equal(dt_sim_route_check(sim, bad, 2, &kept, NULL), DT_EINPUT);
+    int longer[DT_SIM_ROUTE_KEPT + 1];
+    for (int h = 0; h <= DT_SIM_ROUTE_KEPT; h++)
+        longer[h] = route[0];
+    assert_int_equal(dt_sim_route_check(sim, longer, DT_SIM_ROUTE_KEPT + 1, &kept, NULL),
+                     DT_EINPUT);
+    dt_sim_destroy(sim);
+}
+
 /* Ensure that the two directions of a full-duplex wire do not share capacity. */
 static void test_full_duplex(void **state)
 {
@@ -491,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_three_links_four_flows),
         cmocka_unit_test(test_rate_change_mid_flight),
         cmocka_unit_test(test_latency_per_hop),
+        cmocka_unit_test(test_checked_route),
         cmocka_unit_test(test_full_duplex),
         cmocka_unit_test(test_simultaneous_by_insertion),
         cmocka_unit_test(test_devices_serial),
