@@ -196,7 +196,8 @@ static bool overlap(const struct dt_plan *plan, int r, const struct dt_region *a
 }
 
 /* The regions op writes (at most 2; their number). A forward writes its layer's output rows
- * (a view's forward writes nothing); backward and loss are not counted here. */
+ * (a view's forward writes nothing); a non-blocking summing RECV writes nothing until its
+ * WAIT (the executor adds what arrived there); backward and loss are not counted here. */
 static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
                    struct dt_region *w)
 {
@@ -217,14 +218,18 @@ static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
         w[0] = op->dst;
         return 1;
     case DT_OP_UNSCALE:
+        w[0] = op->region;
         w[1] = op->dst;
-        /* fall through */
+        return 2;
     case DT_OP_RECV:
+        if (op->nonblocking && op->sum)
+            return 0;
+        /* fall through */
     case DT_OP_ZERO:
     case DT_OP_UPDATE:
     case DT_OP_RESCALE:
         w[0] = op->region;
-        return op->kind == DT_OP_UNSCALE ? 2 : 1;
+        return 1;
     default:
         return 0;
     }
@@ -241,36 +246,69 @@ bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
     return false;
 }
 
+/* A pending non-blocking op: the SEND's reads, a summing RECV's writes when waited. */
+struct pending {
+    const struct dt_op **op;
+    int n;
+};
+
+/* Takes the op of this handle out of p; it, or NULL. */
+static const struct dt_op *take(struct pending *p, int handle)
+{
+    const struct dt_op *found = NULL;
+    int kept = 0;
+    for (int k = 0; k < p->n; k++) {
+        if (p->op[k]->handle == handle)
+            found = p->op[k];
+        else
+            p->op[kept++] = p->op[k];
+    }
+    p->n = kept;
+    return found;
+}
+
+/* What op writes now: a WAIT, the summing receive it ends (as a blocking one). */
+static const struct dt_op *landing(struct pending *recvs, const struct dt_op *op,
+                                   struct dt_op *scratch)
+{
+    if (op->kind != DT_OP_WAIT)
+        return op;
+    const struct dt_op *recv = take(recvs, op->handle);
+    if (!recv)
+        return NULL;
+    *scratch = *recv;
+    scratch->nonblocking = false;
+    return scratch;
+}
+
 /* No op writes what a pending non-blocking SEND reads: the buffer is the send's until its
  * WAIT (MPI 4.0 section 3.7.2; a GPU copy engine would race). */
 static int check_send_buffers(const struct dt_plan *plan, int r, bool eval,
                               const struct dt_op *ops, int n, struct dt_error *err)
 {
-    const struct dt_op **pending = NULL;
-    int n_pending = 0, rc = DT_OK;
+    struct pending sends = {malloc(((size_t)n + 1) * sizeof *sends.op), 0};
+    struct pending recvs = {malloc(((size_t)n + 1) * sizeof *recvs.op), 0};
+    int rc = sends.op && recvs.op ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     for (int i = 0; i < n && !rc; i++) {
         const struct dt_op *op = &ops[i];
-        int kept = 0;
-        for (int k = 0; k < n_pending; k++) {
-            if (op->kind == DT_OP_WAIT && pending[k]->handle == op->handle)
-                continue;
-            if (!rc && dtc_overwrites(plan, r, op, &pending[k]->region)) {
+        struct dt_op scratch;
+        const struct dt_op *writer = landing(&recvs, op, &scratch);
+        if (op->kind == DT_OP_WAIT)
+            take(&sends, op->handle);
+        for (int k = 0; k < sends.n && writer && !rc; k++)
+            if (dtc_overwrites(plan, r, writer, &sends.op[k]->region)) {
                 char what[96];
                 snprintf(what, sizeof what, "it writes what the pending send of handle %d "
-                         "reads (wait for it first)", pending[k]->handle);
+                         "reads (wait for it first)", sends.op[k]->handle);
                 rc = fail_op(err, plan, r, eval, i, op, what);
             }
-            pending[kept++] = pending[k];
-        }
-        n_pending = kept;
-        if (op->kind == DT_OP_SEND && op->nonblocking && !rc) {
-            if (!pending && !(pending = malloc((size_t)n * sizeof *pending)))
-                rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-            else
-                pending[n_pending++] = op;
-        }
+        if (op->nonblocking && op->kind == DT_OP_SEND)
+            sends.op[sends.n++] = op;
+        if (op->nonblocking && op->kind == DT_OP_RECV && op->sum)
+            recvs.op[recvs.n++] = op;
     }
-    free(pending);
+    free(sends.op);
+    free(recvs.op);
     return rc;
 }
 
