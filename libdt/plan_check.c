@@ -190,9 +190,10 @@ static struct span span_of(const struct dt_plan *plan, int r, const struct dt_re
 static bool overlap(const struct dt_plan *plan, int r, const struct dt_region *a,
                     const struct dt_region *b)
 {
+    if (a->buf != b->buf || a->count <= 0 || b->count <= 0) /* spans keep a buffer apart */
+        return false;
     struct span x = span_of(plan, r, a), y = span_of(plan, r, b);
-    return a->count > 0 && b->count > 0 && x.buf == y.buf && x.layer == y.layer &&
-           x.lo < y.hi && y.lo < x.hi;
+    return x.buf == y.buf && x.layer == y.layer && x.lo < y.hi && y.lo < x.hi;
 }
 
 /* The regions op writes (at most 2; their number). A forward writes its layer's output rows
@@ -235,15 +236,20 @@ static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
     }
 }
 
-bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
-                    const struct dt_region *read)
+static bool any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
+                        const struct dt_region *read)
 {
-    struct dt_region w[2];
-    int n = written(plan, r, op, w);
     for (int k = 0; k < n; k++)
         if (overlap(plan, r, &w[k], read))
             return true;
     return false;
+}
+
+bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
+                    const struct dt_region *read)
+{
+    struct dt_region w[2];
+    return any_overlap(plan, r, w, written(plan, r, op, w), read);
 }
 
 /* A pending non-blocking op: the SEND's reads, a summing RECV's writes when waited. */
@@ -293,10 +299,12 @@ static int check_send_buffers(const struct dt_plan *plan, int r, bool eval,
         const struct dt_op *op = &ops[i];
         struct dt_op scratch;
         const struct dt_op *writer = landing(&recvs, op, &scratch);
+        struct dt_region w[2];
+        int n_w = writer && sends.n ? written(plan, r, writer, w) : 0;
         if (op->kind == DT_OP_WAIT)
             take(&sends, op->handle);
-        for (int k = 0; k < sends.n && writer && !rc; k++)
-            if (dtc_overwrites(plan, r, writer, &sends.op[k]->region)) {
+        for (int k = 0; k < sends.n && n_w && !rc; k++)
+            if (any_overlap(plan, r, w, n_w, &sends.op[k]->region)) {
                 char what[96];
                 snprintf(what, sizeof what, "it writes what the pending send of handle %d "
                          "reads (wait for it first)", sends.op[k]->handle);
