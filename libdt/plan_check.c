@@ -1,5 +1,7 @@
 /* The plan checker: what every plan must satisfy before either executor walks it. Runs in
  * dt_plan_build (so dtsim and dtexec both run it) and in the tests on hand-broken plans. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +144,180 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
         return NULL;
     }
     return "an unknown op kind";
+}
+
+/* Where a region's elements lie in rank r's memory: a buffer and, for ACT and DACT, the
+ * layer's own storage or the shared one (layer -1: the recomputation workspace, as KEEP, or
+ * the gradient pool), and elements [lo, hi) there. Rows held in ws_rows rows (slot_rows in the
+ * pool) are at row mod ws_rows; while ws_rows is unknown (0: the recomputation is being
+ * compiled) such a region spans its whole storage. */
+struct span {
+    int buf, layer;
+    long lo, hi;
+};
+
+static struct span span_of(const struct dt_plan *plan, int r, const struct dt_region *g)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    struct span s = {(int)g->buf, -1, g->offset, g->offset + g->count};
+    if ((g->buf != DT_BUF_ACT && g->buf != DT_BUF_DACT) || g->layer < 0)
+        return s;
+    int l = dt_layer_storage(plan->model, g->layer), rows = 0;
+    const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
+    const struct dt_dact_layout *d = dt_plan_rank_dact(plan, r);
+    long base = 0;
+    s.layer = l;
+    if (g->buf == DT_BUF_ACT && rc && rc->act_ws[l]) {
+        s.buf = DT_BUF_KEEP;
+        s.layer = -1;
+        base = rc->act_at[l] * rp->ws_rows;
+        rows = rp->ws_rows ? rp->ws_rows : -1;
+    } else if (g->buf == DT_BUF_ACT && plan->views[rp->view][l].act_until_sent) {
+        rows = rp->ws_rows ? rp->ws_rows : -1;
+    } else if (g->buf == DT_BUF_DACT && d && d->at[l] >= 0) {
+        s.layer = -1;
+        base = d->at[l] * rp->slot_rows;
+        rows = rp->slot_rows;
+    }
+    long block = dt_shard_act_floats(plan->model, plan->views[rp->view], l) * rows;
+    if (rows < 0 || (rows > 0 && block <= 0))
+        s.lo = 0, s.hi = LONG_MAX;
+    else if (rows > 0)
+        s.lo = base + g->offset % block, s.hi = s.lo + g->count;
+    return s;
+}
+
+static bool overlap(const struct dt_plan *plan, int r, const struct dt_region *a,
+                    const struct dt_region *b)
+{
+    if (a->buf != b->buf || a->count <= 0 || b->count <= 0) /* spans keep a buffer apart */
+        return false;
+    struct span x = span_of(plan, r, a), y = span_of(plan, r, b);
+    return x.buf == y.buf && x.layer == y.layer && x.lo < y.hi && y.lo < x.hi;
+}
+
+/* The regions op writes (at most 2; their number). A forward writes its layer's output rows
+ * (a view's forward writes nothing); a non-blocking summing RECV writes nothing until its
+ * WAIT (the executor adds what arrived there); backward and loss are not counted here. */
+static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
+                   struct dt_region *w)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    switch (op->kind) {
+    case DT_OP_COMPUTE: {
+        if (op->phase != DT_PH_FORWARD || dt_layer_is_view(&plan->model->layers[op->layer]))
+            return 0;
+        long row = dt_shard_act_floats(plan->model, plan->views[rp->view], op->layer);
+        w[0] = (struct dt_region){DT_BUF_ACT, (long)op->slot * rp->slot_rows * row,
+                                  op->samples * row, op->layer};
+        return 1;
+    }
+    case DT_OP_COLL:
+        w[0] = op->dst.count > 0 ? op->dst : op->region;
+        return 1;
+    case DT_OP_COPY:
+        w[0] = op->dst;
+        return 1;
+    case DT_OP_UNSCALE:
+        w[0] = op->region;
+        w[1] = op->dst;
+        return 2;
+    case DT_OP_RECV:
+        if (op->nonblocking && op->sum)
+            return 0;
+        /* fall through */
+    case DT_OP_ZERO:
+    case DT_OP_UPDATE:
+    case DT_OP_RESCALE:
+        w[0] = op->region;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static bool any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
+                        const struct dt_region *read)
+{
+    for (int k = 0; k < n; k++)
+        if (overlap(plan, r, &w[k], read))
+            return true;
+    return false;
+}
+
+bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
+                    const struct dt_region *read)
+{
+    struct dt_region w[2];
+    return any_overlap(plan, r, w, written(plan, r, op, w), read);
+}
+
+/* A pending non-blocking op: the SEND's reads, a summing RECV's writes when waited. */
+struct pending {
+    const struct dt_op **op;
+    int n;
+};
+
+/* Takes the op of this handle out of p; it, or NULL. */
+static const struct dt_op *take(struct pending *p, int handle)
+{
+    const struct dt_op *found = NULL;
+    int kept = 0;
+    for (int k = 0; k < p->n; k++) {
+        if (p->op[k]->handle == handle)
+            found = p->op[k];
+        else
+            p->op[kept++] = p->op[k];
+    }
+    p->n = kept;
+    return found;
+}
+
+/* What op writes now: a WAIT, the summing receive it ends (as a blocking one). */
+static const struct dt_op *landing(struct pending *recvs, const struct dt_op *op,
+                                   struct dt_op *scratch)
+{
+    if (op->kind != DT_OP_WAIT)
+        return op;
+    const struct dt_op *recv = take(recvs, op->handle);
+    if (!recv)
+        return NULL;
+    *scratch = *recv;
+    scratch->nonblocking = false;
+    return scratch;
+}
+
+/* No op writes what a pending non-blocking SEND reads: the buffer is the send's until its
+ * WAIT (MPI 4.0 section 3.7.2; a GPU copy engine would race). */
+static int check_send_buffers(const struct dt_plan *plan, int r, bool eval,
+                              const struct dt_op *ops, int n, struct dt_error *err)
+{
+    struct pending sends = {malloc(((size_t)n + 1) * sizeof *sends.op), 0};
+    struct pending recvs = {malloc(((size_t)n + 1) * sizeof *recvs.op), 0};
+    int rc = sends.op && recvs.op ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        const struct dt_op *op = &ops[i];
+        struct dt_op scratch;
+        const struct dt_op *writer = landing(&recvs, op, &scratch);
+        struct dt_region w[2];
+        int n_w = writer && sends.n ? written(plan, r, writer, w) : 0;
+        if (op->kind == DT_OP_WAIT)
+            take(&sends, op->handle);
+        for (int k = 0; k < sends.n && n_w && !rc; k++)
+            if (any_overlap(plan, r, w, n_w, &sends.op[k]->region)) {
+                char what[96];
+                snprintf(what, sizeof what, "it writes what the pending send of handle %d "
+                         "reads (wait for it first)", sends.op[k]->handle);
+                rc = fail_op(err, plan, r, eval, i, op, what);
+            }
+        if (op->nonblocking && op->kind == DT_OP_SEND)
+            sends.op[sends.n++] = op;
+        if (op->nonblocking && op->kind == DT_OP_RECV && op->sum)
+            recvs.op[recvs.n++] = op;
+    }
+    free(sends.op);
+    free(recvs.op);
+    return rc;
 }
 
 /* Every handle started once, waited once, after its start. state: the plan's handles, all 0
@@ -325,6 +501,8 @@ static int check_pass(const struct dt_plan *plan, bool eval, char *state, struct
                 return fail_op(err, plan, r, eval, i, &ops[i], why);
         }
         int rc = check_handles(plan, r, eval, ops, n, state, err);
+        if (!rc)
+            rc = check_send_buffers(plan, r, eval, ops, n, err);
         if (rc)
             return rc;
     }

@@ -394,13 +394,59 @@ struct walk {
     int *fill;  /* ZeRO-3 (else NULL): the first op of the fill before that forward, if x has
                    parameters (-1: none) */
     int latest; /* ZeRO-3: the first op of the latest fill (-1: none) */
+    const struct dt_plan *plan;
+    int rank;
+    struct dt_op *sends; /* non-blocking SENDs pushed and not yet waited */
+    int n_sends;
+    bool *early;         /* per handle: waited before a recomputed forward, not at its WAIT */
 };
+
+/* Pushes op after the WAITs of the pending sends that read what it writes: a recomputed
+ * forward rewrites its layer's rows, which a send of the layer's output (kept as the end of
+ * a part that a stage boundary cuts, or held in ws_rows rows until sent) may still read. MPI
+ * forbids writing a buffer before its non-blocking send's WAIT (MPI 4.0 section 3.7.2), so
+ * that WAIT moves here and the original one goes. */
+static int push_after_sends(struct dt_program *out, struct walk *w, const struct dt_op *op)
+{
+    int rc = DT_OK, kept = 0;
+    for (int k = 0; k < w->n_sends; k++) {
+        const struct dt_op *s = &w->sends[k];
+        if (!rc && dtc_overwrites(w->plan, w->rank, op, &s->region)) {
+            w->early[s->handle] = true;
+            rc = dt_program_push(out, &(struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
+                                                      .handle = s->handle});
+            continue;
+        }
+        w->sends[kept++] = *s;
+    }
+    w->n_sends = kept;
+    return rc ? rc : dt_program_push(out, op);
+}
+
+/* Pushes an op of the step program into out, keeping the pending sends: a WAIT of a handle
+ * waited early goes. */
+static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_op *op)
+{
+    if (op->kind == DT_OP_WAIT) {
+        int kept = 0;
+        for (int k = 0; k < w->n_sends; k++)
+            if (w->sends[k].handle != op->handle)
+                w->sends[kept++] = w->sends[k];
+        w->n_sends = kept;
+        if (w->early[op->handle])
+            return DT_OK;
+    }
+    int rc = push_after_sends(out, w, op);
+    if (!rc && op->kind == DT_OP_SEND && op->nonblocking)
+        w->sends[w->n_sends++] = *op;
+    return rc;
+}
 
 /* Re-runs segment s's recomputed layers for the micro-batch at row of the walk: each one's
  * fill (a new one), its forward (flagged) and the collectives that followed it. *last_fill:
  * the first op of the last fill pushed, if any. */
 static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
-                        const struct dt_recompute_layout *rc, int s, const struct walk *w,
+                        const struct dt_recompute_layout *rc, int s, struct walk *w,
                         size_t row, int *last_fill)
 {
     int rcode = DT_OK;
@@ -417,9 +463,9 @@ static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
         }
         struct dt_op op = rp->ops[f];
         op.recompute = true;
-        rcode = rcode ? rcode : dt_program_push(out, &op);
+        rcode = rcode ? rcode : push_after_sends(out, w, &op);
         for (int k = 1, n = after_forward(rp, f, l); k <= n && !rcode; k++)
-            rcode = dt_program_push(out, &rp->ops[f + k]);
+            rcode = push_after_sends(out, w, &rp->ops[f + k]);
     }
     return rcode;
 }
@@ -430,7 +476,7 @@ static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
  * fill pushed again after it. */
 static int recompute_before(struct dt_program *out, const struct dt_plan *plan,
                             const struct dt_rank_plan *rp, const struct dt_recompute_layout *rc,
-                            int s, int b, const struct walk *w, size_t row)
+                            int s, int b, struct walk *w, size_t row)
 {
     int j = w->fill ? fill_start(rp, b) : b;
     int last_fill = -1;
@@ -472,12 +518,19 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     int micros = 1;
     for (int i = 0; i < rp->n_ops; i++)
         micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
+    int handles = 0, sends = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        handles = rp->ops[i].handle >= handles ? rp->ops[i].handle + 1 : handles;
+        sends += rp->ops[i].kind == DT_OP_SEND;
+    }
     size_t cells = (size_t)rc->n_layers * (size_t)micros;
     bool zero3 = plan->opt.zero == 3;
     struct walk w = {.done = calloc(cells, sizeof *w.done), .fwd = malloc(cells * sizeof *w.fwd),
-                     .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1};
+                     .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1,
+                     .plan = plan, .rank = r, .sends = malloc(((size_t)sends + 1) * sizeof *w.sends),
+                     .early = calloc((size_t)handles + 1, sizeof *w.early)};
     struct dt_program out = {0};
-    int rcode = w.done && w.fwd && (w.fill || !zero3) ? DT_OK : DT_ENOMEM;
+    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.early ? DT_OK : DT_ENOMEM;
     for (size_t c = 0; !rcode && c < cells; c++)
         w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
@@ -491,8 +544,10 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
             rcode = recompute_before(&out, plan, rp, rc, s, i, &w, row);
         }
         if (!rcode)
-            rcode = dt_program_push(&out, op);
+            rcode = push_step_op(&out, &w, op);
     }
+    free(w.sends);
+    free(w.early);
     free(w.done);
     free(w.fwd);
     free(w.fill);

@@ -200,6 +200,82 @@ static void test_rejects_activation_outside_layer(void **state)
     assert_rejected(b, "a region outside the buffer table");
 }
 
+/* Ensure no op writes what a pending non-blocking SEND reads (MPI 4.0 section 3.7.2): a
+ * ZERO of the region of rank 0's first SEND of activations, right after it. */
+static void test_rejects_write_during_send(void **state)
+{
+    (void)state;
+    struct broken *b = valid(DT_STRAT_GPIPE);
+    struct dt_rank_plan *rp = &b->plan->ranks[0];
+    int i = find_op(b->plan, 0, DT_OP_SEND);
+    assert_true(rp->ops[i].nonblocking && rp->ops[i].region.buf == DT_BUF_ACT);
+    struct dt_op zero = {.kind = DT_OP_ZERO, .layer = -1, .region = rp->ops[i].region};
+    assert_int_equal(dt_plan_push(b->plan, 0, &zero), DT_OK);
+    memmove(&rp->ops[i + 2], &rp->ops[i + 1], (size_t)(rp->n_ops - i - 2) * sizeof rp->ops[0]);
+    rp->ops[i + 1] = zero;
+    assert_rejected(b, "writes what the pending send of handle");
+}
+
+/* Rank r's recomputed forwards that run while a non-blocking SEND of their layer's output
+ * (any rows) is pending: the checker's rule seen from the layer alone. */
+static int recomputes_during_send(const struct dt_plan *plan, int r)
+{
+    const struct dt_rank_plan *rp = &plan->ranks[r];
+    int bad = 0, *layer_of = malloc(((size_t)plan->next_handle + 1) * sizeof *layer_of);
+    for (int h = 0; h <= plan->next_handle; h++)
+        layer_of[h] = -1;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind == DT_OP_SEND && op->nonblocking && op->region.buf == DT_BUF_ACT)
+            layer_of[op->handle] = op->region.layer;
+        if (op->kind == DT_OP_WAIT)
+            layer_of[op->handle] = -1;
+        for (int h = 0; op->kind == DT_OP_COMPUTE && op->recompute && h < plan->next_handle; h++)
+            bad += layer_of[h] == op->layer;
+    }
+    free(layer_of);
+    return bad;
+}
+
+/* Ensure a recomputed forward waits for the pending send of the output it rewrites (issue
+ * 12): gpt2-124m's pipelines with stage boundaries inside blocks, where the first stage sends
+ * the attention core's output, held until sent, and recomputes that layer before its
+ * backward; each plan builds (the checker passes) and no recomputed forward of a layer runs
+ * while a send of its output is pending. Control: main before the fix failed both ways. */
+static void test_recompute_waits_for_sends(void **state)
+{
+    (void)state;
+    const struct {
+        enum dt_strategy s;
+        const char *flags;
+    } runs[] = {
+        {DT_STRAT_1F1B, "pp=2 micro-batches=4 stages=0-3,4-123 recompute=full"},
+        {DT_STRAT_1F1B, "pp=2 micro-batches=4 stages=0-13,14-123 recompute=full"},
+        {DT_STRAT_GPIPE, "pp=2 micro-batches=2 stages=0-3,4-123 recompute=selective"},
+        {DT_STRAT_INTERLEAVED,
+         "pp=2 chunks=2 micro-batches=4 stages=0-3,4-13,14-50,51-123 recompute=full"},
+        {DT_STRAT_INTERLEAVED,
+         "pp=2 chunks=2 micro-batches=4 stages=0-3,4-13,14-50,51-123 recompute=selective"},
+    };
+    struct dt_model *m = test_zoo_model("gpt2-124m");
+    struct dt_topology *t = test_zoo_topology("1n2p");
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        struct dt_plan *plan = test_plan(m, t, runs[k].s, 8, runs[k].flags);
+        int recomputes = 0;
+        for (int r = 0; r < plan->n_ranks; r++) {
+            if (recomputes_during_send(plan, r))
+                fail_msg("%s [%s]: rank %d recomputes a layer while its output is sent",
+                         dt_strategy_name(runs[k].s), runs[k].flags, r);
+            for (int i = 0; i < plan->ranks[r].n_ops; i++)
+                recomputes += plan->ranks[r].ops[i].recompute;
+        }
+        assert_true(recomputes > 0);
+        dt_plan_destroy(plan);
+    }
+    dt_topology_destroy(t);
+    dt_model_destroy(m);
+}
+
 /* Ensure the members of a group issue the same collectives in the same order: on ring's two
  * ranks, a broadcast of the parameters after the gradients' allreduce on rank 0 but before it
  * on rank 1. */
@@ -287,6 +363,8 @@ int main(void)
         cmocka_unit_test(test_rejects_region_outside_buffer),
         cmocka_unit_test(test_rejects_activation_outside_layer),
         cmocka_unit_test(test_rejects_collectives_out_of_order),
+        cmocka_unit_test(test_rejects_write_during_send),
+        cmocka_unit_test(test_recompute_waits_for_sends),
         cmocka_unit_test(test_rendezvous_deadlock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
