@@ -4,7 +4,7 @@ dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommen
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
 	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h \
 	sim/links.c sim/links.h sim/estimate.c sim/estimate.h sim/bound.c sim/bound.h \
-	sim/symmetry.c sim/symmetry.h
+	sim/symmetry.c sim/symmetry.h sim/symround.c sim/symround.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -68,7 +68,7 @@ bench-scale: dtsim$(EXEEXT)
 
 # The symmetric estimate against the full simulation (sim/symmetry.c), and --recommend's
 # lower bound against both (sim/bound.c): the player's test sources (tests/local.mk) and these.
-BOUND_TEST_SOURCES = sim/symmetry.c sim/bound.c sim/epoch.c $(PLAYER_TEST_SOURCES)
+BOUND_TEST_SOURCES = sim/symmetry.c sim/symround.c sim/bound.c sim/epoch.c $(PLAYER_TEST_SOURCES)
 check_PROGRAMS += tests/test_symmetry tests/test_bound
 TESTS += tests/test_symmetry tests/test_bound
 tests_test_symmetry_SOURCES = tests/test_symmetry.c $(BOUND_TEST_SOURCES)

@@ -79,6 +79,7 @@ struct rankstate {
     double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
     int *handle_act;         /* per handle: activity */
     double op_start;
+    double links_free;       /* when its closed collectives leave its links (closed_coll) */
 };
 
 struct player {
@@ -583,17 +584,45 @@ static void unblock(struct player *p, int rank)
     r->wait_act = -1;
 }
 
-/* A blocking collective the options close (dt_sim_options.closed_coll_s): a wait of its
- * closed-form time on the rank's device, without flows; false when it is simulated. */
+/* A non-blocking closed collective: an activity that a timer completes after delay. */
+static int closed_activity(struct player *p, int rank, const struct dt_op *op, double delay)
+{
+    if (op->handle < 0 || op->handle >= p->plan->next_handle)
+        return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "bad handle %d", op->handle);
+    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int ai = p->n_acts++;
+    struct activity *a = &p->acts[ai];
+    memset(a, 0, sizeof *a);
+    a->rank = rank;
+    a->op = p->rs[rank].pc;
+    a->peer = a->peer_act = -1;
+    dt_schedule_init(&a->s);
+    p->rs[rank].handle_act[op->handle] = ai;
+    return dt_sim_timer(p->sim, delay, make_tag(TAG_CLOSED, (uint32_t)ai), p->err);
+}
+
+/* A collective the options close (dt_sim_options.closed_coll_s) takes its closed-form time
+ * without flows, or longer where the links are still busy with the rank's earlier closed
+ * ones: a blocking one as a wait on the rank's device, a non-blocking one as an activity a
+ * timer completes. False when it is simulated. */
 static bool closed_coll(struct player *p, int rank, const struct dt_op *op, double now, int *rc)
 {
-    double d = p->opt && p->opt->closed_coll_s && !op->nonblocking
-                   ? p->opt->closed_coll_s(p->opt->closed_ctx, rank, op) : -1;
+    double busy = 0;
+    double d = p->opt && p->opt->closed_coll_s
+                   ? p->opt->closed_coll_s(p->opt->closed_ctx, rank, op, &busy) : -1;
     if (d < 0)
         return false;
-    p->rs[rank].wait_act = -1;
-    block(&p->rs[rank], now);
-    *rc = dt_sim_compute(p->sim, rank, d, make_tag(TAG_CLOSED, (uint32_t)rank), p->err);
+    struct rankstate *r = &p->rs[rank];
+    r->links_free = fmax(now, r->links_free) + busy;
+    double wait = fmax(d, r->links_free - now);
+    if (op->nonblocking) {
+        *rc = closed_activity(p, rank, op, wait);
+        return true;
+    }
+    r->wait_act = -1;
+    block(r, now);
+    *rc = dt_sim_compute(p->sim, rank, wait, make_tag(TAG_CLOSED, (uint32_t)rank), p->err);
     return true;
 }
 
@@ -846,7 +875,10 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     }
     struct dt_sim_completion c;
     while (!rc && (rc = dt_sim_next(p.sim, &c, err)) == DT_OK && c.kind != DT_SIM_END) {
-        if (c.kind == DT_SIM_TIMER) {
+        if (c.kind == DT_SIM_TIMER && c.tag >> 32 == TAG_CLOSED) {
+            activity_done(&p.acts[c.tag & 0xffffffffu]);
+            rc = activity_progress(&p, (int)(c.tag & 0xffffffffu));
+        } else if (c.kind == DT_SIM_TIMER) {
             int r = (int)c.tag;
             p.res->rank[r].compute_s += c.t_end - c.t_start;
             p.rs[r].blocked = false;

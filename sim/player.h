@@ -46,10 +46,12 @@ struct dt_sim_options {
     int (*on_links)(void *ctx, const struct dt_sim *sim, const struct dt_simnet *net,
                     double iter_s, struct dt_error *err);
     void *links_ctx;
-    /* The symmetric estimate (symmetry.h): a blocking collective for which closed_coll_s
-     * returns >= 0 takes that long on its rank alone, without flows (counted as
-     * communication); ranks whose `played` entry is false run nothing. NULL: neither. */
-    double (*closed_coll_s)(void *ctx, int rank, const struct dt_op *op);
+    /* The symmetric estimate (symmetry.h): a collective for which closed_coll_s returns >= 0
+     * takes that long on its rank alone, without flows (counted as communication; a
+     * non-blocking one completes on a timer), its *busy_s of link time (<= the return) queued
+     * after the rank's earlier closed ones' (those share its links; their latencies overlap);
+     * ranks whose `played` entry is false run nothing. NULL: neither. */
+    double (*closed_coll_s)(void *ctx, int rank, const struct dt_op *op, double *busy_s);
     void *closed_ctx;
     const bool *played;
 };

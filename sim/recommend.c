@@ -252,26 +252,28 @@ static int measure(const struct search *s, struct candidate *c, double *bound,
     return DT_OK;
 }
 
-/* The symmetric estimate (symmetry.h) of a large pipeline. */
-static int estimate(struct search *s, struct candidate *c, struct dt_error *err)
+/* The symmetric estimate (symmetry.h) of a large pipeline (V_ESTIMATE 1) or data-parallel
+ * strategy (2). */
+static int estimate(struct search *s, struct candidate *c, bool dp, struct dt_error *err)
 {
     struct dt_sym_result r;
-    int rc = dt_sym_estimate(s->rq->model, s->rq->topo, s->rq->group_cp, &c->opt,
-                             &s->replicas, &r, err);
+    int rc = (dp ? dt_sym_dp_estimate : dt_sym_estimate)(s->rq->model, s->rq->topo,
+                                                         s->rq->group_cp, &c->opt,
+                                                         &s->replicas, &r, err);
     if (!rc) {
         c->v[V_ITER] = r.iter_s;
         c->v[V_COMPUTE] = r.compute_s;
         c->v[V_COMM] = r.comm_s;
         c->v[V_IDLE] = r.idle_s;
-        c->v[V_ESTIMATE] = 1;
+        c->v[V_ESTIMATE] = dp ? 2 : 1;
     }
     return rc;
 }
 
 static int simulate(struct search *s, struct candidate *c, struct dt_error *err)
 {
-    if (dt_sym_used(&c->opt, s->rq->topo))
-        return estimate(s, c, err);
+    if (dt_sym_used(&c->opt, s->rq->topo) || dt_sym_dp_used(&c->opt, s->rq->topo))
+        return estimate(s, c, !dt_sym_used(&c->opt, s->rq->topo), err);
     struct dt_plan *plan;
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc)
@@ -729,10 +731,12 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
                      "best)\n",
                 s->n, n_refused, n_pruned, rq->top, nth, n_over, n_fit, n_sim, rq->top, nth);
         if (n_est)
-            fprintf(out, "*: %d estimate%s, not simulations: pipelines on over %d devices "
+            fprintf(out, "*: %d estimate%s, not simulations, on over %d devices: pipelines "
                          "simulate one data-parallel replica and add the replicas' gradient "
-                         "allreduce in closed form (symmetry mode, dtsim(1))\n",
-                    n_est, n_est > 1 ? "s" : "", DT_SYM_MIN_RANKS);
+                         "allreduce in closed form; data-parallel strategies play one rank, "
+                         "each collective timed by one round on the fabric (symmetry mode, "
+                         "dtsim(1))\n",
+                    n_est, n_est > 1 ? "s" : "", dt_sym_min_ranks());
         print_families(s, idx, k, out);
     }
     free(idx);
@@ -742,7 +746,9 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
 int dt_recommend(const struct dt_rec_request *rq, FILE *out, struct dt_error *err)
 {
     struct search s = {.rq = rq};
-    int rc = enumerate(&s) ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
+    int rc = dt_sym_check_env(err);
+    if (!rc && enumerate(&s))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     int n_sim = 0;
     if (!rc)
         rc = evaluate(&s, &n_sim, err);

@@ -1,6 +1,7 @@
 /* One replica simulated, the replicas' allreduce in closed form (see symmetry.h). */
 #include "symmetry.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "dt/collective.h"
 #include "epoch.h"
 #include "player.h"
+#include "symround.h"
 
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
@@ -18,9 +20,50 @@ bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *t
     return info->pipeline && o->strategy != DT_STRAT_NAIVE_MP && ring && o->zero <= 1 && D > 1;
 }
 
+int dt_sym_min_ranks(void)
+{
+    const char *v = getenv("DTSIM_SYM_MIN_RANKS");
+    return v && *v ? atoi(v) : DT_SYM_MIN_RANKS;
+}
+
+int dt_sym_check_env(struct dt_error *err)
+{
+    const char *v = getenv("DTSIM_SYM_MIN_RANKS");
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : DT_SYM_MIN_RANKS;
+    if (v && *v && (*end || n < 0 || n > INT_MAX))
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "DTSIM_SYM_MIN_RANKS: '%s' is not a number of devices >= 0", v);
+    return DT_OK;
+}
+
 bool dt_sym_used(const struct dt_plan_options *o, const struct dt_topology *topo)
 {
-    return dt_plan_ranks(o, topo) > DT_SYM_MIN_RANKS && dt_sym_applies(o, topo);
+    return dt_plan_ranks(o, topo) > dt_sym_min_ranks() && dt_sym_applies(o, topo);
+}
+
+bool dt_sym_dp_applies(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    switch (o->strategy) {
+    case DT_STRAT_ALLREDUCE_RING:
+    case DT_STRAT_ALLREDUCE_RECURSIVE_DOUBLING:
+    case DT_STRAT_ALLREDUCE_RABENSEIFNER:
+    case DT_STRAT_ALLREDUCE_HIERARCHICAL:
+    case DT_STRAT_ALLREDUCE_LIBRARY:
+    case DT_STRAT_ALLREDUCE_TREE:
+    case DT_STRAT_ALLREDUCE_RAIL_RING: {
+        int T, S, D;
+        dt_plan_shape(o, topo, &T, &S, &D);
+        return D > 1;
+    }
+    default:
+        return false;
+    }
+}
+
+bool dt_sym_dp_used(const struct dt_plan_options *o, const struct dt_topology *topo)
+{
+    return dt_plan_ranks(o, topo) > dt_sym_min_ranks() && dt_sym_dp_applies(o, topo);
 }
 
 /* 2 (D - 1) steps of bytes / D, each at the slowest hop's bandwidth and latency. */
@@ -51,6 +94,11 @@ struct closed {
         double elem_bytes, s;
     } memo[8];
     int n_memo;                 /* memos written (round robin) */
+    struct dt_symround *world;  /* the data-parallel mode: the other groups' collectives
+                                 * from their rounds on the fabric (NULL: simulated) */
+    int **shifts, *n_shifts;    /* per group, lazily: the groups that are it shifted */
+    int rc;                     /* the first error of the world's collectives */
+    struct dt_error *err;
 };
 
 /* Whether group g of a one-replica plan is a tensor group the closed form covers: more than
@@ -110,9 +158,50 @@ static double coll_closed_form(const struct dt_cost_params *cp, const struct dt_
     return t;
 }
 
-static double closed_coll_s(void *ctx, int rank, const struct dt_op *op)
+/* The groups of plan that are group g shifted by k ranks (k > 0: each ranks[i] + k): those
+ * run g's collectives at the same time (the data-parallel groups of other tensor ranks). */
+static int find_shifts(const struct dt_plan *plan, int g, int **out, int *n)
+{
+    const struct dt_group *a = &plan->groups[g];
+    *n = 0;
+    *out = malloc((size_t)plan->n_groups * sizeof **out);
+    if (!*out)
+        return DT_ENOMEM;
+    for (int h = 0; h < plan->n_groups; h++) {
+        const struct dt_group *b = &plan->groups[h];
+        int k = b->n == a->n ? b->ranks[0] - a->ranks[0] : 0;
+        bool same = k > 0;
+        for (int i = 1; i < a->n && same; i++)
+            same = b->ranks[i] - a->ranks[i] == k;
+        if (same)
+            (*out)[(*n)++] = k;
+    }
+    return DT_OK;
+}
+
+/* A collective outside the tensor groups in the data-parallel mode (symround.h). */
+static double world_coll_s(struct closed *c, int rank, const struct dt_op *op, double elem,
+                           double *busy)
+{
+    int g = op->group;
+    if (!c->shifts[g] && find_shifts(c->plan, g, &c->shifts[g], &c->n_shifts[g]))
+        c->rc = dt_fail(c->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    double s = 0;
+    if (!c->rc)
+        c->rc = dt_symround_time(c->world, c->plan, op, c->shifts[g], c->n_shifts[g], elem,
+                                 &c->cpr[rank], &dt_topology_group_of_rank(c->plan->topo, rank)
+                                                      ->device, &s, busy, c->err);
+    return s;
+}
+
+/* The tensor groups' collectives keep their links busy throughout (as blocking ones). */
+static double closed_coll_s(void *ctx, int rank, const struct dt_op *op, double *busy)
 {
     struct closed *c = ctx;
+    if (!c->tensor[op->group] && c->world)
+        return world_coll_s(c, rank, op,
+                            (double)dt_dtype_size(dt_plan_region_dtype(c->plan, rank, &op->region)),
+                            busy);
     if (!c->tensor[op->group])
         return -1;
     int n = c->plan->groups[op->group].n;
@@ -122,11 +211,11 @@ static double closed_coll_s(void *ctx, int rank, const struct dt_op *op)
         const struct memo *m = &c->memo[i];
         if (m->ng == ng && m->coll == op->coll && m->alg == op->alg && m->n == n &&
             m->count == op->region.count && m->elem_bytes == elem)
-            return m->s;
+            return *busy = m->s;
     }
     double s = coll_closed_form(&c->cpr[rank], ng, op, n, elem);
     c->memo[c->n_memo++ % 8] = (struct memo){ng, op->coll, op->alg, n, op->region.count, elem, s};
-    return s;
+    return *busy = s;
 }
 
 /* res's entries of the played ranks only, in order (the others ran nothing). */
@@ -139,38 +228,70 @@ static void keep_played(struct dt_sim_result *res, const bool *played)
     res->n_ranks = k;
 }
 
-int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
-                        const struct dt_cost_params *closed_cp, struct dt_step *out,
-                        struct dt_error *err)
+static void free_closed(struct closed *c)
+{
+    for (int g = 0; c->shifts && g < c->plan->n_groups; g++)
+        free(c->shifts[g]);
+    free(c->shifts);
+    free(c->n_shifts);
+    free(c->tensor);
+    free(c->cpr);
+}
+
+/* Plays plan with tensor symmetry and, when world is given, every other collective from its
+ * rounds on the fabric and rank 0 alone. */
+static int play(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                const struct dt_cost_params *closed_cp, struct dt_symround *world,
+                struct dt_step *out, struct dt_error *err)
 {
     int T = plan->opt.tp > 1 ? plan->opt.tp : 1;
-    struct closed c = {.plan = plan};
+    struct closed c = {.plan = plan, .world = world, .err = err};
     bool *played = malloc((size_t)plan->n_ranks * sizeof *played);
     c.tensor = calloc((size_t)plan->n_groups + 1, sizeof *c.tensor);
     c.cpr = dt_cost_rank_params(&closed_cp[0], closed_cp, plan->topo, plan->n_ranks);
-    int rc = played && c.tensor && c.cpr ? DT_OK
-                                         : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    if (world) {
+        c.shifts = calloc((size_t)plan->n_groups + 1, sizeof *c.shifts);
+        c.n_shifts = calloc((size_t)plan->n_groups + 1, sizeof *c.n_shifts);
+    }
+    int rc = played && c.tensor && c.cpr && (!world || (c.shifts && c.n_shifts))
+                 ? DT_OK : dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     bool all = false; /* a collective between tensor ranks is simulated: every rank plays */
     for (int g = 0; g < plan->n_groups && !rc; g++) {
         c.tensor[g] = T > 1 && tensor_group(plan, g, T);
-        all |= !c.tensor[g] && across_tensor_ranks(&plan->groups[g], T);
+        all |= !world && !c.tensor[g] && across_tensor_ranks(&plan->groups[g], T);
     }
     for (int r = 0; r < plan->n_ranks && !rc; r++)
-        played[r] = all || r % T == 0;
+        played[r] = world ? r == 0 : all || r % T == 0;
     struct dt_sim_options so = {.group_cp = group_cp, .closed_coll_s = closed_coll_s,
                                 .closed_ctx = &c, .played = played};
     struct dt_sim_result res;
     if (!rc)
         rc = dt_sim_run(plan, &group_cp[0], &so, &res, err);
+    if (!rc && c.rc) {
+        dt_sim_result_free(&res);
+        rc = c.rc;
+    }
     if (!rc) {
         keep_played(&res, played);
         dt_step_fill(&res, dt_step_read_s(plan, &group_cp[0]), out);
         dt_sim_result_free(&res);
     }
     free(played);
-    free(c.tensor);
-    free(c.cpr);
+    free_closed(&c);
     return rc;
+}
+
+int dt_sym_replica_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                        const struct dt_cost_params *closed_cp, struct dt_step *out,
+                        struct dt_error *err)
+{
+    return play(plan, group_cp, closed_cp, NULL, out, err);
+}
+
+int dt_sym_dp_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                   struct dt_symround *world, struct dt_step *out, struct dt_error *err)
+{
+    return play(plan, group_cp, group_cp, world, out, err);
 }
 
 /* A replica's simulation: its step and largest stage's gradient bytes. */
@@ -183,6 +304,7 @@ struct dt_sym_replica {
 void dt_sym_cache_free(struct dt_sym_cache *c)
 {
     free(c->e);
+    dt_symround_destroy(c->world);
     *c = (struct dt_sym_cache){0};
 }
 
@@ -257,5 +379,32 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                                       .comm_s = r.st.comm_s + allreduce, .idle_s = r.st.idle_s,
                                       .allreduce_s = allreduce};
     }
+    return rc;
+}
+
+int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
+                       const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
+                       struct dt_sym_cache *cache, struct dt_sym_result *out,
+                       struct dt_error *err)
+{
+    struct dt_symround *own = NULL, *world = cache ? cache->world : NULL;
+    int rc = world ? DT_OK : dt_symround_create(topo, &group_cp[0], &world, err);
+    if (rc)
+        return rc;
+    if (cache)
+        cache->world = world;
+    else
+        own = world;
+    struct dt_plan *plan; /* rank 0 is all the estimate plays: a probe has its ops */
+    rc = dt_plan_probe(m, topo, o, &plan, err);
+    struct dt_step st;
+    if (!rc) {
+        rc = dt_sym_dp_step(plan, group_cp, world, &st, err);
+        dt_plan_destroy(plan);
+    }
+    if (!rc)
+        *out = (struct dt_sym_result){.iter_s = st.iter_s, .compute_s = st.compute_s,
+                                      .comm_s = st.comm_s, .idle_s = st.idle_s};
+    dt_symround_destroy(own);
     return rc;
 }

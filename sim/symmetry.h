@@ -21,15 +21,31 @@
 #include "dt/costmodel.h"
 #include "dt/plan.h"
 #include "epoch.h"
+#include "symround.h"
 
 /* Whether the estimate applies to o: a pipeline (gpipe, 1f1b, interleaved) with D > 1
  * replicas under the ring allreduce. */
 bool dt_sym_applies(const struct dt_plan_options *o, const struct dt_topology *topo);
 
-/* --recommend estimates (rather than simulates) the pipelines on more ranks than this. */
+/* --recommend estimates (rather than simulates) the pipelines and the data-parallel
+ * strategies on more ranks than this: DT_SYM_MIN_RANKS, or the environment's
+ * DTSIM_SYM_MIN_RANKS (a test and expert knob, dtsim(1); dt_sym_check_env rejects a value
+ * that is not a number >= 0). */
 #define DT_SYM_MIN_RANKS 128
-/* Whether --recommend estimates o: it applies and o has over DT_SYM_MIN_RANKS ranks. */
+int dt_sym_min_ranks(void);
+int dt_sym_check_env(struct dt_error *err);
+/* Whether --recommend estimates o: it applies and o has over dt_sym_min_ranks() ranks. */
 bool dt_sym_used(const struct dt_plan_options *o, const struct dt_topology *topo);
+
+/* The data-parallel mode: every rank of an allreduce strategy (any ZeRO stage, buckets,
+ * tensor widths) runs the same program on its share of the batch, so rank 0 alone is played
+ * (the largest shards and share), the tensor groups' collectives in the closed form below
+ * and every other collective, blocking or not, from its rounds solved on the fabric with
+ * every group like its own running it at once (symround.h). An estimate: the members'
+ * rounds in lockstep, concurrent collectives of one rank one after another, and the sums
+ * off the device (tests/test_symmetry.c holds it to the full simulation). */
+bool dt_sym_dp_applies(const struct dt_plan_options *o, const struct dt_topology *topo);
+bool dt_sym_dp_used(const struct dt_plan_options *o, const struct dt_topology *topo);
 
 /* The closed form the estimate adds: seconds of a ring allreduce of `bytes` over D replicas
  * whose neighbours are `stride` ranks apart (increasing in bytes). */
@@ -53,6 +69,7 @@ struct dt_sym_result {
 struct dt_sym_cache {
     struct dt_sym_replica *e;
     int n, cap;
+    struct dt_symround *world; /* the data-parallel mode's fabric and collective times */
 };
 void dt_sym_cache_free(struct dt_sym_cache *c);
 
@@ -61,5 +78,15 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
                     const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
                     struct dt_sym_cache *cache, struct dt_sym_result *out,
                     struct dt_error *err);
+
+/* The data-parallel mode: plan (rank 0 with ops: a probe does) played as above, at group_cp. */
+int dt_sym_dp_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
+                   struct dt_symround *world, struct dt_step *out, struct dt_error *err);
+/* As dt_sym_estimate for the data-parallel mode (allreduce_s 0: its collectives are in the
+ * play); cache: NULL, or shared as there (its fabric kept for the next calls). */
+int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
+                       const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
+                       struct dt_sym_cache *cache, struct dt_sym_result *out,
+                       struct dt_error *err);
 
 #endif

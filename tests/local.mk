@@ -105,7 +105,8 @@ EXTRA_DIST += tests/test_dtsim_gpu.sh
 
 # Sourced by the shell tests; the leak suppressions they point LeakSanitizer at.
 EXTRA_DIST += tests/testlib.sh tests/execlib.sh tests/data/tiny-cnn.yaml tests/data/tp-mlp.yaml \
-	tests/data/tiny-mlp.yaml tests/data/gpt-dropout.yaml tests/lsan.supp
+	tests/data/tiny-mlp.yaml tests/data/gpt-dropout.yaml tests/lsan.supp \
+	tests/data/h100-4n-fattree.yaml
 
 # ZeRO stages 1-3: memory against the paper's formulas and traffic against data parallelism
 # (plans played by dtsim's player), and dtexec's weights and allocations under mpiexec.

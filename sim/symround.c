@@ -1,0 +1,242 @@
+/* A collective's time from its rounds solved on the fabric (see symround.h). */
+#include "symround.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dt/collective.h"
+#include "engine.h"
+#include "network.h"
+
+struct memo {                /* a round or a collective already timed */
+    uint64_t key;
+    double s, busy;
+};
+
+struct memos {
+    struct memo *e;
+    int n, cap;
+};
+
+struct transfer {
+    int src, dst;
+    long count;
+};
+
+struct dt_symround {
+    struct dt_sim *sim;
+    struct dt_simnet net;
+    struct memos rounds, colls;
+    struct transfer *t;      /* the round being built */
+    int n_t, cap_t;
+    long solves, collectives;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8) /* FNV-1a, a byte at a time */
+        h = (h ^ (v & 0xff)) * 1099511628211ULL;
+    return h;
+}
+
+static bool recall(const struct memos *m, uint64_t key, double *s, double *busy)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->e[i].key == key) {
+            *s = m->e[i].s;
+            *busy = m->e[i].busy;
+            return true;
+        }
+    return false;
+}
+
+static int remember(struct memos *m, uint64_t key, double s, double busy)
+{
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        struct memo *e = realloc(m->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return -1;
+        m->e = e;
+        m->cap = cap;
+    }
+    m->e[m->n++] = (struct memo){key, s, busy};
+    return 0;
+}
+
+int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_params *cp,
+                       struct dt_symround **out, struct dt_error *err)
+{
+    struct dt_symround *sr = calloc(1, sizeof *sr);
+    if (!sr)
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    int rc = dt_sim_create(&sr->sim, err);
+    if (!rc)
+        rc = dt_simnet_build(&sr->net, sr->sim, topo, topo->n_ranks, cp, err);
+    if (rc) {
+        dt_symround_destroy(sr);
+        return rc;
+    }
+    *out = sr;
+    return DT_OK;
+}
+
+void dt_symround_destroy(struct dt_symround *sr)
+{
+    if (!sr)
+        return;
+    if (sr->net.topo)
+        dt_simnet_free(&sr->net);
+    dt_sim_destroy(sr->sim);
+    free(sr->rounds.e);
+    free(sr->colls.e);
+    free(sr->t);
+    free(sr);
+}
+
+void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collectives)
+{
+    *solves = sr->solves;
+    *collectives = sr->collectives;
+}
+
+/* Seconds until the last of the round's transfers ends, every one started now (at
+ * elem_bytes per float; 0: the latencies alone). */
+static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt_error *err)
+{
+    double t0 = dt_sim_now(sr->sim);
+    int rc = DT_OK;
+    for (int i = 0; i < sr->n_t && !rc; i++) {
+        int route[DT_SIM_MAX_HOPS];
+        int hops = dt_simnet_route(&sr->net, sr->t[i].src, sr->t[i].dst, route);
+        rc = dt_sim_flow(sr->sim, elem_bytes * (double)sr->t[i].count, route, hops,
+                         sr->t[i].src, sr->t[i].dst, (uint64_t)i, err);
+    }
+    struct dt_sim_completion c;
+    while (!rc && (rc = dt_sim_next(sr->sim, &c, err)) == DT_OK && c.kind != DT_SIM_END)
+        ;
+    sr->solves++;
+    *s = dt_sim_now(sr->sim) - t0;
+    return rc;
+}
+
+static int add_transfer(struct dt_symround *sr, int src, int dst, long count)
+{
+    if (sr->n_t == sr->cap_t) {
+        int cap = sr->cap_t ? 2 * sr->cap_t : 1024;
+        struct transfer *t = realloc(sr->t, (size_t)cap * sizeof *t);
+        if (!t)
+            return -1;
+        sr->t = t;
+        sr->cap_t = cap;
+    }
+    sr->t[sr->n_t++] = (struct transfer){src, dst, count};
+    return 0;
+}
+
+/* Round r of every member (and of the shifted groups): sr->t, the largest sum (floats) a
+ * member runs after it in *summed, and whether any member has that round. */
+static int build_round(struct dt_symround *sr, const struct dt_op *op, const struct dt_group *g,
+                       const int *shifts, int n_shifts, int r, long *summed, bool *any,
+                       struct dt_error *err)
+{
+    struct dt_schedule sch;
+    dt_schedule_init(&sch);
+    int rc = DT_OK;
+    sr->n_t = 0;
+    *summed = 0;
+    *any = false;
+    for (int me = 0; me < g->n && !rc; me++) {
+        int total;
+        rc = dt_coll_schedule_rounds(op->coll, op->alg, g->n, me, op->root, op->region.count,
+                                     r, 1, &sch, &total, err);
+        if (rc || r >= total)
+            continue;
+        *any = true;
+        long sum = 0;
+        for (int i = sch.round_start[0]; i < sch.round_start[1] && !rc; i++) {
+            const struct dt_xfer *x = &sch.xfers[i];
+            sum += !x->send && x->sum ? x->count : 0;
+            if (!x->send || x->count <= 0)
+                continue;
+            rc = add_transfer(sr, g->ranks[me], g->ranks[x->peer], x->count) ? DT_ENOMEM : 0;
+            for (int k = 0; k < n_shifts && !rc; k++)
+                rc = add_transfer(sr, g->ranks[me] + shifts[k], g->ranks[x->peer] + shifts[k],
+                                  x->count) ? DT_ENOMEM : 0;
+        }
+        *summed = sum > *summed ? sum : *summed;
+    }
+    dt_schedule_free(&sch);
+    return rc == DT_ENOMEM ? dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory") : rc;
+}
+
+/* The round's key: its transfers, counts one float below the largest taken as the largest
+ * (chunks of a region split unevenly), and its sum. */
+static uint64_t round_key(struct dt_symround *sr, long summed)
+{
+    long widest = 0;
+    for (int i = 0; i < sr->n_t; i++)
+        widest = sr->t[i].count > widest ? sr->t[i].count : widest;
+    uint64_t h = mix(1469598103934665603ULL, (uint64_t)summed);
+    for (int i = 0; i < sr->n_t; i++) {
+        if (sr->t[i].count >= widest - 1)
+            sr->t[i].count = widest;
+        h = mix(mix(mix(h, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst),
+                (uint64_t)sr->t[i].count);
+    }
+    return h;
+}
+
+static uint64_t coll_key(const struct dt_op *op, const struct dt_group *g, const int *shifts,
+                         int n_shifts, double elem_bytes)
+{
+    uint64_t h = 1469598103934665603ULL;
+    h = mix(mix(mix(h, (uint64_t)op->coll), (uint64_t)op->alg), (uint64_t)op->root);
+    h = mix(mix(mix(h, (uint64_t)op->region.count), (uint64_t)elem_bytes), (uint64_t)g->n);
+    for (int i = 0; i < g->n; i++)
+        h = mix(h, (uint64_t)g->ranks[i]);
+    for (int k = 0; k < n_shifts; k++)
+        h = mix(h, (uint64_t)shifts[k]);
+    return h;
+}
+
+int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const struct dt_op *op,
+                     const int *shifts, int n_shifts, double elem_bytes,
+                     const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                     double *s, double *busy_s, struct dt_error *err)
+{
+    const struct dt_group *g = &plan->groups[op->group];
+    uint64_t key = coll_key(op, g, shifts, n_shifts, elem_bytes);
+    if (recall(&sr->colls, key, s, busy_s))
+        return DT_OK;
+    int rc = DT_OK;
+    double total = 0, busy = 0;
+    bool any = true;
+    for (int r = 0; any && !rc; r++) {
+        long summed;
+        rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
+        if (rc || !any)
+            break;
+        uint64_t rk = mix(round_key(sr, summed), (uint64_t)elem_bytes);
+        double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
+        if (!recall(&sr->rounds, rk, &t, &link)) {
+            rc = solve(sr, elem_bytes, &t, err);
+            if (!rc)
+                rc = solve(sr, 0, &lat, err);
+            link = t - lat;
+            if (!rc && summed > 0)
+                t += dt_cost_reduce(cp, dev, summed, elem_bytes);
+            if (!rc && remember(&sr->rounds, rk, t, link))
+                rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+        }
+        busy += link;
+        total += t;
+    }
+    if (!rc && remember(&sr->colls, key, total, busy))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    sr->collectives += !rc;
+    *s = total;
+    *busy_s = busy;
+    return rc;
+}
