@@ -51,7 +51,8 @@ bool dt_sym_dp_applies(const struct dt_plan_options *o, const struct dt_topology
     case DT_STRAT_ALLREDUCE_HIERARCHICAL:
     case DT_STRAT_ALLREDUCE_LIBRARY:
     case DT_STRAT_ALLREDUCE_TREE:
-    case DT_STRAT_ALLREDUCE_RAIL_RING: {
+    case DT_STRAT_ALLREDUCE_RAIL_RING:
+    case DT_STRAT_PS_SHARDED: { /* each rank a worker and the server of its shard */
         int T, S, D;
         dt_plan_shape(o, topo, &T, &S, &D);
         return D > 1;

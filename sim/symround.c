@@ -25,8 +25,8 @@ struct transfer {
 };
 
 struct dt_symround {
-    struct dt_sim *sim;
-    struct dt_simnet net;
+    const struct dt_topology *topo;
+    struct dt_cost_params cp;
     struct memos rounds, colls;
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
@@ -71,13 +71,8 @@ int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_para
     struct dt_symround *sr = calloc(1, sizeof *sr);
     if (!sr)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    int rc = dt_sim_create(&sr->sim, err);
-    if (!rc)
-        rc = dt_simnet_build(&sr->net, sr->sim, topo, topo->n_ranks, cp, err);
-    if (rc) {
-        dt_symround_destroy(sr);
-        return rc;
-    }
+    sr->topo = topo;
+    sr->cp = *cp;
     *out = sr;
     return DT_OK;
 }
@@ -86,9 +81,6 @@ void dt_symround_destroy(struct dt_symround *sr)
 {
     if (!sr)
         return;
-    if (sr->net.topo)
-        dt_simnet_free(&sr->net);
-    dt_sim_destroy(sr->sim);
     free(sr->rounds.e);
     free(sr->colls.e);
     free(sr->t);
@@ -101,23 +93,32 @@ void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collec
     *collectives = sr->collectives;
 }
 
-/* Seconds until the last of the round's transfers ends, every one started now (at
- * elem_bytes per float; 0: the latencies alone). */
+/* Seconds until the last of the round's transfers ends, every one started at 0 (at
+ * elem_bytes per float; 0: the latencies alone) on a fabric of its own: a clock started at 0
+ * every time, so that a round's time does not depend on what was solved before (the
+ * processes of a split search solve different rounds first). */
 static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt_error *err)
 {
-    double t0 = dt_sim_now(sr->sim);
-    int rc = DT_OK;
+    struct dt_sim *sim;
+    struct dt_simnet net = {0};
+    int rc = dt_sim_create(&sim, err);
+    if (rc)
+        return rc;
+    rc = dt_simnet_build(&net, sim, sr->topo, sr->topo->n_ranks, &sr->cp, err);
     for (int i = 0; i < sr->n_t && !rc; i++) {
         int route[DT_SIM_MAX_HOPS];
-        int hops = dt_simnet_route(&sr->net, sr->t[i].src, sr->t[i].dst, route);
-        rc = dt_sim_flow(sr->sim, elem_bytes * (double)sr->t[i].count, route, hops,
-                         sr->t[i].src, sr->t[i].dst, (uint64_t)i, err);
+        int hops = dt_simnet_route(&net, sr->t[i].src, sr->t[i].dst, route);
+        rc = dt_sim_flow(sim, elem_bytes * (double)sr->t[i].count, route, hops, sr->t[i].src,
+                         sr->t[i].dst, (uint64_t)i, err);
     }
     struct dt_sim_completion c;
-    while (!rc && (rc = dt_sim_next(sr->sim, &c, err)) == DT_OK && c.kind != DT_SIM_END)
+    while (!rc && (rc = dt_sim_next(sim, &c, err)) == DT_OK && c.kind != DT_SIM_END)
         ;
     sr->solves++;
-    *s = dt_sim_now(sr->sim) - t0;
+    *s = dt_sim_now(sim);
+    if (net.topo)
+        dt_simnet_free(&net);
+    dt_sim_destroy(sim);
     return rc;
 }
 

@@ -54,6 +54,28 @@ table "$tmp/k1.txt" >"$tmp/k1.top" && table "$tmp/np.txt" >"$tmp/np.top"
   bad "pruning changed the table: $(diff "$tmp/k1.top" "$tmp/np.top" | head -5)"
 grep -q " 0 pruned uncompiled" "$tmp/np.txt" && ! grep -q " 0 pruned uncompiled" "$tmp/k1.txt" &&
   ok "the bound prunes; --no-prune does not" || bad "pruned counts: $(grep configurations "$tmp/k1.txt" "$tmp/np.txt")"
+# The symmetry modes (sim/symmetry.c) in the search: DTSIM_SYM_MIN_RANKS=4 estimates the
+# 8-rank pipelines and data-parallel strategies (rows marked *); the table is still
+# --no-prune's, and the same output however the search is split (K = 1, 2, 3).
+export DTSIM_SYM_MIN_RANKS=4
+"$dtsim" $rec >"$tmp/s1.txt" 2>&1 && "$dtsim" $rec --no-prune >"$tmp/snp.txt" 2>&1 ||
+  bad "symmetry mode: $(cat "$tmp/s1.txt" "$tmp/snp.txt")"
+grep -q "^ *1 ring .*\*" "$tmp/s1.txt" && grep -q "data-parallel strategies play one rank" \
+  "$tmp/s1.txt" && ok "symmetry mode: data-parallel rows estimated, said so" ||
+  bad "symmetry mode not said: $(head -8 "$tmp/s1.txt")"
+table "$tmp/s1.txt" >"$tmp/s1.top" && table "$tmp/snp.txt" >"$tmp/snp.top"
+cmp -s "$tmp/s1.top" "$tmp/snp.top" && ok "symmetry mode: pruned table = --no-prune's" ||
+  bad "symmetry mode: pruning changed the table: $(diff "$tmp/s1.top" "$tmp/snp.top" | head -5)"
+for k in 2 3; do
+  timeout 120 $MPIEXEC -n $k "$dtsim" $rec >"$tmp/s$k.txt" 2>&1 && cmp -s "$tmp/s1.txt" "$tmp/s$k.txt" &&
+    ok "symmetry mode: K=$k prints what K=1 prints" ||
+    bad "symmetry mode: K=$k differs: $(diff "$tmp/s1.txt" "$tmp/s$k.txt" | head -5)"
+done
+unset DTSIM_SYM_MIN_RANKS
+grep -q "^\*" "$tmp/k1.txt" && bad "8 ranks estimated without DTSIM_SYM_MIN_RANKS" ||
+  ok "8 ranks simulated by default"
+expect_error "DTSIM_SYM_MIN_RANKS=x" "DTSIM_SYM_MIN_RANKS" env DTSIM_SYM_MIN_RANKS=x "$dtsim" $rec
+expect_error "DTSIM_SYM_MIN_RANKS=-1" "DTSIM_SYM_MIN_RANKS" env DTSIM_SYM_MIN_RANKS=-1 "$dtsim" $rec
 expect_error "--no-prune without --recommend" "applies to --recommend only" \
   "$dtsim" -t "$topo" -m "$model" --no-prune
 expect_error "--top 0" "--top" "$dtsim" $rec --top 0

@@ -16,9 +16,9 @@
  * half the link's bandwidth ends 12 % off.
  * The data-parallel mode (dt_sym_dp_step: rank 0 played, every collective in closed form,
  * the other groups' from their rounds solved on the fabric) is held to the full simulation
- * on ring, tree, hierarchical and rail-ring x ZeRO 0-3 x 1 MiB buckets x tp 1-2 where they
+ * on ring, tree, hierarchical, rail-ring and ps-sharded x ZeRO 0-3 x 1 MiB buckets x tp 1-2 where they
  * compile, tiny-gpt, gpt2-124m (bf16) and mlp-wide on dgx-h100 and on a 4-node fat-tree
- * oversubscribed 2:1 (126 shapes): within 8 % (measured worst: -7.2 %, gpt2-124m ring with
+ * oversubscribed 2:1 (210 shapes): within 8 % (measured worst: -7.2 %, gpt2-124m ring with
  * buckets over nodes, where concurrent buckets overlap more than one after another; without
  * buckets within 1.7 %, most exactly). Control: the rounds at half the NIC bandwidth. */
 #include <math.h>
@@ -189,7 +189,7 @@ static double dp_shapes(const char *model, const char *topology, const char *ext
     struct dt_topology *t = test_zoo_topology(topology);
     const enum dt_strategy dps[] = {DT_STRAT_ALLREDUCE_RING, DT_STRAT_ALLREDUCE_TREE,
                                     DT_STRAT_ALLREDUCE_HIERARCHICAL,
-                                    DT_STRAT_ALLREDUCE_RAIL_RING};
+                                    DT_STRAT_ALLREDUCE_RAIL_RING, DT_STRAT_PS_SHARDED};
     const char *buckets[] = {"", "bucket=1MiB"};
     struct dt_cost_params cp, solved;
     dt_cost_defaults(&cp, t->groups[0].device.kind);
@@ -200,7 +200,7 @@ static double dp_shapes(const char *model, const char *topology, const char *ext
     assert_int_equal(dt_symround_create(t, &solved, &world, &err), 0);
     double worst = 0;
     int n = 0;
-    for (int st = 0; st < 4; st++)
+    for (int st = 0; st < 5; st++)
         for (int zero = 0; zero <= 3; zero++)
             for (int b = 0; b < 2; b++)
                 for (int tp = 1; tp <= 2; tp++) {
