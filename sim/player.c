@@ -505,6 +505,21 @@ static int group_index(const struct dt_group *g, int rank)
     return -1;
 }
 
+/* A new activity of rank's op op_index (nothing posted), or -1 when out of memory. */
+static int new_activity(struct player *p, int rank, int op_index)
+{
+    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+        return -1;
+    int ai = p->n_acts++;
+    struct activity *a = &p->acts[ai];
+    memset(a, 0, sizeof *a);
+    a->rank = rank;
+    a->op = op_index;
+    a->peer = a->peer_act = a->route_peer = -1;
+    dt_schedule_init(&a->s);
+    return ai;
+}
+
 static int start_activity(struct player *p, int rank, int op_index, int *out)
 {
     const struct dt_op *op = &p->plan->ranks[rank].ops[op_index];
@@ -515,17 +530,12 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             : op->group < 0 || op->group >= p->plan->n_groups)
         return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d op %d: bad %s", rank,
                        op_index, p2p ? "peer or tag" : "group");
-    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+    int ai = new_activity(p, rank, op_index);
+    if (ai < 0)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    int ai = p->n_acts++;
     struct activity *a = &p->acts[ai];
-    memset(a, 0, sizeof *a);
-    a->rank = rank;
-    a->op = op_index;
     a->p2p = p2p;
-    a->peer = a->peer_act = a->route_peer = -1;
     a->elem_bytes = elem_bytes(p, a);
-    dt_schedule_init(&a->s);
     int rc;
     if (p2p) {
         a->group = p2p_group(p, op->tag, op->kind == DT_OP_SEND ? rank : op->peer);
@@ -589,15 +599,9 @@ static int closed_activity(struct player *p, int rank, const struct dt_op *op, d
 {
     if (op->handle < 0 || op->handle >= p->plan->next_handle)
         return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "bad handle %d", op->handle);
-    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+    int ai = new_activity(p, rank, p->rs[rank].pc);
+    if (ai < 0)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    int ai = p->n_acts++;
-    struct activity *a = &p->acts[ai];
-    memset(a, 0, sizeof *a);
-    a->rank = rank;
-    a->op = p->rs[rank].pc;
-    a->peer = a->peer_act = -1;
-    dt_schedule_init(&a->s);
     p->rs[rank].handle_act[op->handle] = ai;
     return dt_sim_timer(p->sim, delay, make_tag(TAG_CLOSED, (uint32_t)ai), p->err);
 }
