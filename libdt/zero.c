@@ -56,6 +56,10 @@ struct zero {
     int held;            /* stages 2, 3: the unit of a tied table, or -1 */
     long hold;           /* its own staging after the shared one (its size), else 0 */
     enum dt_coll_alg alg;
+    int shard_of;        /* the data-parallel index whose chunk places are in shard_place */
+    long *shard_place;   /* per unit: where index shard_of's chunk starts in its packed shard
+                          * (a rank's programs ask for every unit: summing the earlier units'
+                          * chunks at each ask made compiling quadratic in units) */
 };
 
 bool dtc_zero_fits(const struct dt_plan_options *o, char *why, size_t whylen)
@@ -119,7 +123,9 @@ static int make_units(struct zero *z)
     z->units = malloc((size_t)(m->n_layers + 1) * sizeof *z->units);
     z->opens = malloc((size_t)(m->n_layers + 1) * sizeof *z->opens);
     z->closes = malloc((size_t)(m->n_layers + 1) * sizeof *z->closes);
-    if (!z->units || !z->opens || !z->closes)
+    z->shard_place = malloc((size_t)(m->n_layers + 1) * sizeof *z->shard_place);
+    z->shard_of = -1;
+    if (!z->units || !z->opens || !z->closes || !z->shard_place)
         return DT_ENOMEM;
     const struct dt_layer_view *v = z->plan->views[0]; /* every tensor rank's layout */
     long hi = z->plan->ranks[0].n_params;
@@ -158,15 +164,19 @@ static int make_units(struct zero *z)
 
 /* Rank r's chunk of unit u (of its N data-parallel peers'): its place in the unit and in r's
  * packed shard. */
-static void chunk(const struct zero *z, int u, int r, long *in_unit, long *len, long *in_shard)
+static void chunk(struct zero *z, int u, int r, long *in_unit, long *len, long *in_shard)
 {
     int d = z->plan->ranks[r].dp_index;
-    *in_shard = 0;
-    for (int v = 0; v < u; v++) {
-        long o, l;
-        dt_chunk(z->units[v].size, z->N, d, &o, &l);
-        *in_shard += l;
+    if (z->shard_of != d) {
+        long at = 0, o, l;
+        for (int v = 0; v < z->n_units; v++) {
+            z->shard_place[v] = at;
+            dt_chunk(z->units[v].size, z->N, d, &o, &l);
+            at += l;
+        }
+        z->shard_of = d;
     }
+    *in_shard = z->shard_place[u];
     dt_chunk(z->units[u].size, z->N, d, in_unit, len);
 }
 
@@ -176,7 +186,7 @@ static int peers(const struct zero *z, int r)
     return z->tp.T > 1 ? z->tp.dp_group[r] : z->world;
 }
 
-static long shard_floats(const struct zero *z, int r)
+static long shard_floats(struct zero *z, int r)
 {
     long o, l, s = 0;
     if (z->n_units)
@@ -437,5 +447,6 @@ int dtc_compile_zero(struct dt_plan *plan, struct dt_error *err)
     free(z.units);
     free(z.opens);
     free(z.closes);
+    free(z.shard_place);
     return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
 }
