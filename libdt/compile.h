@@ -53,11 +53,12 @@ int dtc_finish_rank(struct dt_plan *plan, int rank);
 /* --recompute (recompute.c): rank r's step program with each segment's recomputation before
  * its backward (dtc_finish_rank calls it first). */
 int dtc_recompute_program(struct dt_plan *plan, int r);
-/* Whether op writes an element of region `read` in rank r's memory (plan_check.c; rows held
- * in ws_rows rows overlap every row while rank r's ws_rows is 0). Backward and loss ops are
- * not counted. */
-bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
-                    const struct dt_region *read);
+/* The regions op writes in rank r's memory (at most 2; their number), and whether one of
+ * them overlaps region `read` (plan_check.c; rows held in ws_rows rows overlap every row
+ * while rank r's ws_rows is 0). Backward and loss ops are not counted. */
+int dtc_written(const struct dt_plan *plan, int r, const struct dt_op *op, struct dt_region *w);
+bool dtc_any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
+                     const struct dt_region *read);
 /* Transformer blocks (recompute.c; the segments of --recompute full): block[l] is layer l's
  * block, -1 outside every block (embedding, final norm, head); returns how many blocks (0: a
  * model without attention), -1 when out of memory. */

@@ -199,8 +199,7 @@ static bool overlap(const struct dt_plan *plan, int r, const struct dt_region *a
 /* The regions op writes (at most 2; their number). A forward writes its layer's output rows
  * (a view's forward writes nothing); a non-blocking summing RECV writes nothing until its
  * WAIT (the executor adds what arrived there); backward and loss are not counted here. */
-static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
-                   struct dt_region *w)
+int dtc_written(const struct dt_plan *plan, int r, const struct dt_op *op, struct dt_region *w)
 {
     const struct dt_rank_plan *rp = &plan->ranks[r];
     switch (op->kind) {
@@ -236,20 +235,13 @@ static int written(const struct dt_plan *plan, int r, const struct dt_op *op,
     }
 }
 
-static bool any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
-                        const struct dt_region *read)
+bool dtc_any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
+                     const struct dt_region *read)
 {
     for (int k = 0; k < n; k++)
         if (overlap(plan, r, &w[k], read))
             return true;
     return false;
-}
-
-bool dtc_overwrites(const struct dt_plan *plan, int r, const struct dt_op *op,
-                    const struct dt_region *read)
-{
-    struct dt_region w[2];
-    return any_overlap(plan, r, w, written(plan, r, op, w), read);
 }
 
 /* A pending non-blocking op: the SEND's reads, a summing RECV's writes when waited. */
@@ -300,11 +292,11 @@ static int check_send_buffers(const struct dt_plan *plan, int r, bool eval,
         struct dt_op scratch;
         const struct dt_op *writer = landing(&recvs, op, &scratch);
         struct dt_region w[2];
-        int n_w = writer && sends.n ? written(plan, r, writer, w) : 0;
+        int n_w = writer && sends.n ? dtc_written(plan, r, writer, w) : 0;
         if (op->kind == DT_OP_WAIT)
             take(&sends, op->handle);
         for (int k = 0; k < sends.n && n_w && !rc; k++)
-            if (any_overlap(plan, r, w, n_w, &sends.op[k]->region)) {
+            if (dtc_any_overlap(plan, r, w, n_w, &sends.op[k]->region)) {
                 char what[96];
                 snprintf(what, sizeof what, "it writes what the pending send of handle %d "
                          "reads (wait for it first)", sends.op[k]->handle);

@@ -409,9 +409,11 @@ struct walk {
 static int push_after_sends(struct dt_program *out, struct walk *w, const struct dt_op *op)
 {
     int rc = DT_OK, kept = 0;
+    struct dt_region wr[2]; /* once per op, not per pending send */
+    int n_wr = w->n_sends ? dtc_written(w->plan, w->rank, op, wr) : 0;
     for (int k = 0; k < w->n_sends; k++) {
         const struct dt_op *s = &w->sends[k];
-        if (!rc && dtc_overwrites(w->plan, w->rank, op, &s->region)) {
+        if (!rc && dtc_any_overlap(w->plan, w->rank, wr, n_wr, &s->region)) {
             w->early[s->handle] = true;
             rc = dt_program_push(out, &(struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
                                                       .handle = s->handle});
