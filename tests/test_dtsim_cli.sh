@@ -231,5 +231,14 @@ grep -q "at fp16 with sgd: 2 (weights) + 2 (gradients) + 4 (fp32 master weights"
   ok "--summary at fp16" || bad "--summary at fp16: $(tail -2 "$tmp/sum")"
 dtsim_fails "bad precision" "--precision" -t 2n4p --precision fp4
 
+# A pipeline cut layer by layer through transformer blocks sends a block's residual input
+# several chunks ahead; holding that output only until sent made the next forward wait for
+# a receive posted much later (interleaved 64 stages x 4 chunks: a rendezvous deadlock).
+if "$dtsim" -m gpt3-13b -t h100-128n-fattree -s interleaved --dp 1 --pp 64 --chunks 4 \
+     --micro-batches 64 -b 64 --scaling strong --precision fp8 --recompute selective -f csv \
+     >"$tmp/skip" 2>&1; then
+  ok "interleaved with skip sends across chunks plays to its end"
+else bad "interleaved with skip sends: $(tail -1 "$tmp/skip")"; fi
+
 echo "$fails failed"
 [ $fails -eq 0 ]
