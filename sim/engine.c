@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "eventq.h"
+#include "grow.h"
 #include "maxmin.h"
 
 enum ev_kind { EV_FLOW_START, EV_FLOW_END, EV_COMPUTE, EV_TIMER };
@@ -127,38 +128,12 @@ struct dt_sim {
     struct dt_sim_counters cnt;
 };
 
-/* The capacity, doubling from 64, that holds n elements; -1 past INT32_MAX. */
-static int capacity_for(int capacity, int n)
-{
-    int c = capacity ? capacity : 64;
-    while (c < n) {
-        if (c > INT32_MAX / 2)
-            return -1;
-        c *= 2;
-    }
-    return c;
-}
-
-/* Grows an array to hold n elements (capacity doubles). */
-static int grow(void **p, int *capacity, int n, size_t sz)
-{
-    if (n <= *capacity)
-        return 0;
-    int c = capacity_for(*capacity, n);
-    void *q = c < 0 ? NULL : realloc(*p, (size_t)c * sz);
-    if (!q)
-        return -1;
-    *p = q;
-    *capacity = c;
-    return 0;
-}
-
-/* As grow, 64-byte aligned, for records that must not straddle cache lines. */
+/* As dt_grow, 64-byte aligned, for records that must not straddle cache lines. */
 static int grow_aligned(void **p, int *capacity, int n, size_t sz)
 {
     if (n <= *capacity)
         return 0;
-    int c = capacity_for(*capacity, n);
+    int c = dt_grow_capacity(*capacity, n);
     void *q = c < 0 ? NULL : aligned_alloc(64, ((size_t)c * sz + 63) / 64 * 64);
     if (!q)
         return -1;
@@ -230,7 +205,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
                        lat_s);
     if (grow_aligned((void **)&sim->links, &sim->cap_links, sim->n_links + 1,
                      sizeof *sim->links) ||
-        grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
+        dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
     memset(l, 0, sizeof *l);
@@ -245,7 +220,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
 
 int dt_sim_add_device(struct dt_sim *sim, int *id, struct dt_error *err)
 {
-    if (grow((void **)&sim->devs, &sim->cap_devs, sim->n_devs + 1, sizeof *sim->devs))
+    if (dt_grow((void **)&sim->devs, &sim->cap_devs, sim->n_devs + 1, sizeof *sim->devs))
         return oom(err, "devices");
     sim->devs[sim->n_devs] = (struct device){0, 0};
     if (id)
@@ -260,8 +235,8 @@ static int endpoint(struct dt_sim *sim, int ep, struct dt_error *err)
         return dt_fail(err, DT_EINPUT, "", 0, 0, "endpoint %d: must be >= 0 (or -1: none)", ep);
     if (ep >= sim->n_eps) {
         int c1 = sim->cap_eps, c2 = sim->cap_eps;
-        if (grow((void **)&sim->sent, &c1, ep + 1, sizeof *sim->sent) ||
-            grow((void **)&sim->recvd, &c2, ep + 1, sizeof *sim->recvd))
+        if (dt_grow((void **)&sim->sent, &c1, ep + 1, sizeof *sim->sent) ||
+            dt_grow((void **)&sim->recvd, &c2, ep + 1, sizeof *sim->recvd))
             return oom(err, "endpoints");
         sim->cap_eps = c1 < c2 ? c1 : c2;
         for (int e = sim->n_eps; e <= ep; e++)
@@ -278,7 +253,7 @@ static int new_op(struct dt_sim *sim, uint32_t *out, struct dt_error *err)
         sim->op_free = sim->ops[i].next_free;
     } else {
         int c = (int)sim->cap_ops;
-        if (grow((void **)&sim->ops, &c, (int)sim->n_ops + 1, sizeof *sim->ops))
+        if (dt_grow((void **)&sim->ops, &c, (int)sim->n_ops + 1, sizeof *sim->ops))
             return oom(err, "ops");
         sim->cap_ops = (uint32_t)c;
         i = sim->n_ops++;
@@ -516,7 +491,7 @@ static int mark_dirty(struct dt_sim *sim, int l, struct dt_error *err)
 {
     if (sim->links[l].dirty)
         return DT_OK;
-    if (grow((void **)&sim->dirty, &sim->cap_dirty, sim->n_dirty + 1, sizeof *sim->dirty))
+    if (dt_grow((void **)&sim->dirty, &sim->cap_dirty, sim->n_dirty + 1, sizeof *sim->dirty))
         return oom(err, "dirty links");
     sim->links[l].dirty = true;
     sim->dirty[sim->n_dirty++] = l;
@@ -619,7 +594,7 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 
 #define RESERVE(arr, capv, n, what)                                                 \
     do {                                                                            \
-        if (grow((void **)&sim->arr, &sim->capv, (n), sizeof *sim->arr))            \
+        if (dt_grow((void **)&sim->arr, &sim->capv, (n), sizeof *sim->arr))            \
             return oom(err, what);                                                  \
     } while (0)
 

@@ -2,6 +2,7 @@
 noinst_LIBRARIES += sim/libdtsimengine.a
 sim_libdtsimengine_a_SOURCES = \
 	sim/eventq.c sim/eventq.h \
+	sim/grow.c sim/grow.h \
 	sim/maxmin.c sim/maxmin.h \
 	sim/engine.c sim/engine.h
 # What a program or test that uses the engine adds to its flags.

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "grow.h"
+
 struct dt_maxmin {
     int cap_links, cap_flows, cap_nnz;
     double *rem;       /* capacity not yet given to frozen flows */
@@ -40,50 +42,34 @@ void dt_maxmin_destroy(struct dt_maxmin *mm)
     free(mm);
 }
 
-/* Grows *p to hold n elements of size sz (capacity doubles). */
-static int grow(void **p, int *capacity, int n, size_t sz)
-{
-    if (n <= *capacity)
-        return 0;
-    int c = *capacity ? *capacity : 16;
-    while (c < n)
-        c *= 2;
-    void *q = realloc(*p, (size_t)c * sz);
-    if (!q)
-        return -1;
-    *p = q;
-    *capacity = c;
-    return 0;
-}
-
 static int reserve(struct dt_maxmin *mm, int n_links, int n_flows, int nnz)
 {
     int cl = mm->cap_links, cf = mm->cap_flows, cn = mm->cap_nnz;
     if (n_links + 1 > cl) {
         int c = cl;
-        if (grow((void **)&mm->rem, &c, n_links + 1, sizeof *mm->rem))
+        if (dt_grow((void **)&mm->rem, &c, n_links + 1, sizeof *mm->rem))
             return -1;
         c = cl;
-        if (grow((void **)&mm->cnt, &c, n_links + 1, sizeof *mm->cnt))
+        if (dt_grow((void **)&mm->cnt, &c, n_links + 1, sizeof *mm->cnt))
             return -1;
         c = cl;
-        if (grow((void **)&mm->lstart, &c, n_links + 1, sizeof *mm->lstart))
+        if (dt_grow((void **)&mm->lstart, &c, n_links + 1, sizeof *mm->lstart))
             return -1;
         c = cl;
-        if (grow((void **)&mm->fill, &c, n_links + 1, sizeof *mm->fill))
+        if (dt_grow((void **)&mm->fill, &c, n_links + 1, sizeof *mm->fill))
             return -1;
         c = cl;
-        if (grow((void **)&mm->active, &c, n_links + 1, sizeof *mm->active))
+        if (dt_grow((void **)&mm->active, &c, n_links + 1, sizeof *mm->active))
             return -1;
         mm->cap_links = c;
     }
     if (n_flows > cf) {
-        if (grow((void **)&mm->frozen, &cf, n_flows, sizeof *mm->frozen))
+        if (dt_grow((void **)&mm->frozen, &cf, n_flows, sizeof *mm->frozen))
             return -1;
         mm->cap_flows = cf;
     }
     if (nnz > cn) {
-        if (grow((void **)&mm->lflows, &cn, nnz, sizeof *mm->lflows))
+        if (dt_grow((void **)&mm->lflows, &cn, nnz, sizeof *mm->lflows))
             return -1;
         mm->cap_nnz = cn;
     }

@@ -15,6 +15,7 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "grow.h"
 #include "matchindex.h"
 #include "network.h"
 
@@ -129,21 +130,6 @@ static void trace(struct player *p, int tid, const char *name, const char *cat, 
     fputc('}', f);
 }
 
-static int grow(void **arr, int *cap, int need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    int c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *a = realloc(*arr, (size_t)c * size);
-    if (!a)
-        return -1;
-    *arr = a;
-    *cap = c;
-    return 0;
-}
-
 static int advance(struct player *p, int rank);
 
 static void block(struct rankstate *r, double now)
@@ -250,7 +236,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
     if (fi >= 0) {
         p->flow_free = p->flows[fi].act;
     } else {
-        if (grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
+        if (dt_grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         fi = p->n_flows++;
     }
@@ -335,7 +321,7 @@ static int post_mail(struct player *p, const struct flowrec *f, int ai, double t
     if (m >= 0) {
         p->mail_free = p->mail[m].next;
     } else {
-        if (grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
+        if (dt_grow((void **)&p->mail, &p->cap_mail, p->n_mail + 1, sizeof *p->mail))
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         m = p->n_mail++;
     }
@@ -508,7 +494,7 @@ static int group_index(const struct dt_group *g, int rank)
 /* A new activity of rank's op op_index (nothing posted), or -1 when out of memory. */
 static int new_activity(struct player *p, int rank, int op_index)
 {
-    if (grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
+    if (dt_grow((void **)&p->acts, &p->cap_acts, p->n_acts + 1, sizeof *p->acts))
         return -1;
     int ai = p->n_acts++;
     struct activity *a = &p->acts[ai];

@@ -7,6 +7,7 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "grow.h"
 #include "network.h"
 
 struct memo {                /* a round or a collective already timed */
@@ -53,14 +54,8 @@ static bool recall(const struct memos *m, uint64_t key, double *s, double *busy)
 
 static int remember(struct memos *m, uint64_t key, double s, double busy)
 {
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 16;
-        struct memo *e = realloc(m->e, (size_t)cap * sizeof *e);
-        if (!e)
-            return -1;
-        m->e = e;
-        m->cap = cap;
-    }
+    if (dt_grow((void **)&m->e, &m->cap, m->n + 1, sizeof *m->e))
+        return -1;
     m->e[m->n++] = (struct memo){key, s, busy};
     return 0;
 }
@@ -124,14 +119,8 @@ static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt
 
 static int add_transfer(struct dt_symround *sr, int src, int dst, long count)
 {
-    if (sr->n_t == sr->cap_t) {
-        int cap = sr->cap_t ? 2 * sr->cap_t : 1024;
-        struct transfer *t = realloc(sr->t, (size_t)cap * sizeof *t);
-        if (!t)
-            return -1;
-        sr->t = t;
-        sr->cap_t = cap;
-    }
+    if (dt_grow((void **)&sr->t, &sr->cap_t, sr->n_t + 1, sizeof *sr->t))
+        return -1;
     sr->t[sr->n_t++] = (struct transfer){src, dst, count};
     return 0;
 }

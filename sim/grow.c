@@ -1,0 +1,27 @@
+/* Growing arrays (see grow.h). */
+#include "grow.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int dt_grow_capacity(int capacity, int n)
+{
+    int c = capacity ? capacity : 64;
+    while (c < n) {
+        if (c > INT32_MAX / 2)
+            return -1;
+        c *= 2;
+    }
+    return c;
+}
+
+int dt_grow_slow(void **p, int *capacity, int n, size_t sz)
+{
+    int c = dt_grow_capacity(*capacity, n);
+    void *q = c < 0 ? NULL : realloc(*p, (size_t)c * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    *capacity = c;
+    return 0;
+}
