@@ -955,6 +955,37 @@ static void print_json(FILE *out, const struct options *o, const struct dt_model
     fprintf(out, "  ]\n}\n");
 }
 
+/* With no -s, strategies that do not fit the config are passed over in silence; when none
+ * fits, says why they did not, one line per reason (a reason that ends in the strategy's
+ * own name ends in "these" for the group), so that "see the messages above" has messages. */
+static void explain_unfit(const struct options *o, const struct dt_model *model,
+                          const struct dt_topology *topo)
+{
+    char why[DT_STRAT_COUNT][512];
+    bool told[DT_STRAT_COUNT] = {0};
+    for (int s = 0; s < DT_STRAT_COUNT; s++) {
+        struct dt_plan_options po = o->par;
+        po.strategy = s;
+        told[s] = (s == DT_STRAT_SEQUENTIAL && topo->n_ranks > 1) ||
+                  dt_strategy_fits_options(&po, model, topo, dt_plan_ranks(&po, topo), why[s],
+                                           sizeof why[s]);
+        size_t n = strlen(dt_strategy_name(s)), w = strlen(why[s]);
+        if (!told[s] && w >= n && !strcmp(why[s] + w - n, dt_strategy_name(s)))
+            snprintf(why[s] + w - n, sizeof why[s] - (w - n), "these");
+    }
+    for (int s = 0; s < DT_STRAT_COUNT; s++) {
+        if (told[s])
+            continue;
+        fprintf(stderr, "%s: skipped on %s: %s", prog, topo->name, dt_strategy_name(s));
+        for (int t = s + 1; t < DT_STRAT_COUNT; t++)
+            if (!told[t] && !strcmp(why[t], why[s])) {
+                fprintf(stderr, ", %s", dt_strategy_name(t));
+                told[t] = true;
+            }
+        fprintf(stderr, ": %s\n", why[s]);
+    }
+}
+
 /* Simulates every requested strategy on one topology shape; appends rows. */
 static int run_shape(const struct options *o, const struct dt_model *model,
                      const struct dt_topology *topo, FILE *trace, int *trace_pid,
@@ -979,6 +1010,7 @@ static int run_shape(const struct options *o, const struct dt_model *model,
         dt_error_print(prog, &err);
         return 2;
     }
+    int rows_before = *n_rows;
     for (int s = 0; s < DT_STRAT_COUNT; s++) {
         char why[512];
         struct dt_plan_options po = o->par;
@@ -1034,6 +1066,8 @@ static int run_shape(const struct options *o, const struct dt_model *model,
         }
         (*n_rows)++;
     }
+    if (!o->strategies_given && *n_rows == rows_before && !o->dump_plan && !o->estimate)
+        explain_unfit(o, model, topo);
     return 0;
 }
 

@@ -58,6 +58,12 @@ fi
 dtsim_fails "batch zero" "--batch" -t 2n4p --batch 0
 dtsim_fails "batch text" "--batch" -t 2n4p --batch many
 dtsim_fails "bad format" "--format" -t 2n4p --format xml
+# With no -s, a config no strategy takes says why each was passed over (it said "see the
+# messages above" with no message above it).
+dtsim_fails "no strategy fits: why, pipelines" \
+  "skipped on 2n4p: gpipe, naive-mp, 1f1b, interleaved: 3 stages x 2 replicas" -t 2n4p --pp 3
+grep -q "skipped on 2n4p: .*ring.*: --pp, .*not to these" "$tmp/err" &&
+  ok "no strategy fits: why, data-parallel" || bad "no strategy fits: $(cat "$tmp/err")"
 dtsim_fails "bad strategy" "--strategy" -t 2n4p --strategy nope
 dtsim_fails "bad scaling" "--scaling" -t 2n4p --scaling medium
 dtsim_fails "bad bucket" "--bucket" -t 2n4p --bucket 25
