@@ -39,6 +39,10 @@ struct row {
     double price_h;                /* USD/h of the nodes it holds; 0 = no price */
     double epoch_lo_s, epoch_hi_s; /* --calibration: 95% prediction interval */
     double mem_weights, mem_grads, mem_opt, mem_act, mem_comm, mem_total;
+    /* the rank that misses its own device's memory by the most (-1: every rank fits; a mixed
+     * cluster's devices differ), its need and its device's memory */
+    int over_rank;
+    double over_need, over_cap;
     double speedup, efficiency;
     long events, flows;
     /* pipelines: stages, micro-batches, idle share, per-stage compute and activations */
@@ -617,10 +621,17 @@ static int simulate(const struct options *o, const struct dt_model *model,
     row->epoch_lo_s = iters * (calibration_path ? fmax(iter_lo, row->read_s) : row->iter_s);
     row->epoch_hi_s = iters * (calibration_path ? fmax(iter_hi, row->read_s) : row->iter_s);
     row->price_h = dt_topology_nodes_price_per_h(topo, row->nodes);
+    row->over_rank = -1;
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_rank_stats *st = &res.rank[r];
         struct dt_memory mem;
         dt_plan_rank_memory(plan, r, &mem);
+        double cap = dt_topology_group_of_rank(topo, r)->device.mem_bytes;
+        if (cap > 0 && mem.total - cap > (row->over_rank < 0 ? 0 : row->over_need - row->over_cap)) {
+            row->over_rank = r;
+            row->over_need = mem.total;
+            row->over_cap = cap;
+        }
         /* the framework's per-iteration host work leaves the device idle */
         row->util += (st->compute_s - rank_params(gcp, topo, r)->iter_overhead_s) /
                      (row->iter_s * plan->n_ranks);
@@ -1042,11 +1053,12 @@ static int run_shape(const struct options *o, const struct dt_model *model,
         }
         if (o->dump_plan || o->estimate)
             continue;
-        double mem_cap = topo->groups[0].device.mem_bytes;
-        if (mem_cap > 0 && r->mem_total > mem_cap) {
-            fprintf(stderr, "%s: strategy %s skipped on %s: needs %.2f GiB per device, the "
-                            "device has %.2f GiB\n", prog, dt_strategy_name(s), topo->name,
-                    r->mem_total / (1 << 30), mem_cap / (1 << 30));
+        if (r->over_rank >= 0) {
+            fprintf(stderr, "%s: strategy %s skipped on %s: rank %d needs %.2f GiB, its device "
+                            "(%s) has %.2f GiB\n", prog, dt_strategy_name(s), topo->name,
+                    r->over_rank, r->over_need / (1 << 30),
+                    dt_topology_group_of_rank(topo, r->over_rank)->device.name,
+                    r->over_cap / (1 << 30));
             row_free(r);
             continue;
         }

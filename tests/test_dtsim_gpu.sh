@@ -80,5 +80,21 @@ if close "$(field "$tmp/a.csv" epoch_s)" "$(field "$tmp/b.csv" epoch_s)"
 then ok "group order does not change a mixed cluster's prediction"
 else bad "mixed: $(cat "$tmp/a.csv" "$tmp/b.csv")"; fi
 
+# Each rank's memory against its own device's: with a 1 GiB card in the second group, the
+# ranks there do not fit (before, only the first group's memory was checked, so this order
+# fitted and the other was refused).
+small='  - {name: small, count: 1, devices: 2, device: {kind: gpu, name: tiny-card, sms: 8, peak: {fp32: 5 TFLOP/s}, memory: 1 GiB, memory_bw: 300 GB/s}, intra: {kind: pcie, bandwidth: 16 GB/s, latency: 2 us}, nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}}'
+for order in "$gpu
+$small" "$small
+$gpu"; do
+  printf 'name: mixed-mem\nnodes:\n%s\nnetwork: {kind: switch, latency: 100 ns}\n' "$order" \
+    >"$tmp/mixed-mem.yaml"
+  "$dtsim" -t "$tmp/mixed-mem.yaml" -m resnet50-cifar10 -b 256 -s ring >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q "ring skipped on mixed-mem: rank [0-9]* needs [0-9.]* GiB, its device (tiny-card) has 1.00 GiB" "$tmp/err"
+  then ok "a mixed cluster's small card refuses the config ($(sed -n 3p "$tmp/mixed-mem.yaml" | cut -d, -f1 | cut -d: -f2) first)"
+  else bad "mixed memory (exit $rc): $(cat "$tmp/err")"; fi
+done
+
 echo "$fails failed"
 [ $fails -eq 0 ]
