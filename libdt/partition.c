@@ -4,11 +4,25 @@
 
 #include <stdlib.h>
 
-int dt_partition_balanced(const double *cost, int n, int parts, int *first)
+/* prefix[k][i]: the cost of items 0..i-1 in part k (one row when every part costs alike) */
+static double *prefix_sums(const double *cost, size_t stride, int n, int rows)
+{
+    double *prefix = malloc((size_t)rows * (size_t)(n + 1) * sizeof *prefix);
+    for (int k = 0; prefix && k < rows; k++) {
+        double *p = prefix + (size_t)k * (size_t)(n + 1);
+        p[0] = 0;
+        for (int i = 0; i < n; i++)
+            p[i + 1] = p[i] + cost[(size_t)k * stride + (size_t)i];
+    }
+    return prefix;
+}
+
+int dt_partition_balanced(const double *cost, size_t stride, int n, int parts, int *first)
 {
     if (parts < 1 || parts > n)
         return -1;
-    double *prefix = malloc((size_t)(n + 1) * sizeof *prefix);
+    int rows = stride ? parts : 1;
+    double *prefix = prefix_sums(cost, stride, n, rows);
     double *best = malloc((size_t)(parts + 1) * (size_t)(n + 1) * sizeof *best);
     int *cut = malloc((size_t)(parts + 1) * (size_t)(n + 1) * sizeof *cut);
     if (!prefix || !best || !cut) {
@@ -18,11 +32,9 @@ int dt_partition_balanced(const double *cost, int n, int parts, int *first)
         return -1;
     }
 #define AT(a, k, i) a[(size_t)(k) * (size_t)(n + 1) + (size_t)(i)]
-    prefix[0] = 0;
-    for (int i = 0; i < n; i++)
-        prefix[i + 1] = prefix[i] + cost[i];
+#define SUM(k, i) AT(prefix, stride ? (k) - 1 : 0, i) /* part k of 1..parts */
     for (int i = 1; i <= n; i++) {
-        AT(best, 1, i) = prefix[i];
+        AT(best, 1, i) = SUM(1, i);
         AT(cut, 1, i) = 0;
     }
     for (int k = 2; k <= parts; k++)
@@ -31,7 +43,7 @@ int dt_partition_balanced(const double *cost, int n, int parts, int *first)
             double b = -1;
             int at = k - 1;
             for (int j = k - 1; j < i; j++) {
-                double last = prefix[i] - prefix[j];
+                double last = SUM(k, i) - SUM(k, j);
                 double worst = AT(best, k - 1, j) > last ? AT(best, k - 1, j) : last;
                 if (b < 0 || worst < b) {
                     b = worst;
@@ -46,6 +58,7 @@ int dt_partition_balanced(const double *cost, int n, int parts, int *first)
         first[k - 1] = AT(cut, k, i);
         i = first[k - 1];
     }
+#undef SUM
 #undef AT
     free(prefix);
     free(best);

@@ -449,16 +449,43 @@ static bool tied_apart(const struct pipe *p, int l)
                           stage_of_chunk(p, p->chunk_of[L->tied_layer]);
 }
 
-static double layer_cost(const struct pipe *p, int l, int rows)
+static double layer_cost(const struct pipe *p, const struct dt_device_spec *dev, int l, int rows)
 {
     struct dt_cost_params cp;
-    const struct dt_device_spec *dev = &p->plan->topo->groups[0].device;
     dt_cost_defaults(&cp, dev->kind);
     struct dt_op f = dtc_compute(DT_PH_FORWARD, l, 0, 0, 0, rows);
     struct dt_op b = dtc_compute(DT_PH_BACKWARD, l, 0, 0, 0, rows);
     f.precision = b.precision = p->plan->opt.precision; /* as dt_plan_push stamps them */
     return dt_cost_compute(&cp, dev, p->m, &f) +
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
+}
+
+/* Whether a rank of stage s sits in node group g. */
+static bool stage_in_group(const struct pipe *p, int s, const struct dt_node_group *g)
+{
+    for (int d = 0; d < p->D; d++)
+        for (int k = 0; k < p->T; k++)
+            if (dt_topology_group_of_rank(p->plan->topo, rank_of(p, s, d, k)) == g)
+                return true;
+    return false;
+}
+
+/* Each layer's forward and backward cost on the devices of chunk c's stage: on the slowest of
+ * them, which the stage's replicas and tensor ranks wait for (a cluster whose node groups hold
+ * different devices: a stage on slower cards gets fewer layers). */
+static void chunk_costs(const struct pipe *p, int c, int rows, double *cost)
+{
+    const struct dt_topology *topo = p->plan->topo;
+    for (int l = 0; l < p->m->n_layers; l++)
+        cost[l] = 0;
+    for (int g = 0; g < topo->n_groups; g++) {
+        if (!stage_in_group(p, stage_of_chunk(p, c), &topo->groups[g]))
+            continue;
+        for (int l = 0; l < p->m->n_layers; l++) {
+            double t = layer_cost(p, &topo->groups[g].device, l, rows);
+            cost[l] = t > cost[l] ? t : cost[l];
+        }
+    }
 }
 
 /* Whether only token chunks (DT_SHARD_SEQ outputs) cross a stage boundary before layer b. */
@@ -509,25 +536,32 @@ static bool between_blocks(const struct pipe *p, const int *block, const enum dt
  * micro-batch in flight): the layers between two boundaries that leave blocks whole form one
  * unit, and the units are balanced by cost. Returns 1 (first[] untouched) for a model without
  * blocks or with fewer units than chunks, DT_ENOMEM, or DT_OK. */
-static int block_partition(struct pipe *p, const double *cost, const enum dt_shard_kind *kind)
+static int block_partition(struct pipe *p, const double *cost, size_t stride,
+                           const enum dt_shard_kind *kind)
 {
     int n = p->m->n_layers, u = 0, rc = 1, *first = p->plan->chunk_first;
+    int rows = stride ? p->C : 1;
     int *block = malloc((size_t)n * sizeof *block);
     int *unit_first = malloc((size_t)(n + 1) * sizeof *unit_first);
     int *cuts = malloc((size_t)(p->C + 1) * sizeof *cuts);
-    double *unit_cost = malloc((size_t)n * sizeof *unit_cost);
+    double *unit_cost = malloc((size_t)rows * (size_t)n * sizeof *unit_cost);
     int blocks = block && unit_first && cuts && unit_cost ? dtc_blocks(p->m, block) : -1;
-    for (int l = 0; l < n && blocks > 0; l++) {
-        if (l == 0 || between_blocks(p, block, kind, l)) {
-            unit_first[u] = l;
-            unit_cost[u++] = 0;
+    for (int l = 0; l < n && blocks > 0; l++)
+        if (l == 0 || between_blocks(p, block, kind, l))
+            unit_first[u++] = l;
+    if (blocks > 0)
+        unit_first[u] = n;
+    for (int r = 0; r < rows && blocks > 0; r++) /* unit j of part r at unit_cost[r u + j] */
+        for (int j = 0; j < u; j++) {
+            double *c = &unit_cost[(size_t)r * (size_t)u + (size_t)j];
+            *c = 0;
+            for (int l = unit_first[j]; l < unit_first[j + 1]; l++)
+                *c += cost[(size_t)r * stride + (size_t)l];
         }
-        unit_cost[u - 1] += cost[l];
-    }
-    if (blocks < 0 || (u >= p->C && dt_partition_balanced(unit_cost, u, p->C, cuts)))
+    if (blocks < 0 ||
+        (u >= p->C && dt_partition_balanced(unit_cost, stride ? (size_t)u : 0, u, p->C, cuts)))
         rc = DT_ENOMEM;
     else if (blocks > 0 && u >= p->C) {
-        unit_first[u] = n;
         for (int c = 0; c <= p->C; c++)
             first[c] = unit_first[cuts[c]];
         rc = DT_OK;
@@ -554,14 +588,17 @@ static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
                            "model's last layer, %d (model %s has %d layers)", n - 1, p->m->name, n);
         return DT_OK;
     }
-    double *cost = malloc((size_t)n * sizeof *cost);
+    /* one row of costs when every node holds the same device, else a row per chunk */
+    size_t stride = p->plan->topo->n_groups > 1 ? (size_t)n : 0;
+    int cost_rows = stride ? p->C : 1;
+    double *cost = malloc((size_t)cost_rows * (size_t)n * sizeof *cost);
     if (!cost)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    for (int l = 0; l < n; l++)
-        cost[l] = layer_cost(p, l, rows);
-    int rc = block_partition(p, cost, kind);
+    for (int c = 0; c < cost_rows; c++)
+        chunk_costs(p, c, rows, cost + (size_t)c * (size_t)n);
+    int rc = block_partition(p, cost, stride, kind);
     if (rc == 1) { /* no blocks to keep whole: any layer boundary */
-        rc = dt_partition_balanced(cost, n, p->C, first);
+        rc = dt_partition_balanced(cost, stride, n, p->C, first);
         if (!rc && o->sequence_parallel)
             seqpar_boundaries(p, kind);
     }

@@ -375,28 +375,39 @@ static void test_partition_balanced(void **state)
     (void)state;
     int first[10];
     const double a[] = {1, 1, 1, 1};
-    assert_int_equal(dt_partition_balanced(a, 4, 2, first), 0);
+    assert_int_equal(dt_partition_balanced(a, 0, 4, 2, first), 0);
     assert_int_equal(first[0], 0);
     assert_int_equal(first[1], 2);
     assert_int_equal(first[2], 4);
     const double b[] = {4, 1, 1, 1, 1};
-    assert_int_equal(dt_partition_balanced(b, 5, 2, first), 0);
+    assert_int_equal(dt_partition_balanced(b, 0, 5, 2, first), 0);
     assert_int_equal(first[1], 1);
     assert_int_equal(first[2], 5);
     const double c[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    assert_int_equal(dt_partition_balanced(c, 9, 3, first), 0);
+    assert_int_equal(dt_partition_balanced(c, 0, 9, 3, first), 0);
     assert_int_equal(first[0], 0);
     assert_int_equal(first[1], 5);
     assert_int_equal(first[2], 7);
     assert_int_equal(first[3], 9);
     const double d[] = {1, 1, 1};
-    assert_int_equal(dt_partition_balanced(d, 3, 2, first), 0);
+    assert_int_equal(dt_partition_balanced(d, 0, 3, 2, first), 0);
     assert_int_equal(first[1], 1);
-    assert_int_equal(dt_partition_balanced(c, 9, 9, first), 0);
+    assert_int_equal(dt_partition_balanced(c, 0, 9, 9, first), 0);
     for (int k = 0; k <= 9; k++)
         assert_int_equal(first[k], k);
-    assert_int_equal(dt_partition_balanced(c, 9, 0, first), -1);
-    assert_int_equal(dt_partition_balanced(c, 9, 10, first), -1);
+    assert_int_equal(dt_partition_balanced(c, 0, 9, 0, first), -1);
+    assert_int_equal(dt_partition_balanced(c, 0, 9, 10, first), -1);
+    /* Each part its own costs (stride 4): items cost 1 in part 0 and 3 in part 1 (a stage on
+     * cards three times slower). k items in part 0 cost max(k, 3 (4 - k)): 9, 6, 3 for k = 1,
+     * 2, 3, so {0, 3, 4}; the same costs in both parts would cut {0, 2, 4} (above). The other
+     * way round, max(3 k, 4 - k): 3, 6, 9, so {0, 1, 4}. */
+    const double fast_slow[] = {1, 1, 1, 1, 3, 3, 3, 3};
+    assert_int_equal(dt_partition_balanced(fast_slow, 4, 4, 2, first), 0);
+    assert_int_equal(first[1], 3);
+    assert_int_equal(first[2], 4);
+    const double slow_fast[] = {3, 3, 3, 3, 1, 1, 1, 1};
+    assert_int_equal(dt_partition_balanced(slow_fast, 4, 4, 2, first), 0);
+    assert_int_equal(first[1], 1);
 }
 
 /* Ensure --stages cuts are the plan's chunks: '0-2,3-7' puts layers 0-2 on stage 0
