@@ -146,6 +146,20 @@ static void check_buckets(const struct dtv_run *run)
                  run->plan->opt.bucket_bytes, want);
 }
 
+/* One GPU: sequential; on one node: NCCL's ring; on several: every NIC carries a share, as NCCL's channels
+ * spread the rings over them (rail-ring; a flat ring crosses each node boundary on one NIC). */
+static void check_strategy(const struct dtv_run *run, int *multi_node)
+{
+    bool several = dt_topology_node_of(run->topo, run->ranks - 1) > 0;
+    enum dt_strategy want = run->ranks == 1 ? DT_STRAT_SEQUENTIAL
+                            : several   ? DT_STRAT_ALLREDUCE_RAIL_RING
+                                        : DT_STRAT_ALLREDUCE_RING;
+    *multi_node += several;
+    if (run->strategy != want)
+        fail_msg("line %d %s: strategy %s, expected %s", run->line, run->label,
+                 dt_strategy_name(run->strategy), dt_strategy_name(want));
+}
+
 static void published_rows(void **state)
 {
     (void)state;
@@ -160,11 +174,12 @@ static void published_rows(void **state)
     if (dtv_published_load(&set, path, pub, &err))
         fail_msg("%s", err.msg);
     assert_true(set.n >= 79);
-    int tail_only = 0, bucketed = 0;
+    int tail_only = 0, bucketed = 0, multi_node = 0;
     for (int i = 0; i < set.n; i++) {
         const struct dtv_run *run = &set.runs[i];
         check_run(run, &tail_only);
         check_buckets(run);
+        check_strategy(run, &multi_node);
         /* a row without buckets has its allreduce and update for tail: reused when compute
          * moves; with buckets the tail holds the backward after the first bucket, reused
          * only where those ops' costs did not move (memory-bound ones) */
@@ -174,6 +189,7 @@ static void published_rows(void **state)
             fail_msg("line %d %s: tail played again", run->line, run->label);
     }
     assert_true(bucketed > 0 && bucketed < set.n);
+    assert_true(multi_node > 0);
     /* every row is a symmetric data-parallel step: the shortcut applies to all */
     assert_int_equal(tail_only, set.n);
     dtv_runset_free(&set);

@@ -228,7 +228,11 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
     if ((rc = read_fields(r, row, run, &seq, err)) ||
         (rc = row_topology(r, row->gpus, run->topo_name, sizeof run->topo_name, &nodes, err)))
         return rc;
-    run->strategy = DT_STRAT_ALLREDUCE_RING; /* NCCL allreduce (sequential on 1 GPU) */
+    /* NCCL's allreduce (sequential on 1 GPU). Across nodes NCCL runs one ring per channel,
+     * each crossing a node boundary on another GPU's NIC, so every NIC of a DGX carries a
+     * share; a flat ring would cross on one. rail-ring moves the same bytes per NIC (each
+     * NIC 2 (n - 1) / n of the gradients / g over n nodes) with every NIC busy. */
+    run->strategy = nodes > 1 ? DT_STRAT_ALLREDUCE_RAIL_RING : DT_STRAT_ALLREDUCE_RING;
     run->ranks = row->gpus;
     run->opt.bucket_bytes = framework_bucket_bytes(row, seq);
     snprintf(run->host, sizeof run->host, "NVIDIA %s, %s (%s)", r->f[P_SYSTEM], row->gpu,
