@@ -95,8 +95,9 @@ static char *buffer_of(struct dtx_exec *ex, const struct dt_region *g)
     switch (g->buf) {
     case DT_BUF_PARAMS:
         return h ? (char *)dtk_net_params16(ex->net) : (char *)dtk_net_params(ex->net);
-    case DT_BUF_GRADS:
-        return h ? (char *)dtk_net_grads16(ex->net) : (char *)dtk_net_grads(ex->net);
+    case DT_BUF_GRADS: /* float32 but under mixed precision with 2-byte gradients */
+        return dtk_net_grads(ex->net) ? (char *)dtk_net_grads(ex->net)
+                                      : (char *)dtk_net_grads16(ex->net);
     case DT_BUF_OPT: return (char *)ex->opt_state;
     case DT_BUF_ACT:
         return h ? (char *)dtk_net_act16(ex->net, g->layer) : (char *)dtk_net_act(ex->net, g->layer);
@@ -386,6 +387,7 @@ static int allocate(struct dtx_exec *ex, enum dtk_init init, uint64_t seed, int 
                              .n_params = rp->n_params, .n_grads = rp->n_grads,
                              .owned = rp->owned, .n_owned = rp->n_owned, .opt_moments = 0,
                              .dtype = ex->dtype,
+                             .grads_f32 = dt_plan_grad_dtype(&plan->opt) == DT_TYPE_F32,
                              .recompute = dt_plan_rank_recompute(plan, (int)(rp - plan->ranks)),
                              .dact = dt_plan_rank_dact(plan, (int)(rp - plan->ranks)),
                              .slot_rows = rp->slot_rows, .ws_rows = rp->ws_rows};
@@ -855,8 +857,9 @@ static void step_floats(struct dtx_exec *ex, float *p, const float *g, float *m,
     }
 }
 
-/* Mixed precision: the fp32 master weights step from the 2-byte gradients, unscaled in
- * float32 a block at a time (no float32 copy of all gradients); skipped on overflow. */
+/* Mixed precision: the fp32 master weights step from the gradients (2-byte, or float32 under
+ * --grad-precision fp32), unscaled in float32 a block at a time (no float32 copy of all
+ * gradients); skipped on overflow. */
 static void mixed_step(struct dtx_exec *ex, const struct dt_op *o)
 {
     if (ex->scaler[DT_SCALER_FLAG] != 0)
@@ -865,12 +868,17 @@ static void mixed_step(struct dtx_exec *ex, const struct dt_op *o)
     float g[BLOCK];
     struct dt_region gr = o->region;
     gr.buf = DT_BUF_GRADS; /* at the parameters' offsets */
-    const uint16_t *h = (const uint16_t *)(void *)at(ex, o->grads.count ? &o->grads : &gr);
+    const struct dt_region *at_grads = o->grads.count ? &o->grads : &gr;
+    const char *h = at(ex, at_grads);
+    enum dt_dtype t = dtype_of(ex, at_grads);
     float *p = ex->master + o->dst.offset, *m = ex->opt_state + o->dst.offset;
     float inv = 1.0f / ex->scaler[DT_SCALER_SCALE];
     for (long k = 0; k < o->region.count; k += BLOCK) {
         long n = o->region.count - k < BLOCK ? o->region.count - k : BLOCK;
-        dtk_half_to_f32(ex->dtype, h + k, g, n);
+        if (t == DT_TYPE_F32)
+            memcpy(g, (const float *)(const void *)h + k, (size_t)n * sizeof *g);
+        else
+            dtk_half_to_f32(t, (const uint16_t *)(const void *)h + k, g, n);
         for (long j = 0; j < n; j++)
             g[j] *= inv;
         step_floats(ex, p + k, g, m + k, m + ex->opt_block + k, n);
@@ -897,10 +905,11 @@ static void optimizer_step(struct dtx_exec *ex, const struct dt_op *o)
  * --overflow-at K (testing) writes inf into rank 0's first gradient at step K. */
 static void unscale(struct dtx_exec *ex, const struct dt_op *o)
 {
-    uint16_t *g = (uint16_t *)(void *)at(ex, &o->region);
+    char *g = at(ex, &o->region);
+    enum dt_dtype t = dtype_of(ex, &o->region);
     if (ex->overflow_at == ex->steps && ex->rank == 0 && o->region.count > 0)
-        g[0] = ex->dtype == DT_TYPE_BF16 ? dtk_f32_to_bf16(INFINITY) : dtk_f32_to_f16(INFINITY);
-    ex->scaler[DT_SCALER_FLAG] = dtk_half_nonfinite(ex->dtype, g, o->region.count) ? 1.0f : 0.0f;
+        dtk_store_inf(t, g);
+    ex->scaler[DT_SCALER_FLAG] = dtk_nonfinite(t, g, o->region.count) ? 1.0f : 0.0f;
 }
 
 /* RESCALE: PyTorch's GradScaler: halve on overflow (the step was skipped), double after

@@ -95,9 +95,9 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
     if (op->kind == DT_OP_UPDATE) {
         /* Adam: about 12 FLOP per parameter; reads params, grads, m, v and writes params, m,
          * v: 7 x 4 B in fp32. Mixed precision reads a 2-byte gradient and also writes the
-         * 2-byte weight copy: 24 + 2 + 2, the same 28 B. */
+         * 2-byte weight copy: 24 + 2 + 2, the same 28 B; with fp32 gradients 24 + 4 + 2. */
         *flops = 12.0 * op->region.count;
-        *bytes = 28.0 * op->region.count;
+        *bytes = (op->grads_f32 ? 30.0 : 28.0) * op->region.count;
         return;
     }
     double e = dt_op_elem_bytes(op);
@@ -109,15 +109,17 @@ void dt_op_work(const struct dt_model *m, const struct dt_op *op, double *flops,
     double in = l->n_in > 0 && l->in[0] >= 0 ? dt_shape_size(&m->layers[l->in[0]].out_shape)
                                               : dt_shape_size(&m->input);
     double out = dt_shape_size(&l->out_shape);
-    double io = (in + out) * e * op->samples + (double)dt_layer_weight_floats(m, l) * e;
+    double w = (double)dt_layer_weight_floats(m, l);
+    double io = (in + out) * e * op->samples + w * e;
     /* a tensor-parallel shard does its share of the layer's arithmetic and traffic */
     double share = op->shards > 1 ? 1.0 / op->shards : 1.0;
     if (op->phase == DT_PH_FORWARD) {
         *flops = l->fwd_flops * op->samples * share;
         *bytes = io * share;
-    } else {
+    } else { /* twice the forward's, its weight gradients written at their own dtype */
+        double eg = (double)dt_dtype_size(dt_op_buf_dtype(op, DT_BUF_GRADS));
         *flops = (l->bwd_data_flops + l->bwd_weight_flops) * op->samples * share;
-        *bytes = 2.0 * io * share;
+        *bytes = (2.0 * io + (eg - e) * w) * share;
     }
 }
 
@@ -365,7 +367,7 @@ static double stream_time(const struct dt_cost_params *cp, const struct dt_devic
 
 static double elem_bytes(const struct dt_op *op, enum dt_buf b)
 {
-    return (double)dt_dtype_size(dt_buf_dtype(op->precision, b));
+    return (double)dt_dtype_size(dt_op_buf_dtype(op, b));
 }
 
 double dt_cost_op(const struct dt_cost_params *cp, const struct dt_device_spec *dev,

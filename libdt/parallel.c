@@ -10,7 +10,7 @@
 
 enum flag { F_BATCH, F_SCALING, F_BUCKET, F_ACCUMULATE, F_PP, F_DP, F_CHUNKS, F_MICRO, F_STAGES,
             F_GRAD_ALG, F_OPTIMIZER, F_PRECISION, F_TP, F_ZERO, F_SEQ_PARALLEL, F_RECOMPUTE,
-            F_COUNT };
+            F_GRAD_PRECISION, F_COUNT };
 
 static const struct option longopts[F_COUNT + 1] = {
     {"batch", required_argument, NULL, 0x400 + F_BATCH},
@@ -29,6 +29,7 @@ static const struct option longopts[F_COUNT + 1] = {
     {"zero", required_argument, NULL, 0x400 + F_ZERO},
     {"sequence-parallel", required_argument, NULL, 0x400 + F_SEQ_PARALLEL},
     {"recompute", required_argument, NULL, 0x400 + F_RECOMPUTE},
+    {"grad-precision", required_argument, NULL, 0x400 + F_GRAD_PRECISION},
     {NULL, 0, NULL, 0}};
 
 const struct option *dt_parallel_longopts(void) { return longopts; }
@@ -69,6 +70,10 @@ void dt_parallel_usage(FILE *out)
         "      --precision P        fp32, tf32, bf16, fp16 or fp8: compute precision; bf16 and\n"
         "                           fp16 are mixed precision (fp32 master weights, optimizer\n"
         "                           state and loss scaling) (default fp32)\n"
+        "      --grad-precision P   fp32, bf16 or fp16: the gradients' dtype and so their\n"
+        "                           allreduce's; fp32 under bf16/fp16 as PyTorch autocast\n"
+        "                           and TensorFlow AMP keep them (default: the compute\n"
+        "                           precision's storage, 16-bit under mixed precision)\n"
         "      --tp T               tensor parallelism: T ranks share each layer (default 1)\n"
         "      --zero S             ZeRO stage 0-3: shard optimizer state (1), gradients (2),\n"
         "                           parameters (3) over the data-parallel ranks (default 0)\n"
@@ -126,6 +131,19 @@ static int parse_precision(struct dt_plan_options *o, const char *s, struct dt_e
             return DT_OK;
         }
     return bad(err, "precision", "expected fp32, tf32, bf16, fp16 or fp8, got '%s'", s);
+}
+
+static int parse_grad_precision(struct dt_plan_options *o, const char *s,
+                                struct dt_error *err)
+{
+    static const enum dt_precision choices[] = {DT_FP32, DT_BF16, DT_FP16};
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
+        if (strcmp(s, dt_precision_name(choices[i])) == 0) {
+            o->grad_precision = choices[i];
+            o->grad_precision_given = true;
+            return DT_OK;
+        }
+    return bad(err, "grad-precision", "expected fp32, bf16 or fp16, got '%s'", s);
 }
 
 static int parse_recompute(struct dt_plan_options *o, const char *s, struct dt_error *err)
@@ -272,6 +290,7 @@ int dt_parallel_set(struct dt_plan_options *o, const char *flag, const char *val
     case F_ZERO: return count("zero", value, 0, 3, &o->zero, err);
     case F_SEQ_PARALLEL: return parse_on_off("sequence-parallel", value, &o->sequence_parallel, err);
     case F_RECOMPUTE: return parse_recompute(o, value, err);
+    case F_GRAD_PRECISION: return parse_grad_precision(o, value, err);
     default: return 1;
     }
 }
@@ -308,6 +327,8 @@ void dt_parallel_format(const struct dt_plan_options *o, char *buf, size_t len)
         PUT("%soptimizer=%s", n ? " " : "", dt_optimizer_name(o->optimizer));
     if (o->precision != DT_FP32)
         PUT("%sprecision=%s", n ? " " : "", dt_precision_name(o->precision));
+    if (o->grad_precision_given)
+        PUT("%sgrad-precision=%s", n ? " " : "", dt_precision_name(o->grad_precision));
     if (o->tp > 1)
         PUT("%stp=%d", n ? " " : "", o->tp);
     if (o->zero)

@@ -455,7 +455,8 @@ static double layer_cost(const struct pipe *p, const struct dt_device_spec *dev,
     dt_cost_defaults(&cp, dev->kind);
     struct dt_op f = dtc_compute(DT_PH_FORWARD, l, 0, 0, 0, rows);
     struct dt_op b = dtc_compute(DT_PH_BACKWARD, l, 0, 0, 0, rows);
-    f.precision = b.precision = p->plan->opt.precision; /* as dt_plan_push stamps them */
+    f = dt_plan_stamp(p->plan, &f); /* as dt_plan_push stamps them */
+    b = dt_plan_stamp(p->plan, &b);
     return dt_cost_compute(&cp, dev, p->m, &f) +
            (l >= p->first_train ? dt_cost_compute(&cp, dev, p->m, &b) : 0);
 }

@@ -75,6 +75,14 @@ bool dt_plan_dropped(const struct dt_plan *plan, int rank)
     return plan->probe && r->dp_index > 0 && r->dp_index < r->dp_count - 1;
 }
 
+struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op)
+{
+    struct dt_op stamped = *op;
+    stamped.precision = plan->opt.precision;
+    stamped.grads_f32 = dt_plan_grad_dtype(&plan->opt) != dt_precision_storage(stamped.precision);
+    return stamped;
+}
+
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
 {
     if (dt_plan_dropped(plan, rank))
@@ -83,8 +91,7 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
     if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
         return DT_ENOMEM;
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
-    struct dt_op stamped = *op;
-    stamped.precision = plan->opt.precision;
+    struct dt_op stamped = dt_plan_stamp(plan, op);
     int rc = dt_program_push(&p, &stamped);
     r->n_ops = p.n_ops;
     r->cap_ops = p.cap_ops;
@@ -99,8 +106,7 @@ int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op)
     struct dt_rank_plan *r = &plan->ranks[rank];
     if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
         return DT_ENOMEM;
-    struct dt_op stamped = *op;
-    stamped.precision = plan->opt.precision;
+    struct dt_op stamped = dt_plan_stamp(plan, op);
     return dt_program_push(&r->eval, &stamped);
 }
 

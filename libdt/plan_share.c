@@ -55,7 +55,8 @@ bool dt_op_same_cost(const struct dt_op *a, const struct dt_op *b)
            a->nonblocking == b->nonblocking && a->handle == b->handle &&
            a->bytes == b->bytes && a->scale == b->scale && a->loss_part == b->loss_part &&
            region_equal(&a->grads, &b->grads) && a->precision == b->precision &&
-           a->shards == b->shards && a->recompute == b->recompute;
+           a->shards == b->shards && a->recompute == b->recompute &&
+           a->grads_f32 == b->grads_f32;
 }
 
 static bool op_equal(const struct dt_op *a, const struct dt_op *b)

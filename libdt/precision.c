@@ -27,13 +27,46 @@ enum dt_dtype dt_buf_dtype(enum dt_precision p, enum dt_buf b)
     }
 }
 
+enum dt_dtype dt_plan_grad_dtype(const struct dt_plan_options *o)
+{
+    return dt_precision_storage(o->grad_precision_given ? o->grad_precision : o->precision);
+}
+
+enum dt_dtype dt_plan_buf_dtype(const struct dt_plan_options *o, enum dt_buf b)
+{
+    return b == DT_BUF_GRADS ? dt_plan_grad_dtype(o) : dt_buf_dtype(o->precision, b);
+}
+
+enum dt_dtype dt_op_buf_dtype(const struct dt_op *op, enum dt_buf b)
+{
+    return b == DT_BUF_GRADS && op->grads_f32 ? DT_TYPE_F32 : dt_buf_dtype(op->precision, b);
+}
+
+bool dt_plan_grad_dtype_fits(const struct dt_plan_options *o, char *why, size_t whylen)
+{
+    enum dt_dtype g = dt_plan_grad_dtype(o), s = dt_precision_storage(o->precision);
+    if (g == DT_TYPE_F32 || g == s)
+        return true;
+    if (s == DT_TYPE_F32)
+        snprintf(why, whylen, "--grad-precision %s: 16-bit gradients need mixed precision "
+                 "(--precision %s); under --precision %s they are fp32",
+                 dt_precision_name(o->grad_precision), dt_precision_name(o->grad_precision),
+                 dt_precision_name(o->precision));
+    else
+        snprintf(why, whylen, "--grad-precision %s under --precision %s: the gradients are "
+                 "fp32 or %s (the compute precision's 16-bit type)",
+                 dt_precision_name(o->grad_precision), dt_precision_name(o->precision),
+                 s == DT_TYPE_BF16 ? "bf16" : "fp16");
+    return false;
+}
+
 enum dt_dtype dt_plan_region_dtype(const struct dt_plan *plan, int rank,
                                    const struct dt_region *g)
 {
     if (g->buf == DT_BUF_KEEP && g->layer >= 0)
         return dt_shard_keep_dtype(plan->model, plan->views[plan->ranks[rank].view], g->layer,
                                    dt_buf_dtype(plan->opt.precision, g->buf));
-    return dt_buf_dtype(plan->opt.precision, g->buf);
+    return dt_plan_buf_dtype(&plan->opt, g->buf);
 }
 
 /* The group of every rank in rank order (the overflow flag's), added once per plan. */
@@ -140,7 +173,7 @@ void dt_precision_print_memory(const struct dt_model *m, const struct dt_plan_op
 {
     enum dt_precision p = o->precision;
     size_t w = dt_dtype_size(dt_buf_dtype(p, DT_BUF_PARAMS));
-    size_t g = dt_dtype_size(dt_buf_dtype(p, DT_BUF_GRADS));
+    size_t g = dt_dtype_size(dt_plan_grad_dtype(o));
     int moments = dt_optimizer_moments(o->optimizer);
     int opt = 4 * moments + (dt_plan_mixed(p) ? 4 : 0);
     fprintf(out, "Training memory at %s with %s: %zu (weights) + %zu (gradients) + %d (%s) = "

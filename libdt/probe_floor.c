@@ -15,8 +15,8 @@ static double state_bytes(const struct dt_plan_options *o, int D, int n)
         z.zero = 1;
         return state_bytes(&z, n, n);
     }
-    double w = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_PARAMS));
-    double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
+    double w = dt_dtype_size(dt_plan_buf_dtype(o, DT_BUF_PARAMS));
+    double g = dt_dtype_size(dt_plan_grad_dtype(o));
     double state = 4.0 * dt_optimizer_moments(o->optimizer) +
                    (dt_plan_mixed(o->precision) ? 4.0 : 0);
     return (o->zero >= 3 ? w / D : w) + (o->zero >= 2 ? g / D : g) +

@@ -162,6 +162,8 @@ bool dt_strategy_fits_options(const struct dt_plan_options *o, const struct dt_m
         return false;
     if (!dtc_seqpar_fits(o, why, whylen))
         return false;
+    if (!dt_plan_grad_dtype_fits(o, why, whylen))
+        return false;
     if (o->zero && !dtc_zero_fits(o, why, whylen))
         return false;
     return registry[o->strategy].fits(o, m, n_ranks, why, whylen);
@@ -299,7 +301,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     enum dt_precision pr = plan->opt.precision;
     enum dt_dtype S = dt_precision_storage(pr);
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_PARAMS, S, -1, (double)rp->n_params);
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, S, -1,
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_GRADS, dt_plan_grad_dtype(&plan->opt), -1,
                              (double)(rp->n_grads ? rp->n_grads : rp->n_params));
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_OPT, DT_TYPE_F32, -1,
                              (double)dt_optimizer_moments(plan->opt.optimizer) * rp->n_updated);
@@ -349,7 +351,7 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
                                  dtc_labels_per_sample(m) * rows);
     /* receive buffers: one pool per dtype of the regions received, sized by what is in
      * flight at once (dt/commpool.h; f32: the scaler's flag, the vocabulary-parallel loss's
-     * statistics) */
+     * statistics; the gradients under --grad-precision fp32) */
     long comm = dt_comm_pool_rank(plan, r, S);
     long comm32 = S == DT_TYPE_F32 ? 0 : dt_comm_pool_rank(plan, r, DT_TYPE_F32);
     rc |= comm < 0 || comm32 < 0 ? DT_ENOMEM : DT_OK;
@@ -408,7 +410,7 @@ static int micro_batch(struct dt_plan *plan, int r, int k, int row0, int rows, i
                    k == plan->opt.accumulate - 1 && world >= 0;
     long hi = plan->ranks[r].n_params, lo = hi;
     int stop = dtc_first_trainable(m);
-    double grad_bytes = (double)dt_dtype_size(dt_buf_dtype(plan->opt.precision, DT_BUF_GRADS));
+    double grad_bytes = (double)dt_dtype_size(dt_plan_grad_dtype(&plan->opt));
     for (int l = m->n_layers - 1; l >= 0 && l >= stop && !rc; l--) {
         rc = dtc_push(plan, r, dtc_compute(DT_PH_BACKWARD, l, k, 0, row0, rows));
         if (!rc)

@@ -164,10 +164,10 @@ double dt_rec_memory_floor(const struct dt_model *m, const struct dt_topology *t
 
 /* Bytes per parameter no gradient exchange can send less of: the smaller of its weight's and
  * its gradient's type (a contribution leaves as a gradient, a reduced result as either). */
-static double exchanged_bytes(enum dt_precision prec)
+static double exchanged_bytes(const struct dt_plan_options *o)
 {
-    double w = dt_dtype_size(dt_buf_dtype(prec, DT_BUF_PARAMS));
-    double g = dt_dtype_size(dt_buf_dtype(prec, DT_BUF_GRADS));
+    double w = dt_dtype_size(dt_plan_buf_dtype(o, DT_BUF_PARAMS));
+    double g = dt_dtype_size(dt_plan_buf_dtype(o, DT_BUF_GRADS));
     return w < g ? w : g;
 }
 
@@ -183,7 +183,7 @@ static double egress_bound(const struct dt_model *m, const struct dt_topology *t
         return 0;
     double nic = cp[0].nic_bw_Bps > 0 ? cp[0].nic_bw_Bps : g->nic.bw_Bps;
     double egress = nic * (g->nics > 0 ? g->nics : 1);
-    return egress > 0 ? exchanged_bytes(o->precision) * (double)m->total_params / egress : 0;
+    return egress > 0 ? exchanged_bytes(o) * (double)m->total_params / egress : 0;
 }
 
 double dt_rec_sym_bound(const struct dt_model *m, const struct dt_topology *topo,
@@ -191,7 +191,7 @@ double dt_rec_sym_bound(const struct dt_model *m, const struct dt_topology *topo
 {
     int T, S, D;
     dt_plan_shape(o, topo, &T, &S, &D);
-    double g = dt_dtype_size(dt_buf_dtype(o->precision, DT_BUF_GRADS));
+    double g = dt_dtype_size(dt_plan_grad_dtype(o));
     return dt_sym_allreduce_s(topo, D, T, g * (double)m->total_params / ((double)S * T));
 }
 

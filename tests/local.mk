@@ -130,6 +130,9 @@ TESTS += tests/test_exec_repeatable.sh
 EXTRA_DIST += tests/test_exec_repeatable.sh
 TESTS += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
 EXTRA_DIST += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
+# --grad-precision fp32 under bf16/fp16: float32 gradients and their allreduce (4 B/element).
+TESTS += tests/test_exec_grad_precision.sh
+EXTRA_DIST += tests/test_exec_grad_precision.sh
 # Checkpoints of bf16/fp16 runs (resume bit-identical, bad files) and a version-1 checkpoint.
 TESTS += tests/test_exec_checkpoint_precision.sh
 EXTRA_DIST += tests/test_exec_checkpoint_precision.sh tests/data/ckpt-v1.yaml \

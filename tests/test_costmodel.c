@@ -392,6 +392,46 @@ static void test_half_efficiency_by_class(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &conv), 16.43881728e-6);
 }
 
+/* Ensure fp32 gradients under bf16 (--grad-precision fp32, grads_f32) cost 4 bytes per
+ * gradient where an op touches them, in closed form: the dense backward (256 -> 1000, 64
+ * samples) moves 2 x 674,768 B in bf16; with its 257,000 weight gradients written at 4 bytes
+ * instead of 2, + 514,000 B = 1,863,536 B; Adam's update reads a 4-byte
+ * gradient (30 B per parameter instead of 28); the gradient reset and the unscale pass stream
+ * twice the bytes; activations and the forward are as in bf16. */
+static void test_grads_fp32_costs(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = device_and_params(&cp, DT_CLASS_UPDATE, 1.0, 0);
+    double flops, bytes;
+    struct dt_op b16 = at(compute(11, DT_PH_BACKWARD, 64), DT_BF16), b32 = b16;
+    b32.grads_f32 = true;
+    dt_op_work(m, &b16, &flops, &bytes);
+    assert_rel(bytes, 1349536);
+    dt_op_work(m, &b32, &flops, &bytes);
+    assert_rel(bytes, 1863536);
+    struct dt_op f32 = at(compute(11, DT_PH_FORWARD, 64), DT_BF16);
+    f32.grads_f32 = true;
+    dt_op_work(m, &f32, &flops, &bytes);
+    assert_rel(bytes, 674768);
+    struct dt_op u = {.kind = DT_OP_UPDATE, .layer = -1, .region = {DT_BUF_PARAMS, 0, 1000},
+                      .precision = DT_BF16};
+    dt_op_work(m, &u, &flops, &bytes);
+    assert_rel(bytes, 28000);
+    u.grads_f32 = true;
+    dt_op_work(m, &u, &flops, &bytes);
+    assert_rel(bytes, 30000);
+    static const enum dt_op_kind passes[] = {DT_OP_ZERO, DT_OP_UNSCALE};
+    for (int k = 0; k < 2; k++) {
+        struct dt_op g = {.kind = passes[k], .layer = -1, .precision = DT_BF16,
+                          .region = {DT_BUF_GRADS, 0, 690590}};
+        double half = dt_cost_op(&cp, &dev, m, &g);
+        g.grads_f32 = true;
+        assert_true(half > 0);
+        assert_rel(dt_cost_op(&cp, &dev, m, &g), 2 * half);
+    }
+}
+
 /* Ensure tf32 conv and dense layers take their own efficiency when set, and fp32 keeps eff[]
  * (tf32 runs on tensor cores: another fraction of another peak). conv2d_1 forward, 64
  * samples, tf32 (no tf32 peak here: fp32's 10 TFLOP/s): 571,940,864 FLOP x eff_conv_tf32 0.25
@@ -699,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_gpu_defaults),
         cmocka_unit_test(test_special_evals),
         cmocka_unit_test(test_score_bytes),
+        cmocka_unit_test(test_grads_fp32_costs),
     };
     return cmocka_run_group_tests(tests, load_cnn690k, free_model);
 }

@@ -237,6 +237,27 @@ grep -q "at fp16 with sgd: 2 (weights) + 2 (gradients) + 4 (fp32 master weights"
   ok "--summary at fp16" || bad "--summary at fp16: $(tail -2 "$tmp/sum")"
 dtsim_fails "bad precision" "--precision" -t 2n4p --precision fp4
 
+# --grad-precision fp32 under bf16: 2 + 4 + 12 bytes per parameter, the ring allreduce's
+# receive buffers those of fp32 (4 bytes per gradient) and its communication no shorter (the
+# overflow flag's MAX besides); bad values and a
+# 16-bit type the compute precision does not store in exit 2 naming the flag
+"$dtsim" -t 1n4p -m mlp-fmnist -s ring -f csv --precision bf16 --grad-precision fp32 \
+  >"$tmp/g32.csv" 2>&1 || bad "--grad-precision fp32: $(cat "$tmp/g32.csv")"
+if awk -F, 'NR == 2 { if (FILENAME ~ /fp32/) { c = $21; t = $14 } else {
+       ok = $17 == 2 * 101770 && $18 == 4 * 101770 && $19 == 12 * 101770 && $21 == c && $14 >= t
+       exit !ok } }' "$tmp/fp32.csv" "$tmp/g32.csv"
+then ok "--grad-precision fp32: bytes per parameter, receive buffers, communication"
+else bad "--grad-precision fp32: $(cat "$tmp/fp32.csv" "$tmp/g32.csv")"; fi
+"$dtsim" -m mlp-fmnist --summary --precision bf16 --grad-precision fp32 >"$tmp/sum" 2>&1
+grep -q "at bf16 with adam: 2 (weights) + 4 (gradients) + 12 (fp32 master" "$tmp/sum" &&
+  ok "--summary with fp32 gradients" || bad "--summary with fp32 gradients: $(tail -2 "$tmp/sum")"
+dtsim_fails "bad grad precision" "--grad-precision: expected fp32, bf16 or fp16" \
+  -t 2n4p --grad-precision fp8
+dtsim_fails "16-bit gradients under fp32" "--grad-precision bf16: 16-bit gradients need" \
+  -t 2n4p -s ring --grad-precision bf16
+dtsim_fails "fp16 gradients under bf16" "--grad-precision fp16 under --precision bf16" \
+  -t 2n4p -s ring --precision bf16 --grad-precision fp16
+
 # A pipeline cut layer by layer through transformer blocks sends a block's residual input
 # several chunks ahead; holding that output only until sent made the next forward wait for
 # a receive posted much later (interleaved 64 stages x 4 chunks: a rendezvous deadlock).

@@ -146,8 +146,9 @@ static void check_buckets(const struct dtv_run *run)
                  run->plan->opt.bucket_bytes, want);
 }
 
-/* One GPU: sequential; on one node: NCCL's ring; on several: every NIC carries a share, as NCCL's channels
- * spread the rings over them (rail-ring; a flat ring crosses each node boundary on one NIC). */
+/* One GPU: sequential; on one node: NCCL's ring; on several: every NIC carries a share, as
+ * NCCL's channels spread the rings over them (rail-ring; a flat ring crosses each node
+ * boundary on one NIC). */
 static void check_strategy(const struct dtv_run *run, int *multi_node)
 {
     bool several = dt_topology_node_of(run->topo, run->ranks - 1) > 0;
@@ -158,6 +159,23 @@ static void check_strategy(const struct dtv_run *run, int *multi_node)
     if (run->strategy != want)
         fail_msg("line %d %s: strategy %s, expected %s", run->line, run->label,
                  dt_strategy_name(run->strategy), dt_strategy_name(want));
+}
+
+/* Ensure each row's gradients are in its framework's dtype (published.c): fp32 for PyTorch
+ * (autocast) and TensorFlow (the AMP graph rewrite) ResNet-50 at amp, whose parameters stay
+ * fp32; fp16 for MXNet (the network cast to float16) and BERT (model.half() under
+ * --allreduce_post_accumulation_fp16) at amp; fp32 rows fp32. The buffer table's GRADS. */
+static void check_grads(const struct dtv_run *run)
+{
+    bool amp = strstr(run->label, " amp ") != NULL, bert = strstr(run->label, " bert-") != NULL;
+    bool fp32_wire = amp && !bert && (strncmp(run->label, "pytorch ", 8) == 0 ||
+                                      strncmp(run->label, "tensorflow ", 11) == 0);
+    enum dt_dtype want = amp && !fp32_wire ? DT_TYPE_F16 : DT_TYPE_F32;
+    const struct dt_rank_plan *rp = &run->plan->ranks[0];
+    for (int k = 0; k < rp->n_bufs; k++)
+        if (rp->bufs[k].kind == DT_BUF_GRADS && rp->bufs[k].dtype != want)
+            fail_msg("line %d %s: gradients in %s, expected %s", run->line, run->label,
+                     dt_dtype_name(rp->bufs[k].dtype), dt_dtype_name(want));
 }
 
 static void published_rows(void **state)
@@ -180,6 +198,7 @@ static void published_rows(void **state)
         check_run(run, &tail_only);
         check_buckets(run);
         check_strategy(run, &multi_node);
+        check_grads(run);
         /* a row without buckets has its allreduce and update for tail: reused when compute
          * moves; with buckets the tail holds the backward after the first bucket, reused
          * only where those ops' costs did not move (memory-bound ones) */
@@ -214,6 +233,8 @@ static void other_plans(void **state)
         {"tiny-gpt", "2n2p", DT_STRAT_ALLREDUCE_RING, "tp=2", true},
         {"tiny-gpt", "2n2p", DT_STRAT_1F1B, "pp=2 micro-batches=4", false},
         {"mlp-wide", "dgx-a100", DT_STRAT_ALLREDUCE_RING, "zero=1 accumulate=4 precision=bf16", true},
+        {"mlp-wide", "dgx-a100", DT_STRAT_ALLREDUCE_RING, "precision=fp16 grad-precision=fp32",
+         true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct dt_model *m = test_zoo_model(cases[i].model);

@@ -72,6 +72,10 @@ static void test_set_good_values(void **state)
     set_ok(&o, "--zero", "3");
     set_ok(&o, "--sequence-parallel", "on");
     set_ok(&o, "--recompute", "selective");
+    assert_false(o.grad_precision_given);
+    set_ok(&o, "--grad-precision", "fp32");
+    assert_true(o.grad_precision_given);
+    assert_int_equal(o.grad_precision, DT_FP32);
     assert_int_equal(o.precision, DT_BF16);
     assert_int_equal(o.tp, 4);
     assert_int_equal(o.zero, 3);
@@ -102,7 +106,8 @@ static void test_set_bad_values(void **state)
         {"--bucket", "1 parsec"},   {"--bucket", "2 B"},
         {"--precision", "fp64"},    {"--precision", "BF16"}, {"--tp", "0"},
         {"--zero", "4"},            {"--zero", "-1"},        {"--sequence-parallel", "yes"},
-        {"--recompute", "some"},
+        {"--recompute", "some"},    {"--grad-precision", "fp8"},
+        {"--grad-precision", "tf32"}, {"--grad-precision", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct dt_plan_options o = defaults();
@@ -166,6 +171,7 @@ static void test_format_round_trip(void **state)
         set_ok(&o, "--zero", "1");
         set_ok(&o, "--sequence-parallel", "on");
         set_ok(&o, "--recompute", "full");
+        set_ok(&o, "--grad-precision", a % 2 ? "fp16" : "fp32");
         dt_parallel_format(&o, text, sizeof text);
         struct dt_plan_options back = parse_format(text);
         assert_int_equal(back.accumulate, 3);
@@ -181,6 +187,8 @@ static void test_format_round_trip(void **state)
         assert_int_equal(back.zero, 1);
         assert_true(back.sequence_parallel);
         assert_int_equal(back.recompute, DT_RECOMPUTE_FULL);
+        assert_true(back.grad_precision_given);
+        assert_int_equal(back.grad_precision, o.grad_precision);
         assert_int_equal(back.n_stage_cuts, 3);
         assert_memory_equal(back.stage_cuts, o.stage_cuts, 3 * sizeof o.stage_cuts[0]);
         assert_int_equal(back.stage_cuts[DT_MAX_STAGES - 1], 9);
@@ -243,7 +251,8 @@ static void check_fit(enum dt_strategy s, const char *flags, int n, bool fits, c
  *   --pp on ring (pipelines only); --accumulate on gpipe (a pipeline accumulates its
  *   micro-batches); interleaved with 6 micro-batches on 4 stages (Megatron-LM needs M
  *   divisible by S; 8 is); naive-mp with 4 micro-batches (it runs one); --dp 2 x --pp 2 on
- *   8 ranks (4 != 8; --dp 4 fits); --chunks on 1f1b; 2 x 8 chunks of an 8-layer model. */
+ *   8 ranks (4 != 8; --dp 4 fits); --chunks on 1f1b; 2 x 8 chunks of an 8-layer model;
+ *   --grad-precision of a 16-bit type the compute precision does not store in. */
 static void test_fits_options(void **state)
 {
     (void)state;
@@ -261,6 +270,17 @@ static void test_fits_options(void **state)
     check_fit(DT_STRAT_1F1B, "chunks=2", 8, false, "--chunks");
     check_fit(DT_STRAT_INTERLEAVED, "pp=2 chunks=8", 2, false, "fewer than");
     check_fit(DT_STRAT_GPIPE, "pp=2 stages=0-3,4-5,6-7", 2, false, "--stages");
+    /* gradients: fp32, or the compute precision's own 16-bit type (fp8 stores bf16) */
+    check_fit(DT_STRAT_ALLREDUCE_RING, "grad-precision=fp32", 8, true, NULL);
+    check_fit(DT_STRAT_ALLREDUCE_RING, "precision=bf16 grad-precision=fp32", 8, true, NULL);
+    check_fit(DT_STRAT_GPIPE, "precision=fp16 grad-precision=fp16", 8, true, NULL);
+    check_fit(DT_STRAT_ALLREDUCE_RING, "precision=fp8 grad-precision=bf16", 8, true, NULL);
+    check_fit(DT_STRAT_ALLREDUCE_RING, "grad-precision=bf16", 8, false,
+              "--grad-precision bf16: 16-bit gradients need mixed precision");
+    check_fit(DT_STRAT_ALLREDUCE_RING, "precision=tf32 grad-precision=fp16", 8, false,
+              "--grad-precision");
+    check_fit(DT_STRAT_GPIPE, "precision=bf16 grad-precision=fp16", 8, false,
+              "--grad-precision fp16 under --precision bf16");
 }
 
 int main(void)

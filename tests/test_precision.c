@@ -41,8 +41,11 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct dt_plan *build(const struct fixture *f, const char *strategy,
-                             enum dt_precision p, enum dt_optimizer o)
+/* A plan of the fixture's model: zero (ZeRO stage) and, unless g is the compute precision,
+ * --grad-precision g. */
+static struct dt_plan *build_with(const struct fixture *f, const char *strategy,
+                                  enum dt_precision p, enum dt_optimizer o, enum dt_precision g,
+                                  int zero)
 {
     struct dt_plan_options po;
     dt_plan_options_init(&po);
@@ -50,11 +53,20 @@ static struct dt_plan *build(const struct fixture *f, const char *strategy,
     po.precision = p;
     po.optimizer = o;
     po.batch = 32;
+    po.zero = zero;
+    po.grad_precision = g;
+    po.grad_precision_given = g != p;
     struct dt_plan *plan;
     struct dt_error err;
     if (dt_plan_build(f->m, f->t, &po, &plan, &err) != DT_OK)
         fail_msg("plan %s: %s", strategy, err.msg);
     return plan;
+}
+
+static struct dt_plan *build(const struct fixture *f, const char *strategy,
+                             enum dt_precision p, enum dt_optimizer o)
+{
+    return build_with(f, strategy, p, o, p, 0);
 }
 
 /* Bytes per parameter of weights, gradients and optimizer (with master weights), exactly. */
@@ -82,6 +94,38 @@ static void test_bytes_per_parameter(void **state)
             assert_true(mem.optimizer == cases[i].opt * P);
         }
         dt_plan_destroy(plan);
+    }
+}
+
+/* --grad-precision fp32 under bf16/fp16: 2 + 4 + 12 bytes per parameter with Adam (PyTorch's
+ * autocast keeps fp32 gradients; Megatron-LM's --accumulate-allreduce-grads-in-fp32), the
+ * GRADS buffer in f32, everything else as plain mixed precision. */
+static void test_grads_fp32_memory(void **state)
+{
+    const struct fixture *f = *state;
+    const double P = (double)f->m->total_params;
+    static const enum dt_precision half[] = {DT_BF16, DT_FP16};
+    for (size_t i = 0; i < 2; i++) {
+        struct dt_plan *g32 = build_with(f, "ring", half[i], DT_OPTIM_ADAM, DT_FP32, 0);
+        struct dt_plan *g16 = build(f, "ring", half[i], DT_OPTIM_ADAM);
+        for (int r = 0; r < g32->n_ranks; r++) {
+            struct dt_memory a, b;
+            dt_plan_rank_memory(g32, r, &a);
+            dt_plan_rank_memory(g16, r, &b);
+            assert_true(a.weights == 2 * P);
+            assert_true(a.grads == 4 * P);
+            assert_true(a.optimizer == 12 * P);
+            assert_true(a.activations == b.activations);
+            for (int k = 0; k < g32->ranks[r].n_bufs; k++) {
+                const struct dt_buffer *B = &g32->ranks[r].bufs[k];
+                if (B->kind == DT_BUF_GRADS)
+                    assert_int_equal(B->dtype, DT_TYPE_F32);
+                if (B->kind == DT_BUF_PARAMS || B->kind == DT_BUF_ACT)
+                    assert_int_equal(B->dtype, dt_precision_storage(half[i]));
+            }
+        }
+        dt_plan_destroy(g32);
+        dt_plan_destroy(g16);
     }
 }
 
@@ -255,16 +299,53 @@ static void test_wire_bytes_halve(void **state)
     }
 }
 
-/* --summary's bytes per parameter and per sample are the buffer table's of one row. */
+/* Elements every rank of a p-rank ring allreduce of n elements sends, summed: a reduce-scatter
+ * and an allgather of p - 1 steps, each rank sending one of the p chunks per step. */
+static double ring_elems(int p, double n)
+{
+    return 2.0 * (p - 1) * n;
+}
+
+/* The gradients' bytes on the wire in closed form: ring's allreduce of P gradients over the
+ * 4 ranks is 4 x 2(p-1)P bytes with fp32 gradients (the fp32 run's), 2 x that with bf16 or
+ * fp16 ones; ZeRO-2 reduce-scatters the gradients (4 bytes each with fp32 gradients) and
+ * allgathers the 2-byte parameters; the overflow flag adds its f32 MAX. */
+static void test_wire_bytes_grad_precision(void **state)
+{
+    const struct fixture *f = *state;
+    const double P = (double)f->m->total_params;
+    struct dt_plan *full = build(f, "ring", DT_FP32, DT_OPTIM_ADAM);
+    const int p = full->n_ranks;
+    const double flag = 4.0 * flag_elems(p);
+    assert_true(bytes_sent(full) == 4 * ring_elems(p, P));
+    static const enum dt_precision half[] = {DT_BF16, DT_FP16};
+    for (size_t i = 0; i < 2; i++) {
+        struct dt_plan *g32 = build_with(f, "ring", half[i], DT_OPTIM_ADAM, DT_FP32, 0);
+        struct dt_plan *g16 = build(f, "ring", half[i], DT_OPTIM_ADAM);
+        struct dt_plan *z2 = build_with(f, "ring", half[i], DT_OPTIM_ADAM, DT_FP32, 2);
+        assert_true(bytes_sent(g32) == 4 * ring_elems(p, P) + flag);
+        assert_true(bytes_sent(g16) == 2 * ring_elems(p, P) + flag);
+        assert_true(bytes_sent(z2) == (4 + 2) * (p - 1) * P + flag);
+        dt_plan_destroy(g32);
+        dt_plan_destroy(g16);
+        dt_plan_destroy(z2);
+    }
+    dt_plan_destroy(full);
+}
+
+/* --summary's bytes per parameter and per sample are the buffer table's of one row (fp32,
+ * bf16, bf16 with fp32 gradients). */
 static void test_summary_matches_plan(void **state)
 {
     const struct fixture *f = *state;
-    static const enum dt_precision precisions[] = {DT_FP32, DT_BF16};
-    for (size_t i = 0; i < 2; i++) {
+    static const enum dt_precision precisions[] = {DT_FP32, DT_BF16, DT_BF16};
+    for (size_t i = 0; i < 3; i++) {
         struct dt_plan_options po;
         dt_plan_options_init(&po);
         po.strategy = DT_STRAT_SEQUENTIAL;
         po.precision = precisions[i];
+        po.grad_precision_given = i == 2; /* and fp32 gradients (2 + 4 + 12 bytes) */
+        po.grad_precision = DT_FP32;
         po.batch = 1;
         struct dt_plan *plan;
         struct dt_error err;
@@ -299,6 +380,8 @@ int main(void)
         cmocka_unit_test(test_check_refuses),
         cmocka_unit_test(test_wire_bytes_halve),
         cmocka_unit_test(test_summary_matches_plan),
+        cmocka_unit_test(test_grads_fp32_memory),
+        cmocka_unit_test(test_wire_bytes_grad_precision),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -213,6 +213,29 @@ static double framework_bucket_bytes(const struct dtv_pubrow *row, int seq)
     return strcmp(row->framework, "pytorch") == 0 ? 25.0 * 1024 * 1024 : 64.0 * 1024 * 1024;
 }
 
+/* Whether a row's gradients are fp32 on the wire although its compute is amp (fp16): where
+ * the framework's mixed precision keeps the parameters in fp32, so that their gradients and
+ * the allreduce of them are fp32. PyTorch ResNet-50 (DLE-PT-RN50 at 5843f4e5): the forward
+ * runs under torch.cuda.amp.autocast and main.py builds a GradScaler, the model is never
+ * cast (PyTorch's AMP docs: "You should not call .half() on your model(s) ... when using
+ * autocasting", the model is created "in default precision"), so each .grad is fp32 and DDP
+ * allreduces fp32. TensorFlow ResNet-50 (DLE-TF-RN50 at 9de48bc9): --amp sets
+ * TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE, whose rewrite casts ops to fp16 and keeps the
+ * variables fp32 (NVIDIA's "Training With Mixed Precision" guide: the automatic mixed
+ * precision graph rewrite keeps fp32 master weights as the variables); Horovod's
+ * DistributedOptimizer there has no fp16 compression, so it allreduces the fp32 gradients.
+ * Not MXNet: DLE's MxNet runner passes --dtype float16 without --amp, so models.py casts the
+ * network to float16 (net.cast) and the multi_precision optimizer holds the fp32 masters:
+ * Horovod allreduces fp16 gradients. Not BERT: run_pretraining.sh (DLE-PT-BERT at a07d20a1)
+ * passes --allreduce_post_accumulation_fp16 by default, with which run_pretraining.py calls
+ * model.half() under --fp16 (FusedLAMBAMP keeps the fp32 masters): DDP allreduces fp16. */
+static bool framework_grads_fp32(const struct dtv_pubrow *row, const struct dtv_run *run,
+                                 int seq)
+{
+    return run->opt.precision == DT_FP16 && !seq &&
+           (strcmp(row->framework, "pytorch") == 0 || strcmp(row->framework, "tensorflow") == 0);
+}
+
 static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_published *pub,
                     struct dt_error *err)
 {
@@ -235,6 +258,10 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
     run->strategy = nodes > 1 ? DT_STRAT_ALLREDUCE_RAIL_RING : DT_STRAT_ALLREDUCE_RING;
     run->ranks = row->gpus;
     run->opt.bucket_bytes = framework_bucket_bytes(row, seq);
+    if (framework_grads_fp32(row, run, seq)) {
+        run->opt.grad_precision = DT_FP32;
+        run->opt.grad_precision_given = true;
+    }
     snprintf(run->host, sizeof run->host, "NVIDIA %s, %s (%s)", r->f[P_SYSTEM], row->gpu,
              row->source);
     struct dtv_pubskip *skip = &pub->skipped[pub->n_skipped];

@@ -125,3 +125,22 @@ bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n)
             return true;
     return false;
 }
+
+bool dtk_nonfinite(enum dt_dtype t, const void *p, long n)
+{
+    if (t != DT_TYPE_F32)
+        return dtk_half_nonfinite(t, p, n);
+    const float *f = p;
+    for (long i = 0; i < n; i++)
+        if (!isfinite(f[i]))
+            return true;
+    return false;
+}
+
+void dtk_store_inf(enum dt_dtype t, void *p)
+{
+    if (t == DT_TYPE_F32)
+        *(float *)p = INFINITY;
+    else
+        *(uint16_t *)p = t == DT_TYPE_BF16 ? dtk_f32_to_bf16(INFINITY) : dtk_f32_to_f16(INFINITY);
+}

@@ -28,5 +28,9 @@ void dtk_max_into(enum dt_dtype t, void *dst, const void *src, long n);
 
 /* Whether any of n 2-byte floats is inf or NaN (the loss scaler's overflow check). */
 bool dtk_half_nonfinite(enum dt_dtype t, const uint16_t *h, long n);
+/* The same for n elements of dtype t (float32, bf16 or fp16), and +inf written into the
+ * first (--overflow-at's injected overflow). */
+bool dtk_nonfinite(enum dt_dtype t, const void *p, long n);
+void dtk_store_inf(enum dt_dtype t, void *p);
 
 #endif

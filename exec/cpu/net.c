@@ -85,6 +85,7 @@ struct dtk_net {
     /* mixed precision: parameters, gradients and the arena are 2-byte (dtype); each layer op
      * converts what it touches into the float32 stage (kernel scratch, like work) and back */
     enum dt_dtype dtype;
+    bool grads_f32;         /* the gradients are float32 (grads) even so */
     uint16_t *params16, *grads16, *arena16, *probs16;
     float *stats;           /* the vocabulary-parallel loss's statistics, float32 (f32_keep) */
     float *stage, *wstage, *gstage;
@@ -99,6 +100,12 @@ struct dtk_net {
 static bool mixed(const struct dtk_net *net)
 {
     return net->dtype != DT_TYPE_F32;
+}
+
+/* Whether the gradients are 2-byte storage (grads16), staged like the parameters. */
+static bool half_grads(const struct dtk_net *net)
+{
+    return mixed(net) && !net->grads_f32;
 }
 
 static long shape_size(const struct dt_shape *s)
@@ -512,6 +519,7 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     net->model = model;
     net->max_batch = max_batch;
     net->dtype = v->dtype;
+    net->grads_f32 = v->grads_f32;
     net->in_sz = shape_size(&model->input);
     net->bn_momentum = init == DTK_INIT_GLOROT ? 0.01f : 0.1f;
     net->lay = calloc((size_t)n, sizeof *net->lay);
@@ -630,13 +638,15 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
     }
     if (mixed(net)) {
         net->params16 = alloc_halves(np, &net->bytes);
-        net->grads16 = alloc_halves((size_t)net->n_grads, &net->bytes);
         net->arena16 = alloc_halves((size_t)acts, &net->bytes);
     } else {
         net->params = alloc_floats(np, &net->bytes);
-        net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
         net->arena = alloc_floats((size_t)acts, &net->bytes);
     }
+    if (half_grads(net))
+        net->grads16 = alloc_halves((size_t)net->n_grads, &net->bytes);
+    else
+        net->grads = alloc_floats((size_t)net->n_grads, &net->bytes);
     net->n_opt = v->opt_moments * (long)np;
     net->n_arena = acts;
     net->n_iarena = iacts;
@@ -649,8 +659,8 @@ int dtk_net_create_view(const struct dt_model *model, const struct dtk_net_view 
                                                    : 0, &net->bytes);
     net->bytes += (double)iacts * sizeof(int);
     net->iarena = calloc((size_t)(iacts ? iacts : 1), sizeof(int));
-    bool have = mixed(net) ? net->params16 && net->grads16 && net->arena16
-                           : net->params && net->grads && net->arena;
+    bool have = (mixed(net) ? net->params16 && net->arena16 : net->params && net->arena) &&
+                (half_grads(net) ? net->grads16 != NULL : net->grads != NULL);
     if (!have || !net->opt || !net->state || !net->work || !net->stage || !net->iarena ||
         !net->stats) {
         dtk_net_destroy(net);
@@ -908,8 +918,8 @@ static void stage_layer(struct dtk_net *net, int i, int b0, int nb, enum stage_o
     net->wstage = cur;
     dtk_half_to_f32(net->dtype, net->params16 + ly->poff, cur, ly->nparams);
     cur += ly->nparams;
-    net->gstage = grads ? cur : NULL;
-    if (grads)
+    net->gstage = !grads ? NULL : half_grads(net) ? cur : net->grads + ly->goff;
+    if (grads && half_grads(net))
         dtk_half_to_f32(net->dtype, net->grads16 + ly->goff, cur, ly->nparams);
 }
 
@@ -922,7 +932,7 @@ static void unstage(struct dtk_net *net, int i)
     for (int k = 0; k < net->n_staged; k++)
         dtk_f32_to_half(net->dtype, net->staged[k].f, net->staged[k].h, net->staged[k].n);
     struct dtk_lay *ly = &net->lay[i];
-    if (net->gstage)
+    if (net->gstage && half_grads(net))
         dtk_f32_to_half(net->dtype, net->gstage, net->grads16 + ly->goff, ly->nparams);
     for (int k = 0; k < net->model->n_layers; k++) {
         net->lay[k].act = net->lay[k].dact = NULL;
@@ -1210,7 +1220,7 @@ static void zero_floats(float *p, long n)
 
 void dtk_net_zero_grads(struct dtk_net *net)
 {
-    if (mixed(net))
+    if (half_grads(net))
         memset(net->grads16, 0, (size_t)net->n_grads * sizeof *net->grads16);
     else
         zero_floats(net->grads, net->n_grads);
@@ -1630,8 +1640,9 @@ void dtk_net_blocks(const struct dtk_net *net, struct dtk_net_block b[DTK_NET_BL
     const size_t f = mixed(net) ? sizeof(uint16_t) : sizeof(float);
     b[0] = (struct dtk_net_block){mixed(net) ? (void *)net->params16 : (void *)net->params,
                                   (size_t)net->n_params * f};
-    b[1] = (struct dtk_net_block){mixed(net) ? (void *)net->grads16 : (void *)net->grads,
-                                  (size_t)net->n_grads * f};
+    b[1] = (struct dtk_net_block){half_grads(net) ? (void *)net->grads16 : (void *)net->grads,
+                                  (size_t)net->n_grads *
+                                      (half_grads(net) ? sizeof(uint16_t) : sizeof(float))};
     b[2] = (struct dtk_net_block){mixed(net) ? (void *)net->arena16 : (void *)net->arena,
                                   (size_t)net->n_arena * f};
     b[3] = (struct dtk_net_block){net->iarena, (size_t)net->n_iarena * sizeof(int)};

@@ -67,6 +67,8 @@ struct dtk_net_view {
     enum dt_dtype dtype;                /* storage of parameters, gradients, outputs and what
                                            layers keep: DT_TYPE_F32 (0), or DT_TYPE_BF16 /
                                            DT_TYPE_F16 for mixed precision */
+    bool grads_f32;                     /* mixed precision: the gradients stay float32
+                                           (--grad-precision fp32, dt_plan_grad_dtype) */
     const struct dt_recompute_layout *recompute; /* --recompute: the layers whose outputs and
                                            kept state share the workspace (NULL: none) */
     const struct dt_dact_layout *dact;  /* the output gradients that share one slot's pool
@@ -102,6 +104,8 @@ float *dtk_net_state(struct dtk_net *net);
  * its results back to nearest even (exec/cpu/half.h). */
 enum dt_dtype dtk_net_dtype(const struct dtk_net *net);
 uint16_t *dtk_net_params16(struct dtk_net *net);
+/* The 2-byte gradients; under mixed precision with the view's grads_f32 NULL, the float32
+ * ones at dtk_net_grads (the kernels then accumulate into them directly). */
 uint16_t *dtk_net_grads16(struct dtk_net *net);
 /* Layer i's 2-byte output and its gradient (what tensor-parallel sums and pipeline stages
  * send and receive under mixed precision; NULL as dtk_net_dact is). */

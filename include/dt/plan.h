@@ -172,7 +172,13 @@ struct dt_op {
     bool recompute;          /* COMPUTE forward: a re-run, before the backward that needs them,
                                 of a forward whose outputs were not kept (--recompute); COPY,
                                 COLL: ZeRO-3's gather of its parameters again */
+    bool grads_f32;          /* the plan's gradients are f32 under a 2-byte precision
+                                (--grad-precision fp32; dt_plan_push stamps it) */
 };
+
+/* The dtype of buffer kind b as op's cost sees it: dt_buf_dtype at its precision, GRADS f32
+ * when grads_f32. */
+enum dt_dtype dt_op_buf_dtype(const struct dt_op *op, enum dt_buf b);
 
 /* Whether two ops cost the same at any parameters: field by field (ops are built from compound
  * literals whose padding is unspecified), every field but where in the step they run (micro,
@@ -284,6 +290,18 @@ bool dt_plan_mixed(enum dt_precision p);
  * batchnorm statistics and the loaded input stay f32 (the ints of INPUT and KEEP are I32
  * entries of their own). */
 enum dt_dtype dt_buf_dtype(enum dt_precision p, enum dt_buf b);
+struct dt_plan_options;
+/* The dtype of the gradients (DT_BUF_GRADS) and so of their collectives: --grad-precision
+ * when given, else the compute precision's storage (dt_precision_storage). fp32 under mixed
+ * precision is what PyTorch's autocast + GradScaler, TensorFlow's AMP graph rewrite and
+ * Megatron-LM's --accumulate-allreduce-grads-in-fp32 keep; 16-bit what Megatron-LM's and
+ * DeepSpeed's fp16/bf16 optimizers keep. */
+enum dt_dtype dt_plan_grad_dtype(const struct dt_plan_options *o);
+/* dt_buf_dtype at the options' precision, with GRADS at dt_plan_grad_dtype. */
+enum dt_dtype dt_plan_buf_dtype(const struct dt_plan_options *o, enum dt_buf b);
+/* Whether the options' gradient dtype is one the plans support: f32, or the compute
+ * precision's own 2-byte storage (why says why not, naming --grad-precision). */
+bool dt_plan_grad_dtype_fits(const struct dt_plan_options *o, char *why, size_t whylen);
 enum dt_optimizer { DT_OPTIM_ADAM, DT_OPTIM_SGD, DT_OPTIM_MOMENTUM, DT_OPTIM_COUNT };
 
 #define DT_MAX_STAGES 256
@@ -314,6 +332,9 @@ struct dt_plan_options {
     enum dt_recompute recompute; /* activation recomputation */
     enum dt_precision precision; /* compute precision (fp32 default); storage dtypes follow
                                     (dt_precision_storage) */
+    enum dt_precision grad_precision; /* --grad-precision: the gradients' dtype (and so their
+                                         collectives'), when given (dt_plan_grad_dtype) */
+    bool grad_precision_given;
 };
 
 struct dt_plan {
@@ -462,6 +483,9 @@ void dt_plan_destroy(struct dt_plan *plan);
 /* Builders used by the strategies (and by tests). dt_plan_push, dt_plan_push_eval and
  * dt_plan_add_buffer add nothing to a probe's dropped rank (dt_plan_dropped). */
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
+/* op with what its cost reads from the plan's options (dt_plan_push stamps every op so):
+ * the precision, and whether the gradients are f32 apart from it (grads_f32). */
+struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op);
 /* Appends an op to rank's eval program (stamped with the plan's precision). */
 int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op);
 int dt_program_push(struct dt_program *p, const struct dt_op *op);
