@@ -601,9 +601,65 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
                          struct dt_error *err);
 
+/* Flow fi's new rate r: its remaining bytes brought up to now and its end event (re)written,
+ * unless the rate did not change. */
+static int apply_rate(struct dt_sim *sim, uint32_t fi, double r, double now,
+                      struct dt_error *err)
+{
+    struct flow *f = &sim->flows[fi];
+    if (r == f->rate && f->ev != NONE)
+        return DT_OK; /* same rate: the end event already stands */
+    settle(sim, fi, now);
+    f->rate = r;
+    double dt = f->remaining / r;
+    int rc;
+    if (f->ev == NONE)
+        rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
+    else
+        rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+    if (!rc)
+        sim->cnt.rate_changes++;
+    return rc;
+}
+
+/* The component of shared link `seed` when it is one flow alone on each of its shared links
+ * (a ring step's flow): marked as the search would mark it and given its slowest link's
+ * capacity, the rate solve_component finds, without the search. False (nothing changed)
+ * when the component is anything else. */
+static bool solve_alone(struct dt_sim *sim, int seed, double now, int *rc,
+                        struct dt_error *err)
+{
+    const struct link *l = &sim->links[seed];
+    if (l->nf != 1)
+        return false;
+    uint32_t fi = refs(l)->flow;
+    struct flow *f = &sim->flows[fi];
+    double r = INFINITY;
+    for (int h = 0; h < f->n_hops; h++) {
+        const struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+        if (m->shared && m->nf != 1)
+            return false; /* another flow, or this one twice */
+        if (m->shared && m->bw_Bps < r)
+            r = m->bw_Bps;
+    }
+    for (int h = 0; h < f->n_hops; h++) {
+        struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+        if (m->shared)
+            m->stamp = sim->stamp;
+    }
+    f->stamp = sim->stamp;
+    sim->cnt.solves++;
+    sim->cnt.solved_flows++;
+    *rc = apply_rate(sim, fi, r, now, err);
+    return true;
+}
+
 /* Solves the component that contains shared link `seed` and applies the new rates. */
 static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_error *err)
 {
+    int rc_alone;
+    if (solve_alone(sim, seed, now, &rc_alone, err))
+        return rc_alone;
     uint32_t stamp = sim->stamp;
     int n_links = 0, n_flows = 0, nnz = 0;
     RESERVE(clinks, cap_clinks, 1, "component");
@@ -658,22 +714,9 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
     sim->cnt.solves++;
     sim->cnt.solved_flows += (uint64_t)n_flows;
     for (int j = 0; j < n_flows; j++) {
-        uint32_t fi = sim->cflows[j];
-        struct flow *f = &sim->flows[fi];
-        double r = sim->crate[j];
-        if (r == f->rate && f->ev != NONE)
-            continue; /* same rate: the end event already stands */
-        settle(sim, fi, now);
-        f->rate = r;
-        double dt = f->remaining / r;
-        int rc;
-        if (f->ev == NONE)
-            rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
-        else
-            rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+        int rc = apply_rate(sim, sim->cflows[j], sim->crate[j], now, err);
         if (rc)
             return rc;
-        sim->cnt.rate_changes++;
     }
     return DT_OK;
 }
