@@ -56,11 +56,10 @@ struct link_route {
 
 enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
 
-/* A flow's record is two cache lines: the first INLINE_HOPS hops of its route live in it
- * (routes are 2 to 7 hops but on tori), the others in a side table (xhops) made when a longer
- * route first comes. */
+/* A flow's record is two cache lines: a route of up to INLINE_HOPS hops lives in it (routes
+ * are 2 to 7 hops but on tori), a longer one in a side table (xhops, DT_SIM_MAX_HOPS per
+ * flow) made when a longer route first comes: either way a flow's hops are one array. */
 #define INLINE_HOPS 7
-#define EXTRA_HOPS (DT_SIM_MAX_HOPS - INLINE_HOPS)
 
 struct hop {
     int32_t link;
@@ -102,7 +101,7 @@ struct dt_sim {
     int n_devs, cap_devs;
 
     struct flow *flows;   /* 64-byte aligned: two lines each */
-    struct hop *xhops;    /* hops INLINE_HOPS.. of flow i at i * EXTRA_HOPS; NULL until a
+    struct hop *xhops;    /* the hops of flow i's long route at i * DT_SIM_MAX_HOPS; NULL until a
                            * route that long */
     uint32_t n_flows, cap_flows, cap_xhops, flow_free;
     int active_flows, transferring;
@@ -338,11 +337,11 @@ int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_err
     return DT_OK;
 }
 
-/* Hop h of flow i's route. */
-static inline struct hop *hop_of(const struct dt_sim *sim, uint32_t i, int h)
+/* Flow i's hops: in its record, or for a route longer than INLINE_HOPS in xhops. */
+static inline struct hop *hops_of(const struct dt_sim *sim, uint32_t i)
 {
-    return h < INLINE_HOPS ? &sim->flows[i].hop[h]
-                           : &sim->xhops[(size_t)i * EXTRA_HOPS + (size_t)(h - INLINE_HOPS)];
+    struct flow *f = &sim->flows[i];
+    return f->n_hops <= INLINE_HOPS ? f->hop : &sim->xhops[(size_t)i * DT_SIM_MAX_HOPS];
 }
 
 /* The flows in a link's list (writable when the link is: as strchr, one function for both). */
@@ -360,7 +359,7 @@ static void free_flow(struct dt_sim *sim, uint32_t i)
     sim->flow_free = i;
 }
 
-/* A free flow record (and room for its hops past INLINE_HOPS). */
+/* A free flow record (and room for its hops in xhops when they are more than INLINE_HOPS). */
 static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_error *err)
 {
     uint32_t i = sim->flow_free;
@@ -374,7 +373,8 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
         i = sim->n_flows++;
     }
     if (n_hops > INLINE_HOPS && sim->cap_xhops < sim->cap_flows) {
-        struct hop *x = realloc(sim->xhops, (size_t)sim->cap_flows * EXTRA_HOPS * sizeof *x);
+        struct hop *x = realloc(sim->xhops,
+                                (size_t)sim->cap_flows * DT_SIM_MAX_HOPS * sizeof *x);
         if (!x) {
             free_flow(sim, i);
             return oom(err, "flow routes");
@@ -461,8 +461,9 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
     f->state = FL_LATENCY;
     f->n_hops = (uint8_t)n_hops;
     f->n_shared = (uint8_t)n_shared;
+    struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < n_hops; h++)
-        hop_of(sim, i, h)->link = route[h];
+        hops[h].link = route[h];
     if (src >= 0)
         sim->sent[src] += bytes;
     sim->active_flows++;
@@ -507,8 +508,9 @@ static void settle(struct dt_sim *sim, uint32_t i, double now)
         moved = f->remaining;
     if (moved > 0) {
         f->remaining -= moved;
+        const struct hop *hops = hops_of(sim, i);
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[hop_of(sim, i, h)->link].bytes += moved;
+            sim->links[hops[h].link].bytes += moved;
     }
     f->t_upd = now;
 }
@@ -538,8 +540,9 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     f->t_upd = now;
     if (f->bytes == 0 || f->n_shared == 0) {
         /* nothing to share: delivered at once (unshared links carry it instantly) */
+        const struct hop *hops = hops_of(sim, i);
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[hop_of(sim, i, h)->link].bytes += f->bytes;
+            sim->links[hops[h].link].bytes += f->bytes;
         f->remaining = 0;
         *done = true;
         return DT_OK;
@@ -547,8 +550,9 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     *done = false;
     f->state = FL_ACTIVE;
     int seed = -1;
+    struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < f->n_hops; h++) {
-        struct hop *hp = hop_of(sim, i, h);
+        struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         if (l->nf == l->capf && grow_list(l))
             return oom(err, "link flow list");
@@ -569,15 +573,16 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
 static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct dt_error *err)
 {
     struct flow *f = &sim->flows[i];
+    const struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < f->n_hops; h++) {
-        const struct hop *hp = hop_of(sim, i, h);
+        const struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
         int p = hp->pos;
         struct lref *fl = refs(l), last = fl[--l->nf];
         if (p != l->nf) {
             fl[p] = last;
-            hop_of(sim, last.flow, (int)last.hop)->pos = p;
+            hops_of(sim, last.flow)[last.hop].pos = p;
         }
         if (l->nf == 0)
             l->busy_s += now - l->busy_since;
@@ -635,15 +640,16 @@ static bool solve_alone(struct dt_sim *sim, int seed, double now, int *rc,
     uint32_t fi = refs(l)->flow;
     struct flow *f = &sim->flows[fi];
     double r = INFINITY;
+    const struct hop *hops = hops_of(sim, fi);
     for (int h = 0; h < f->n_hops; h++) {
-        const struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+        const struct link *m = &sim->links[hops[h].link];
         if (m->shared && m->nf != 1)
             return false; /* another flow, or this one twice */
         if (m->shared && m->bw_Bps < r)
             r = m->bw_Bps;
     }
     for (int h = 0; h < f->n_hops; h++) {
-        struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+        struct link *m = &sim->links[hops[h].link];
         if (m->shared)
             m->stamp = sim->stamp;
     }
@@ -679,8 +685,9 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
             RESERVE(cflows, cap_cflows, n_flows + 1, "component");
             sim->cflows[n_flows++] = fi;
             nnz += f->n_shared;
+            const struct hop *hops = hops_of(sim, fi);
             for (int h = 0; h < f->n_hops; h++) {
-                int link = hop_of(sim, fi, h)->link;
+                int link = hops[h].link;
                 struct link *m = &sim->links[link];
                 if (!m->shared || m->stamp == stamp)
                     continue;
@@ -735,8 +742,9 @@ static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
         uint32_t fi = sim->cflows[j];
         const struct flow *f = &sim->flows[fi];
         sim->cstart[j] = w;
+        const struct hop *hops = hops_of(sim, fi);
         for (int h = 0; h < f->n_hops; h++) {
-            const struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+            const struct link *m = &sim->links[hops[h].link];
             if (m->shared)
                 sim->cidx[w++] = m->local;
         }
