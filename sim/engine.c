@@ -795,22 +795,20 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
 {
     for (;;) {
         double now = dt_eventq_now(sim->q), t;
-        int has = dt_eventq_peek(sim->q, &t);
-        if (sim->n_dirty > 0 && (!has || t > now)) {
+        if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
             /* every change at this timestamp is in: share the links anew */
             int rc = solve_dirty(sim, now, err);
             if (rc)
                 return rc;
             continue;
         }
-        if (!has) {
+        struct dt_event ev;
+        if (!dt_eventq_pop(sim->q, &ev)) {
             memset(c, 0, sizeof *c);
             c->kind = DT_SIM_END;
             c->t_end = now;
             return DT_OK;
         }
-        struct dt_event ev;
-        dt_eventq_pop(sim->q, &ev);
         now = ev.t;
         sim->cnt.events++;
         switch ((enum ev_kind)ev.kind) {
