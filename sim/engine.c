@@ -92,6 +92,8 @@ struct device {
 
 struct dt_sim {
     struct dt_eventq *q;
+    double now;           /* the queue's clock, the time of the last event popped (only
+                           * dt_sim_next pops): read for every flow and compute */
     struct dt_maxmin *mm;
 
     struct link *links;   /* 64-byte aligned: one line each */
@@ -277,7 +279,7 @@ static int occupy(struct dt_sim *sim, int dev, double duration_s, double *start,
     if (!(duration_s >= 0) || !isfinite(duration_s))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "compute duration %g s: must be finite and "
                        ">= 0", duration_s);
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     struct device *d = &sim->devs[dev];
     *start = d->free_at > now ? d->free_at : now;
     *end = *start + duration_s;
@@ -293,7 +295,7 @@ static void book(struct dt_sim *sim, int dev, double end, double duration_s)
 int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
                    struct dt_error *err)
 {
-    double start, end, now = dt_eventq_now(sim->q);
+    double start = 0, end = 0, now = sim->now;
     uint32_t i = NONE;
     int rc = occupy(sim, dev, duration_s, &start, &end, err);
     if (rc || (rc = new_op(sim, &i, err)))
@@ -311,7 +313,7 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
 int dt_sim_compute_silent(struct dt_sim *sim, int dev, double duration_s, double *t_start,
                           double *t_end, struct dt_error *err)
 {
-    double end, now = dt_eventq_now(sim->q);
+    double end = 0, now = sim->now;
     int rc = occupy(sim, dev, duration_s, t_start, &end, err);
     if (rc)
         return rc;
@@ -333,7 +335,7 @@ int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_err
         free_op(sim, i);
         return rc;
     }
-    sim->ops[i] = (struct op){tag, dt_eventq_now(sim->q), -1, NONE};
+    sim->ops[i] = (struct op){tag, sim->now, -1, NONE};
     return DT_OK;
 }
 
@@ -389,7 +391,7 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err)
 {
-    return dt_sim_flow_at(sim, dt_eventq_now(sim->q), bytes, route, n_hops, src, dst, tag, err);
+    return dt_sim_flow_at(sim, sim->now, bytes, route, n_hops, src, dst, tag, err);
 }
 
 /* Checks a route's links; *lat the sum of their latencies (in route order), *n_shared those of
@@ -431,9 +433,9 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
                          int n_hops, double lat, int n_shared, int src, int dst, uint64_t tag,
                          struct dt_error *err)
 {
-    if (!(t0 >= dt_eventq_now(sim->q)) || !isfinite(t0))
+    if (!(t0 >= sim->now) || !isfinite(t0))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow sent at %g s: not before now (%g s)", t0,
-                       dt_eventq_now(sim->q));
+                       sim->now);
     if (!(bytes >= 0) || !isfinite(bytes))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
                        bytes);
@@ -794,7 +796,7 @@ static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
 int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error *err)
 {
     for (;;) {
-        double now = dt_eventq_now(sim->q), t;
+        double now = sim->now, t;
         if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
             /* every change at this timestamp is in: share the links anew */
             int rc = solve_dirty(sim, now, err);
@@ -809,7 +811,7 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
             c->t_end = now;
             return DT_OK;
         }
-        now = ev.t;
+        now = sim->now = ev.t;
         sim->cnt.events++;
         switch ((enum ev_kind)ev.kind) {
         case EV_FLOW_START: {
@@ -851,7 +853,7 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
 
 double dt_sim_now(const struct dt_sim *sim)
 {
-    return dt_eventq_now(sim->q);
+    return sim->now;
 }
 
 int dt_sim_n_links(const struct dt_sim *sim)
@@ -881,7 +883,7 @@ void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_st
     if (link < 0 || link >= sim->n_links)
         return;
     const struct link *l = &sim->links[link];
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     out->bytes = l->bytes;
     const struct lref *fl = refs(l);
     for (int k = 0; k < l->nf; k++) {
@@ -898,7 +900,7 @@ double dt_sim_device_busy(const struct dt_sim *sim, int dev)
     if (dev < 0 || dev >= sim->n_devs)
         return 0;
     const struct device *d = &sim->devs[dev];
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     /* ops are back to back up to free_at; the part after now has not run yet */
     double ahead = d->free_at > now ? d->free_at - now : 0;
     return d->busy_s - ahead;
