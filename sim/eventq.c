@@ -306,6 +306,20 @@ static void unlink_slot(struct dt_eventq *q, uint32_t s)
     q->slots[s].bucket = NIL;
 }
 
+/* Takes slot s, the head of bucket b's list, out of it (a pop), freeing the bucket when it
+ * empties: unlink_slot for the head, which has no previous slot. */
+static void unlink_head(struct dt_eventq *q, uint32_t b, uint32_t s)
+{
+    struct bucket *bk = &q->buckets[b];
+    uint32_t next = q->slots[s].next;
+    bk->head = next;
+    if (next != NIL)
+        q->slots[next].prev = NIL;
+    else
+        bucket_free(q, b);
+    q->slots[s].bucket = NIL;
+}
+
 /* ---- the interface ---- */
 
 int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
@@ -470,7 +484,7 @@ int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
     ev->kind = sl->kind;
     ev->data = sl->data;
     ev->id = s;
-    unlink_slot(q, s);
+    unlink_head(q, b, s);
     sl->next = q->free_slot;
     q->free_slot = s;
     q->n--;
