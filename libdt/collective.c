@@ -240,26 +240,27 @@ static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_sc
                            int *total)
 {
     int node = me / g, i = me % g, nodes = p / g, step = round;
-    struct ring in_node = {g, i, node * g, 1, 0, n}, rail = {nodes, node, i, g, 0, 0};
     *total = 2 * (g - 1) + 2 * (nodes - 1);
-    if (round >= *total) {
-        s->seen = *total;
+    s->seen = *total;
+    if (round >= *total)
         return DT_OK;
-    }
-    const struct ring *r = &in_node;
-    bool sum = false;
+    bool rail = false, sum = false;
     if (step < g - 1)
         sum = true;
     else if ((step -= g - 1) < nodes - 1)
-        r = &rail, sum = true;
+        rail = true, sum = true;
     else if ((step -= nodes - 1) < nodes - 1)
-        r = &rail;
+        rail = true;
     else
         step -= nodes - 1;
-    if (r == &rail)
-        dt_chunk(n, g, i, &rail.off, &rail.n);
-    s->seen = *total;
-    return ring_round_only(r, step, sum, s);
+    struct ring r; /* only the ring this round runs on */
+    if (rail) {
+        r = (struct ring){nodes, node, i, g, 0, 0};
+        dt_chunk(n, g, i, &r.off, &r.n);
+    } else {
+        r = (struct ring){g, i, node * g, 1, 0, n};
+    }
+    return ring_round_only(&r, step, sum, s);
 }
 
 static int pof2_below(int p)
@@ -645,11 +646,13 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
     if (p == 1)
         return DT_OK;
     int rc = -1;
-    struct ring ring = flat_ring(p, me, count);
-    if (kind == DT_COLL_ALLREDUCE && n == 1 && (alg == DT_ALG_RING || alg == DT_ALG_RAIL_RING))
+    if (kind == DT_COLL_ALLREDUCE && n == 1 && (alg == DT_ALG_RING || alg == DT_ALG_RAIL_RING)) {
         rc = rail_ring_round(p, alg == DT_ALG_RAIL_RING && root ? root : p, me, count, s->first,
-                             s, total);
-    else switch (kind) {
+                             s, total); /* sets *total itself */
+        return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
+    }
+    struct ring ring = flat_ring(p, me, count);
+    switch (kind) {
     case DT_COLL_ALLREDUCE:
         if (alg == DT_ALG_RING) {
             rc = ring_reduce_scatter(&ring, s);

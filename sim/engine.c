@@ -56,11 +56,10 @@ struct link_route {
 
 enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
 
-/* A flow's record is two cache lines: the first INLINE_HOPS hops of its route live in it
- * (routes are 2 to 7 hops but on tori), the others in a side table (xhops) made when a longer
- * route first comes. */
+/* A flow's record is two cache lines: a route of up to INLINE_HOPS hops lives in it (routes
+ * are 2 to 7 hops but on tori), a longer one in a side table (xhops, DT_SIM_MAX_HOPS per
+ * flow) made when a longer route first comes: either way a flow's hops are one array. */
 #define INLINE_HOPS 7
-#define EXTRA_HOPS (DT_SIM_MAX_HOPS - INLINE_HOPS)
 
 struct hop {
     int32_t link;
@@ -93,6 +92,8 @@ struct device {
 
 struct dt_sim {
     struct dt_eventq *q;
+    double now;           /* the queue's clock, the time of the last event popped (only
+                           * dt_sim_next pops): read for every flow and compute */
     struct dt_maxmin *mm;
 
     struct link *links;   /* 64-byte aligned: one line each */
@@ -102,7 +103,7 @@ struct dt_sim {
     int n_devs, cap_devs;
 
     struct flow *flows;   /* 64-byte aligned: two lines each */
-    struct hop *xhops;    /* hops INLINE_HOPS.. of flow i at i * EXTRA_HOPS; NULL until a
+    struct hop *xhops;    /* the hops of flow i's long route at i * DT_SIM_MAX_HOPS; NULL until a
                            * route that long */
     uint32_t n_flows, cap_flows, cap_xhops, flow_free;
     int active_flows, transferring;
@@ -278,7 +279,7 @@ static int occupy(struct dt_sim *sim, int dev, double duration_s, double *start,
     if (!(duration_s >= 0) || !isfinite(duration_s))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "compute duration %g s: must be finite and "
                        ">= 0", duration_s);
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     struct device *d = &sim->devs[dev];
     *start = d->free_at > now ? d->free_at : now;
     *end = *start + duration_s;
@@ -294,7 +295,7 @@ static void book(struct dt_sim *sim, int dev, double end, double duration_s)
 int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
                    struct dt_error *err)
 {
-    double start, end, now = dt_eventq_now(sim->q);
+    double start = 0, end = 0, now = sim->now;
     uint32_t i = NONE;
     int rc = occupy(sim, dev, duration_s, &start, &end, err);
     if (rc || (rc = new_op(sim, &i, err)))
@@ -312,7 +313,7 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
 int dt_sim_compute_silent(struct dt_sim *sim, int dev, double duration_s, double *t_start,
                           double *t_end, struct dt_error *err)
 {
-    double end, now = dt_eventq_now(sim->q);
+    double end = 0, now = sim->now;
     int rc = occupy(sim, dev, duration_s, t_start, &end, err);
     if (rc)
         return rc;
@@ -334,15 +335,15 @@ int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_err
         free_op(sim, i);
         return rc;
     }
-    sim->ops[i] = (struct op){tag, dt_eventq_now(sim->q), -1, NONE};
+    sim->ops[i] = (struct op){tag, sim->now, -1, NONE};
     return DT_OK;
 }
 
-/* Hop h of flow i's route. */
-static inline struct hop *hop_of(const struct dt_sim *sim, uint32_t i, int h)
+/* Flow i's hops: in its record, or for a route longer than INLINE_HOPS in xhops. */
+static inline struct hop *hops_of(const struct dt_sim *sim, uint32_t i)
 {
-    return h < INLINE_HOPS ? &sim->flows[i].hop[h]
-                           : &sim->xhops[(size_t)i * EXTRA_HOPS + (size_t)(h - INLINE_HOPS)];
+    struct flow *f = &sim->flows[i];
+    return f->n_hops <= INLINE_HOPS ? f->hop : &sim->xhops[(size_t)i * DT_SIM_MAX_HOPS];
 }
 
 /* The flows in a link's list (writable when the link is: as strchr, one function for both). */
@@ -360,7 +361,7 @@ static void free_flow(struct dt_sim *sim, uint32_t i)
     sim->flow_free = i;
 }
 
-/* A free flow record (and room for its hops past INLINE_HOPS). */
+/* A free flow record (and room for its hops in xhops when they are more than INLINE_HOPS). */
 static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_error *err)
 {
     uint32_t i = sim->flow_free;
@@ -374,7 +375,8 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
         i = sim->n_flows++;
     }
     if (n_hops > INLINE_HOPS && sim->cap_xhops < sim->cap_flows) {
-        struct hop *x = realloc(sim->xhops, (size_t)sim->cap_flows * EXTRA_HOPS * sizeof *x);
+        struct hop *x = realloc(sim->xhops,
+                                (size_t)sim->cap_flows * DT_SIM_MAX_HOPS * sizeof *x);
         if (!x) {
             free_flow(sim, i);
             return oom(err, "flow routes");
@@ -389,7 +391,7 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
 int dt_sim_flow(struct dt_sim *sim, double bytes, const int *route, int n_hops, int src,
                 int dst, uint64_t tag, struct dt_error *err)
 {
-    return dt_sim_flow_at(sim, dt_eventq_now(sim->q), bytes, route, n_hops, src, dst, tag, err);
+    return dt_sim_flow_at(sim, sim->now, bytes, route, n_hops, src, dst, tag, err);
 }
 
 /* Checks a route's links; *lat the sum of their latencies (in route order), *n_shared those of
@@ -431,9 +433,9 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
                          int n_hops, double lat, int n_shared, int src, int dst, uint64_t tag,
                          struct dt_error *err)
 {
-    if (!(t0 >= dt_eventq_now(sim->q)) || !isfinite(t0))
+    if (!(t0 >= sim->now) || !isfinite(t0))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow sent at %g s: not before now (%g s)", t0,
-                       dt_eventq_now(sim->q));
+                       sim->now);
     if (!(bytes >= 0) || !isfinite(bytes))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "flow of %g bytes: must be finite and >= 0",
                        bytes);
@@ -461,8 +463,9 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
     f->state = FL_LATENCY;
     f->n_hops = (uint8_t)n_hops;
     f->n_shared = (uint8_t)n_shared;
+    struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < n_hops; h++)
-        hop_of(sim, i, h)->link = route[h];
+        hops[h].link = route[h];
     if (src >= 0)
         sim->sent[src] += bytes;
     sim->active_flows++;
@@ -507,8 +510,9 @@ static void settle(struct dt_sim *sim, uint32_t i, double now)
         moved = f->remaining;
     if (moved > 0) {
         f->remaining -= moved;
+        const struct hop *hops = hops_of(sim, i);
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[hop_of(sim, i, h)->link].bytes += moved;
+            sim->links[hops[h].link].bytes += moved;
     }
     f->t_upd = now;
 }
@@ -538,8 +542,9 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     f->t_upd = now;
     if (f->bytes == 0 || f->n_shared == 0) {
         /* nothing to share: delivered at once (unshared links carry it instantly) */
+        const struct hop *hops = hops_of(sim, i);
         for (int h = 0; h < f->n_hops; h++)
-            sim->links[hop_of(sim, i, h)->link].bytes += f->bytes;
+            sim->links[hops[h].link].bytes += f->bytes;
         f->remaining = 0;
         *done = true;
         return DT_OK;
@@ -547,8 +552,9 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     *done = false;
     f->state = FL_ACTIVE;
     int seed = -1;
+    struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < f->n_hops; h++) {
-        struct hop *hp = hop_of(sim, i, h);
+        struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         if (l->nf == l->capf && grow_list(l))
             return oom(err, "link flow list");
@@ -569,15 +575,16 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
 static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct dt_error *err)
 {
     struct flow *f = &sim->flows[i];
+    const struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < f->n_hops; h++) {
-        const struct hop *hp = hop_of(sim, i, h);
+        const struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
         int p = hp->pos;
         struct lref *fl = refs(l), last = fl[--l->nf];
         if (p != l->nf) {
             fl[p] = last;
-            hop_of(sim, last.flow, (int)last.hop)->pos = p;
+            hops_of(sim, last.flow)[last.hop].pos = p;
         }
         if (l->nf == 0)
             l->busy_s += now - l->busy_since;
@@ -601,9 +608,66 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
                          struct dt_error *err);
 
+/* Flow fi's new rate r: its remaining bytes brought up to now and its end event (re)written,
+ * unless the rate did not change. */
+static int apply_rate(struct dt_sim *sim, uint32_t fi, double r, double now,
+                      struct dt_error *err)
+{
+    struct flow *f = &sim->flows[fi];
+    if (r == f->rate && f->ev != NONE)
+        return DT_OK; /* same rate: the end event already stands */
+    settle(sim, fi, now);
+    f->rate = r;
+    double dt = f->remaining / r;
+    int rc;
+    if (f->ev == NONE)
+        rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
+    else
+        rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+    if (!rc)
+        sim->cnt.rate_changes++;
+    return rc;
+}
+
+/* The component of shared link `seed` when it is one flow alone on each of its shared links
+ * (a ring step's flow): marked as the search would mark it and given its slowest link's
+ * capacity, the rate solve_component finds, without the search. False (nothing changed)
+ * when the component is anything else. */
+static bool solve_alone(struct dt_sim *sim, int seed, double now, int *rc,
+                        struct dt_error *err)
+{
+    const struct link *l = &sim->links[seed];
+    if (l->nf != 1)
+        return false;
+    uint32_t fi = refs(l)->flow;
+    struct flow *f = &sim->flows[fi];
+    double r = INFINITY;
+    const struct hop *hops = hops_of(sim, fi);
+    for (int h = 0; h < f->n_hops; h++) {
+        const struct link *m = &sim->links[hops[h].link];
+        if (m->shared && m->nf != 1)
+            return false; /* another flow, or this one twice */
+        if (m->shared && m->bw_Bps < r)
+            r = m->bw_Bps;
+    }
+    for (int h = 0; h < f->n_hops; h++) {
+        struct link *m = &sim->links[hops[h].link];
+        if (m->shared)
+            m->stamp = sim->stamp;
+    }
+    f->stamp = sim->stamp;
+    sim->cnt.solves++;
+    sim->cnt.solved_flows++;
+    *rc = apply_rate(sim, fi, r, now, err);
+    return true;
+}
+
 /* Solves the component that contains shared link `seed` and applies the new rates. */
 static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_error *err)
 {
+    int rc_alone;
+    if (solve_alone(sim, seed, now, &rc_alone, err))
+        return rc_alone;
     uint32_t stamp = sim->stamp;
     int n_links = 0, n_flows = 0, nnz = 0;
     RESERVE(clinks, cap_clinks, 1, "component");
@@ -623,8 +687,9 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
             RESERVE(cflows, cap_cflows, n_flows + 1, "component");
             sim->cflows[n_flows++] = fi;
             nnz += f->n_shared;
+            const struct hop *hops = hops_of(sim, fi);
             for (int h = 0; h < f->n_hops; h++) {
-                int link = hop_of(sim, fi, h)->link;
+                int link = hops[h].link;
                 struct link *m = &sim->links[link];
                 if (!m->shared || m->stamp == stamp)
                     continue;
@@ -658,22 +723,9 @@ static int solve_component(struct dt_sim *sim, int seed, double now, struct dt_e
     sim->cnt.solves++;
     sim->cnt.solved_flows += (uint64_t)n_flows;
     for (int j = 0; j < n_flows; j++) {
-        uint32_t fi = sim->cflows[j];
-        struct flow *f = &sim->flows[fi];
-        double r = sim->crate[j];
-        if (r == f->rate && f->ev != NONE)
-            continue; /* same rate: the end event already stands */
-        settle(sim, fi, now);
-        f->rate = r;
-        double dt = f->remaining / r;
-        int rc;
-        if (f->ev == NONE)
-            rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
-        else
-            rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+        int rc = apply_rate(sim, sim->cflows[j], sim->crate[j], now, err);
         if (rc)
             return rc;
-        sim->cnt.rate_changes++;
     }
     return DT_OK;
 }
@@ -692,8 +744,9 @@ static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
         uint32_t fi = sim->cflows[j];
         const struct flow *f = &sim->flows[fi];
         sim->cstart[j] = w;
+        const struct hop *hops = hops_of(sim, fi);
         for (int h = 0; h < f->n_hops; h++) {
-            const struct link *m = &sim->links[hop_of(sim, fi, h)->link];
+            const struct link *m = &sim->links[hops[h].link];
             if (m->shared)
                 sim->cidx[w++] = m->local;
         }
@@ -743,24 +796,22 @@ static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
 int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error *err)
 {
     for (;;) {
-        double now = dt_eventq_now(sim->q), t;
-        int has = dt_eventq_peek(sim->q, &t);
-        if (sim->n_dirty > 0 && (!has || t > now)) {
+        double now = sim->now, t;
+        if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
             /* every change at this timestamp is in: share the links anew */
             int rc = solve_dirty(sim, now, err);
             if (rc)
                 return rc;
             continue;
         }
-        if (!has) {
+        struct dt_event ev;
+        if (!dt_eventq_pop(sim->q, &ev)) {
             memset(c, 0, sizeof *c);
             c->kind = DT_SIM_END;
             c->t_end = now;
             return DT_OK;
         }
-        struct dt_event ev;
-        dt_eventq_pop(sim->q, &ev);
-        now = ev.t;
+        now = sim->now = ev.t;
         sim->cnt.events++;
         switch ((enum ev_kind)ev.kind) {
         case EV_FLOW_START: {
@@ -802,7 +853,7 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
 
 double dt_sim_now(const struct dt_sim *sim)
 {
-    return dt_eventq_now(sim->q);
+    return sim->now;
 }
 
 int dt_sim_n_links(const struct dt_sim *sim)
@@ -832,7 +883,7 @@ void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_st
     if (link < 0 || link >= sim->n_links)
         return;
     const struct link *l = &sim->links[link];
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     out->bytes = l->bytes;
     const struct lref *fl = refs(l);
     for (int k = 0; k < l->nf; k++) {
@@ -849,7 +900,7 @@ double dt_sim_device_busy(const struct dt_sim *sim, int dev)
     if (dev < 0 || dev >= sim->n_devs)
         return 0;
     const struct device *d = &sim->devs[dev];
-    double now = dt_eventq_now(sim->q);
+    double now = sim->now;
     /* ops are back to back up to free_at; the part after now has not run yet */
     double ahead = d->free_at > now ? d->free_at - now : 0;
     return d->busy_s - ahead;

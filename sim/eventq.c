@@ -28,6 +28,7 @@ struct bucket {             /* all pending events at one time */
     uint32_t head, tail;
     uint32_t prev, next;    /* in its bin's list; next doubles as the free list */
     uint32_t bin;
+    uint32_t home;          /* its time's slot in the hash table, where its probe starts */
 };
 
 struct dt_eventq {
@@ -165,7 +166,7 @@ static uint32_t tfind(const struct dt_eventq *q, double t)
 
 static void tinsert_nogrow(struct dt_eventq *q, uint32_t b)
 {
-    uint32_t i = thash(q, q->buckets[b].t);
+    uint32_t i = q->buckets[b].home = thash(q, q->buckets[b].t);
     while (q->table[i] != NIL)
         i = (i + 1) & q->table_mask;
     q->table[i] = b;
@@ -200,7 +201,7 @@ static int tinsert(struct dt_eventq *q, uint32_t b)
 /* Deletes bucket b's entry, shifting later entries of the probe run back (no tombstones). */
 static void tdelete(struct dt_eventq *q, uint32_t b)
 {
-    uint32_t mask = q->table_mask, i = thash(q, q->buckets[b].t);
+    uint32_t mask = q->table_mask, i = q->buckets[b].home;
     while (q->table[i] != b)
         i = (i + 1) & mask;
     for (uint32_t j = i;;) {
@@ -208,7 +209,7 @@ static void tdelete(struct dt_eventq *q, uint32_t b)
         uint32_t e = q->table[j];
         if (e == NIL)
             break;
-        uint32_t home = thash(q, q->buckets[e].t);
+        uint32_t home = q->buckets[e].home;
         /* e may move back to the hole at i unless its home lies cyclically in (i, j] */
         bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
@@ -246,7 +247,7 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
         }
         b = q->n_buckets++;
     }
-    q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0};
+    q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0, 0};
     if (tinsert(q, b)) {
         q->buckets[b].next = q->free_bucket;
         q->free_bucket = b;
@@ -301,6 +302,20 @@ static void unlink_slot(struct dt_eventq *q, uint32_t s)
     uint32_t b = q->slots[s].bucket;
     list_remove(q, s);
     if (q->buckets[b].head == NIL)
+        bucket_free(q, b);
+    q->slots[s].bucket = NIL;
+}
+
+/* Takes slot s, the head of bucket b's list, out of it (a pop), freeing the bucket when it
+ * empties: unlink_slot for the head, which has no previous slot. */
+static void unlink_head(struct dt_eventq *q, uint32_t b, uint32_t s)
+{
+    struct bucket *bk = &q->buckets[b];
+    uint32_t next = q->slots[s].next;
+    bk->head = next;
+    if (next != NIL)
+        q->slots[next].prev = NIL;
+    else
         bucket_free(q, b);
     q->slots[s].bucket = NIL;
 }
@@ -469,7 +484,7 @@ int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
     ev->kind = sl->kind;
     ev->data = sl->data;
     ev->id = s;
-    unlink_slot(q, s);
+    unlink_head(q, b, s);
     sl->next = q->free_slot;
     q->free_slot = s;
     q->n--;

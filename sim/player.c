@@ -40,6 +40,8 @@ struct activity {
     struct dt_schedule s;    /* lazy: the current round only; eager: every round */
     int round, n_rounds;
     int outstanding;         /* transfers of the current round not yet complete */
+    int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
+                              * its index in s.xfers and its source's global rank, else -1 */
     long sum_floats;         /* floats to add after the round */
     bool posted;             /* the current round's receives are posted (not summing) */
     bool done;
@@ -183,18 +185,32 @@ static void activity_done(struct activity *a)
     dt_schedule_free(&a->s);
 }
 
-/* Matches a delivered message with a posted receive of the activity's current round. */
+/* Receive x of activity a got its message, sent at t_start. */
+static void received(struct activity *a, struct dt_xfer *x, double t_start)
+{
+    x->count = -x->count; /* mark as received (restored sign gives the size) */
+    a->outstanding--;
+    if (t_start > a->latest_sender_start)
+        a->latest_sender_start = t_start;
+}
+
+/* Matches a delivered message with a posted receive of the activity's current round: its
+ * first receive from src not received yet. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
     if (a->done || !a->posted || a->round >= a->n_rounds)
         return false;
+    if (a->only_recv >= 0) { /* one receive: no scan */
+        struct dt_xfer *x = &a->s.xfers[a->only_recv];
+        if (src != a->only_src || x->count <= 0)
+            return false;
+        received(a, x, t_start);
+        return true;
+    }
     for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
-            x->count = -x->count; /* mark as received (restored sign gives the size) */
-            a->outstanding--;
-            if (t_start > a->latest_sender_start)
-                a->latest_sender_start = t_start;
+            received(a, x, t_start);
             return true;
         }
     }
@@ -378,10 +394,13 @@ static int post_loaded_round(struct player *p, int ai, double t)
     a->posted = true;
     a->t_round = t;
     a->latest_sender_start = a->t_round;
+    int receives = 0;
     for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (x->sum)
             a->sum_floats += x->count;
+        if (!x->send && x->count > 0 && receives++ == 0)
+            a->only_recv = i;
         if (!x->send)
             continue;
         if (a->p2p && a->elem_bytes * x->count > p->cp->eager_bytes &&
@@ -392,6 +411,10 @@ static int post_loaded_round(struct player *p, int ai, double t)
         if ((rc = start_flow(p, ai, x, t)))
             return rc;
     }
+    if (receives != 1)
+        a->only_recv = -1;
+    else
+        a->only_src = peer_rank(p, a, &a->s.xfers[a->only_recv]);
     consume_mail(p, a);
     return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
 }

@@ -516,6 +516,30 @@ static void test_long_route_crowded_link(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Ensure that a flow alone on one of its links but not on another (or on one link twice) is
+ * solved with the flows it meets, not given its slowest link as a flow alone would be:
+ * A over L0 (10 B/s) and L1 (2 B/s) with B on L1 only; A is alone on L0, which it marks
+ * for the solve, yet shares L1 with B: 1 B/s each, so 3 B end at 3 s (alone on L1, A would
+ * take 1.5 s and B would be left out of the solve). C crosses L2 (4 B/s) twice, its share
+ * of it counted twice: 2 B/s, 10 B in 5 s. */
+static void test_alone_on_one_link_only(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int L0 = link(sim, 10, 0), L1 = link(sim, 2, 0), L2 = link(sim, 4, 0);
+    int a[2] = {L0, L1}, c[2] = {L2, L2};
+    assert_int_equal(dt_sim_flow(sim, 3, a, 2, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 3, &L1, 1, -1, -1, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 10, c, 2, -1, -1, 3, NULL), DT_OK);
+    struct run r;
+    drain(sim, &r);
+    assert_int_equal(r.n, 3);
+    assert_close(by_tag(&r, 1)->t_end, 3.0);
+    assert_close(by_tag(&r, 2)->t_end, 3.0);
+    assert_close(by_tag(&r, 3)->t_end, 5.0);
+    dt_sim_destroy(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_unshared_link),
         cmocka_unit_test(test_batched_and_local_solves),
         cmocka_unit_test(test_long_route_crowded_link),
+        cmocka_unit_test(test_alone_on_one_link_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

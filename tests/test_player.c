@@ -553,6 +553,55 @@ static void test_messages_during_summing(void **state)
     dt_topology_destroy(t);
 }
 
+/* Ensure that a message from another source waits for the receive that names it, in a round
+ * of one receive: a binomial reduce to rank 0 on 4 nodes receives from rank 1, then from
+ * rank 2. Rank 1's NIC is 100 times slower, so rank 2's message (round 2) arrives first and
+ * waits; rank 0 sums twice after rank 1's arrival at t1: t1 + 2d, d = 12 n / reduce_Bps
+ * for n fp32 floats. Taken for round 1's receive it would end at t1 + d. t1 is the time
+ * with free sums (d = 0), when rank 0 ends as rank 1's message arrives. */
+static void test_single_receive_matches_its_source(void **state)
+{
+    (void)state;
+    const char *text =
+        "name: one-slow-nic\nsource: test\nnodes:\n"
+        "  - {name: a, count: 1, devices: 1,\n"
+        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "  - {name: slow, count: 1, devices: 1,\n"
+        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 1 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "  - {name: b, count: 2, devices: 1,\n"
+        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "network: {kind: switch, latency: 0.5 us}\n";
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("one-slow-nic.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    long n = 1000000;
+    struct dt_plan *plan = one_collective(t, DT_COLL_REDUCE, DT_ALG_BINOMIAL, n);
+    double t_end[2], reduce_Bps[2] = {INFINITY, 1e12};
+    for (int k = 0; k < 2; k++) {
+        struct dt_cost_params cp;
+        comm_only(&cp);
+        cp.reduce_Bps = reduce_Bps[k];
+        struct dt_sim_result res;
+        if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+            fail_msg("sim: %s", err.msg);
+        t_end[k] = res.iter_s;
+        dt_sim_result_free(&res);
+    }
+    assert_close(t_end[1], t_end[0] + 2 * 12.0 * (double)n / reduce_Bps[1]);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
 /* A plan on `nodes` nodes of one device each (the cluster of ALPHA and BETA_BPS) with ranks
  * but no ops: the tests push SEND/RECV/WAIT ops themselves. */
 static struct dt_plan *p2p_plan(int nodes, int handles)
@@ -692,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_linear_reduce_bcast_slowest_on_4n2p),
         cmocka_unit_test(test_buckets_overlap),
         cmocka_unit_test(test_messages_during_summing),
+        cmocka_unit_test(test_single_receive_matches_its_source),
         cmocka_unit_test(test_send_recv_closed_form),
         cmocka_unit_test(test_send_recv_match_by_source),
         cmocka_unit_test(test_send_recv_mailbox),
