@@ -951,17 +951,26 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
                                 replicas[s * p.T + k], w, e.loaded);
             for (int d = 0; d < p.D && !rc && !plan->floor; d++) {
                 int r = rank_of(&p, s, d, k);
+                place_rank(&p, r, s, d, view, n_params, replicas[s * p.T + k]);
+                if (dt_plan_dropped(plan, r)) /* a probe's: nothing to emit */
+                    continue;
                 rc = emit_rank(&p, r, s, d, k, view, n_params, replicas[s * p.T + k], w, &e);
                 handles[r] = e.next_handle;
             }
         }
+    /* the middle replicas' rows are between the first's and the last's: the least over
+     * those is the least over all */
     int eval_rows = 1 << 30;
     for (int r = 0; r < plan->n_ranks && !rc; r++) { /* a recomputation workspace: one slot */
+        if (dt_plan_dropped(plan, r))
+            continue;
         int slots = plan->opt.recompute != DT_RECOMPUTE_NONE ? 1 : plan->ranks[r].slots;
         int cap = slots * plan->ranks[r].slot_rows;
         eval_rows = cap < eval_rows ? cap : eval_rows;
     }
     for (int r = 0; r < plan->n_ranks && !rc && !plan->floor; r++) {
+        if (dt_plan_dropped(plan, r))
+            continue;
         rc = emit_eval(&p, r, eval_rows, handles[r], &e);
         plan->ranks[r].eval_rows = eval_rows;
     }

@@ -573,6 +573,8 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
         struct dt_rank_plan *rp = &plan->ranks[r];
         int n_handles = 0, dp = T > 1 ? tp.dp_group[r] : world;
         rp->replicas = dp;
+        if (dt_plan_dropped(plan, r)) /* a probe's: no ops, no buffers */
+            continue;
         rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, rp->n_params));
         for (int k = 0; k < K && !rc; k++) {
             long off, len;
