@@ -1,7 +1,10 @@
 /* Balanced contiguous partition by dynamic programming: best[k][i] is the smallest possible
- * largest part when items 0..i-1 form k parts. */
+ * largest part when items 0..i-1 form k parts. With no negative cost, best[k][i] grows with
+ * i (prefix sums and their differences round monotonically), so the search for the last
+ * part's start stops at the first j whose best[k - 1][j] alone is no better. */
 #include "dt/partition.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 int dt_partition_balanced(const double *cost, int n, int parts, int *first)
@@ -19,8 +22,11 @@ int dt_partition_balanced(const double *cost, int n, int parts, int *first)
     }
 #define AT(a, k, i) a[(size_t)(k) * (size_t)(n + 1) + (size_t)(i)]
     prefix[0] = 0;
-    for (int i = 0; i < n; i++)
+    bool signed_costs = false;
+    for (int i = 0; i < n; i++) {
         prefix[i + 1] = prefix[i] + cost[i];
+        signed_costs |= cost[i] < 0;
+    }
     for (int i = 1; i <= n; i++) {
         AT(best, 1, i) = prefix[i];
         AT(cut, 1, i) = 0;
@@ -30,7 +36,7 @@ int dt_partition_balanced(const double *cost, int n, int parts, int *first)
             /* the last part is items j..i-1, with j >= k-1 items before it */
             double b = -1;
             int at = k - 1;
-            for (int j = k - 1; j < i; j++) {
+            for (int j = k - 1; j < i && (signed_costs || b < 0 || AT(best, k - 1, j) < b); j++) {
                 double last = prefix[i] - prefix[j];
                 double worst = AT(best, k - 1, j) > last ? AT(best, k - 1, j) : last;
                 if (b < 0 || worst < b) {
