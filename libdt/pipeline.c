@@ -761,6 +761,40 @@ static void reset_slots(const struct pipe *p, struct emit *e)
         e->slot_of[i] = -1;
 }
 
+/* What rank r of stage `stage`, replica d, is before its ops: its view, place, parameters. */
+static void place_rank(struct pipe *p, int r, int stage, int d, int view, long n_params,
+                       int replicas)
+{
+    struct dt_rank_plan *rp = &p->plan->ranks[r];
+    rp->view = view;
+    rp->stage = stage;
+    rp->dp_index = d;
+    rp->dp_count = p->D;
+    rp->replicas = replicas;
+    rp->n_params = rp->n_updated = n_params;
+    rp->first = p->plan->views[view][0].runs;
+    rp->last = p->plan->views[view][p->m->n_layers - 1].runs;
+    rp->updates = true;
+}
+
+/* A memory floor's rank (plan->floor): placed as emit_rank places it, holding the slots its
+ * schedule keeps at once, ZeRO-1's first chunk of the optimizer's state, and the buffer
+ * table dtc_finish_rank gives it with no ops (what ops size, the receive pool and the
+ * workspaces' rows, comes out no larger). held: M scratch flags. */
+static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params, int replicas,
+                      struct work *w, bool *held)
+{
+    struct dt_rank_plan *rp = &p->plan->ranks[r];
+    place_rank(p, r, stage, 0, view, n_params, replicas);
+    rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
+    if (p->D > 1 && p->plan->opt.zero == 1) {
+        long off, len;
+        dt_chunk(n_params, p->D, 0, &off, &len);
+        rp->n_updated = len;
+    }
+    return dtc_finish_rank(p->plan, r);
+}
+
 static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, long n_params,
                      int replicas, struct work *w, struct emit *e)
 {
@@ -772,15 +806,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->k = k;
     e->n_slots = e->n_pending = e->next_handle = 0;
     e->eval = false;
-    rp->view = view;
-    rp->stage = stage;
-    rp->dp_index = d;
-    rp->dp_count = p->D;
-    rp->replicas = replicas;
-    rp->n_params = rp->n_updated = n_params;
-    rp->first = plan->views[view][0].runs;
-    rp->last = plan->views[view][p->m->n_layers - 1].runs;
-    rp->updates = true;
+    place_rank(p, r, stage, d, view, n_params, replicas);
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
     /* known before emitting: the vocabulary-parallel loss addresses its statistics planes
@@ -958,19 +984,31 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
             int view = stage_view(&p, s, k, kind, &n_params);
             if (view < 0)
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-            for (int d = 0; d < p.D && !rc; d++) {
+            if (!rc && plan->floor)
+                rc = floor_rank(&p, rank_of(&p, s, 0, k), s, view, n_params,
+                                replicas[s * p.T + k], w, e.loaded);
+            for (int d = 0; d < p.D && !rc && !plan->floor; d++) {
                 int r = rank_of(&p, s, d, k);
+                place_rank(&p, r, s, d, view, n_params, replicas[s * p.T + k]);
+                if (dt_plan_dropped(plan, r)) /* a probe's: nothing to emit */
+                    continue;
                 rc = emit_rank(&p, r, s, d, k, view, n_params, replicas[s * p.T + k], w, &e);
                 handles[r] = e.next_handle;
             }
         }
+    /* the middle replicas' rows are between the first's and the last's: the least over
+     * those is the least over all */
     int eval_rows = 1 << 30;
     for (int r = 0; r < plan->n_ranks && !rc; r++) { /* a recomputation workspace: one slot */
+        if (dt_plan_dropped(plan, r))
+            continue;
         int slots = plan->opt.recompute != DT_RECOMPUTE_NONE ? 1 : plan->ranks[r].slots;
         int cap = slots * plan->ranks[r].slot_rows;
         eval_rows = cap < eval_rows ? cap : eval_rows;
     }
-    for (int r = 0; r < plan->n_ranks && !rc; r++) {
+    for (int r = 0; r < plan->n_ranks && !rc && !plan->floor; r++) {
+        if (dt_plan_dropped(plan, r))
+            continue;
         rc = emit_eval(&p, r, eval_rows, handles[r], &e);
         plan->ranks[r].eval_rows = eval_rows;
     }

@@ -575,6 +575,8 @@ int dtc_compile_data_parallel(struct dt_plan *plan, struct dt_error *err)
         struct dt_rank_plan *rp = &plan->ranks[r];
         int n_handles = 0, dp = T > 1 ? tp.dp_group[r] : world;
         rp->replicas = dp;
+        if (dt_plan_dropped(plan, r)) /* a probe's: no ops, no buffers */
+            continue;
         rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, rp->n_params));
         for (int k = 0; k < K && !rc; k++) {
             long off, len;
@@ -635,10 +637,14 @@ static bool replicas_alike(const struct dt_plan_options *o, const struct dt_topo
     }
 }
 
+/* What build compiles: the whole plan, a probe (dt_plan_probe), a floor (dt_plan_floor). */
+enum build_mode { BUILD_FULL, BUILD_PROBE, BUILD_FLOOR };
+
 static int build(const struct dt_model *model, const struct dt_topology *topo,
-                 const struct dt_plan_options *opt, bool probe, struct dt_plan **out,
+                 const struct dt_plan_options *opt, enum build_mode mode, struct dt_plan **out,
                  struct dt_error *err)
 {
+    bool probe = mode != BUILD_FULL;
     *out = NULL;
     enum dt_strategy s = opt->strategy;
     if (s < 0 || s >= DT_STRAT_COUNT)
@@ -662,6 +668,7 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     plan->opt.accumulate = K;
     plan->probe = probe && replicas_alike(opt, topo);
+    plan->floor = mode == BUILD_FLOOR;
     int rc = registry[s].compile(plan, err);
     if (!rc && dt_plan_share(plan))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -678,11 +685,20 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
 {
-    return build(model, topo, opt, false, out, err);
+    return build(model, topo, opt, BUILD_FULL, out, err);
 }
 
 int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
 {
-    return build(model, topo, opt, true, out, err);
+    return build(model, topo, opt, BUILD_PROBE, out, err);
+}
+
+int dt_plan_floor(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err)
+{
+    *out = NULL;
+    if (opt->strategy < 0 || opt->strategy >= DT_STRAT_COUNT || !registry[opt->strategy].pipeline)
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0, "a floor plan is a pipeline's");
+    return build(model, topo, opt, BUILD_FLOOR, out, err);
 }

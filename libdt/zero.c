@@ -391,6 +391,8 @@ static int compile_rank(struct zero *z, int r)
         rp->n_grads = shard_at(z) + shard;
     if (z->stage == 3)
         rp->n_params = shard_at(z) + shard;
+    if (dt_plan_dropped(plan, r)) /* a probe's: no ops, no buffers */
+        return DT_OK;
     int n_handles = 0;
     int rc = z->stage == 3 ? own(z, r) : DT_OK;
     if (!rc)

@@ -15,7 +15,9 @@
 /* What a process learns about one candidate; summed over processes (each candidate's values
  * come from exactly one), so every field is a double. */
 enum { V_STATUS, V_MEM, V_BOUND, V_ITER, V_COMPUTE, V_COMM, V_IDLE, V_ESTIMATE, V_COUNT };
-enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS }; /* V_STATUS - 1 once compiled; 0: not (pruned) */
+/* V_STATUS - 1 once evaluated; 0: not (pruned). ST_OVER_BY_PLAN: over the memory limit by
+ * its floor plan (dt_plan_floor), not compiled; V_MEM is the floor plan's. */
+enum { ST_REFUSED, ST_OVER_MEMORY, ST_FITS, ST_OVER_BY_PLAN };
 /* Decided before any compile, by every process alike (V_STATUS < 0, never combined): refused
  * by its strategy, or over the memory limit by its memory floor (bound.h). */
 #define ST_NOT_APPLICABLE (-1)
@@ -230,9 +232,34 @@ static double compiled_bound(const struct search *s, const struct candidate *c,
     return dt_rec_total_bound(compute_bound(plan, rq->group_cp), comm, &c->opt, rq->topo);
 }
 
+/* A pipeline's floor plan (dt_plan_floor) against the memory limit, before its probe is
+ * compiled: over it, the candidate is over the limit (ST_OVER_BY_PLAN) and *over is set. A
+ * floor plan that does not compile decides nothing (the probe then says why). */
+static int floor_plan(const struct search *s, struct candidate *c, bool *over)
+{
+    const struct dt_rec_request *rq = s->rq;
+    struct dt_plan *plan;
+    struct dt_error err;
+    *over = false;
+    if (rq->memory_limit <= 0 || !dt_strategy_info(c->opt.strategy)->pipeline)
+        return DT_OK;
+    int rc = dt_plan_floor(rq->model, rq->topo, &c->opt, &plan, &err);
+    if (rc)
+        return rc == DT_ENOMEM ? rc : DT_OK;
+    struct dt_memory floor;
+    dt_plan_peak_memory(plan, &floor);
+    dt_plan_destroy(plan);
+    *over = floor.total > rq->memory_limit;
+    if (*over) {
+        c->v[V_MEM] = floor.total;
+        c->v[V_STATUS] = 1 + ST_OVER_BY_PLAN;
+    }
+    return DT_OK;
+}
+
 /* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound. */
-static int measure(const struct search *s, struct candidate *c, double *bound,
-                   struct dt_error *err)
+static int compile_probe(const struct search *s, struct candidate *c, double *bound,
+                         struct dt_error *err)
 {
     struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
     int rc = dt_plan_probe(s->rq->model, s->rq->topo, &c->opt, &plan, err);
@@ -250,6 +277,18 @@ static int measure(const struct search *s, struct candidate *c, double *bound,
     *bound = over ? 0 : compiled_bound(s, c, plan);
     dt_plan_destroy(plan);
     return DT_OK;
+}
+
+/* A candidate's memory: over the limit by its floor plan, else by its compiled probe (with
+ * *bound, its compiled bound). */
+static int measure(const struct search *s, struct candidate *c, double *bound,
+                   struct dt_error *err)
+{
+    bool over;
+    int rc = floor_plan(s, c, &over);
+    if (rc)
+        return dt_fail(err, rc, NULL, 0, 0, "out of memory");
+    return over ? DT_OK : compile_probe(s, c, bound, err);
 }
 
 /* The symmetric estimate (symmetry.h) of a large pipeline (V_ESTIMATE 1) or data-parallel
@@ -294,7 +333,8 @@ static bool fits(const struct candidate *c) { return c->v[V_STATUS] == 1 + ST_FI
 static bool pruned(const struct candidate *c) { return c->v[V_STATUS] == 0; }
 static bool over_memory(const struct candidate *c)
 {
-    return c->v[V_STATUS] == 1 + ST_OVER_MEMORY || c->v[V_STATUS] == ST_OVER_BY_BOUND;
+    return c->v[V_STATUS] == 1 + ST_OVER_MEMORY || c->v[V_STATUS] == ST_OVER_BY_BOUND ||
+           c->v[V_STATUS] == 1 + ST_OVER_BY_PLAN;
 }
 static bool not_applicable(const struct candidate *c)
 {
@@ -644,6 +684,49 @@ static void print_families(const struct search *s, const int *idx, int k, FILE *
     print_precisions(s, idx, k, out);
 }
 
+/* The smallest over the memory limit of the candidates `member` accepts, where print_group
+ * names it (none of them simulated or pruned); NULL otherwise. */
+static struct candidate *smallest_over(struct search *s, int key,
+                                       bool (*member)(const struct candidate *, int))
+{
+    struct candidate *smallest = NULL;
+    for (int i = 0; i < s->n; i++) {
+        struct candidate *c = &s->c[i];
+        if (!member(c, key))
+            continue;
+        if (simulated(c) || pruned(c))
+            return NULL;
+        if (over_memory(c) && (!smallest || c->v[V_MEM] < smallest->v[V_MEM]))
+            smallest = c;
+    }
+    return smallest;
+}
+
+/* Compiles a group's smallest over the limit while a floor plan sized it (no larger than its
+ * probe): the line then names what it would name had every one been compiled. */
+static int settle_group(struct search *s, int key, bool (*member)(const struct candidate *, int),
+                        struct dt_error *err)
+{
+    struct candidate *c;
+    double bound;
+    int rc = DT_OK;
+    while (!rc && (c = smallest_over(s, key, member)) && c->v[V_STATUS] == 1 + ST_OVER_BY_PLAN)
+        rc = compile_probe(s, c, &bound, err);
+    return rc;
+}
+
+/* settle_group for the families' lines and the precisions'. */
+static int settle(struct search *s, struct dt_error *err)
+{
+    int rc = DT_OK;
+    for (int f = 0; f < s->n_families && !rc; f++)
+        rc = settle_group(s, f, in_family, err);
+    for (int p = 0; p < DT_PREC_COUNT && !rc; p++)
+        if (s->prec_searched[p])
+            rc = settle_group(s, p, at_precision, err);
+    return rc;
+}
+
 static void print_csv(const struct search *s, const int *idx, int k, FILE *out)
 {
     const struct dt_rec_request *rq = s->rq;
@@ -752,6 +835,8 @@ int dt_recommend(const struct dt_rec_request *rq, FILE *out, struct dt_error *er
     int n_sim = 0;
     if (!rc)
         rc = evaluate(&s, &n_sim, err);
+    if (!rc && rq->part == 0 && rq->format == DT_REC_TABLE)
+        rc = settle(&s, err);
     if (!rc && rq->part == 0)
         rc = report(&s, n_sim, out, err);
     free(s.c);

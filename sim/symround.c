@@ -28,17 +28,18 @@ struct transfer {
 struct dt_symround {
     const struct dt_topology *topo;
     struct dt_cost_params cp;
-    struct memos rounds, colls;
+    struct memos rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
     long solves, collectives;
 };
 
+/* A word at a time (a byte at a time, FNV-1a, was most of the time of a 1,024-rank ring's
+ * keys): xor, multiply by splitmix64's constant, fold the high bits down. */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    for (int i = 0; i < 8; i++, v >>= 8) /* FNV-1a, a byte at a time */
-        h = (h ^ (v & 0xff)) * 1099511628211ULL;
-    return h;
+    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
 }
 
 static bool recall(const struct memos *m, uint64_t key, double *s, double *busy)
@@ -78,6 +79,7 @@ void dt_symround_destroy(struct dt_symround *sr)
         return;
     free(sr->rounds.e);
     free(sr->colls.e);
+    free(sr->latencies.e);
     free(sr->t);
     free(sr);
 }
@@ -178,6 +180,23 @@ static uint64_t round_key(struct dt_symround *sr, long summed)
     return h;
 }
 
+/* The round's time with no bytes (its latencies alone): a solve at 0 bytes per float, which
+ * depends on its transfers' pairs only, so rounds of any counts and bytes on the same pairs
+ * (a ring's collectives of every size) share it. */
+static int latencies(struct dt_symround *sr, double *lat, struct dt_error *err)
+{
+    uint64_t key = 1469598103934665603ULL;
+    double unused;
+    for (int i = 0; i < sr->n_t; i++)
+        key = mix(mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
+    if (recall(&sr->latencies, key, lat, &unused))
+        return DT_OK;
+    int rc = solve(sr, 0, lat, err);
+    if (!rc && remember(&sr->latencies, key, *lat, 0))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    return rc;
+}
+
 static uint64_t coll_key(const struct dt_op *op, const struct dt_group *g, const int *shifts,
                          int n_shifts, double elem_bytes)
 {
@@ -213,7 +232,7 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         if (!recall(&sr->rounds, rk, &t, &link)) {
             rc = solve(sr, elem_bytes, &t, err);
             if (!rc)
-                rc = solve(sr, 0, &lat, err);
+                rc = latencies(sr, &lat, err);
             link = t - lat;
             if (!rc && summed > 0)
                 t += dt_cost_reduce(cp, dev, summed, elem_bytes);

@@ -18,7 +18,34 @@
 struct tally {
     int shapes, over_control;
     double closest; /* largest floor / peak */
+    int pipelines, plan_control, plan_tighter; /* dt_plan_floor's, on the pipelines */
+    double plan_closest;
 };
+
+/* A pipeline's floor plan (dt_plan_floor) against its probe's peak, and against the chain
+ * floor: never above the peak; the control, 1.05 x it above the peak somewhere. */
+static void check_floor_plan(const struct dt_model *m, const struct dt_topology *t,
+                             const struct dt_plan_options *o, double peak, double chain,
+                             struct tally *tl)
+{
+    struct dt_plan *plan;
+    struct dt_error err;
+    char par[256];
+    if (dt_plan_floor(m, t, o, &plan, &err))
+        fail_msg("%s %s: %s", m->name, dt_strategy_name(o->strategy), err.msg);
+    struct dt_memory floor;
+    dt_plan_peak_memory(plan, &floor);
+    dt_plan_destroy(plan);
+    dt_parallel_format(o, par, sizeof par);
+    if (floor.total > peak || floor.total <= 0)
+        fail_msg("%s %s %s: floor plan %.0f B, peak %.0f B", m->name,
+                 dt_strategy_name(o->strategy), par, floor.total, peak);
+    tl->pipelines++;
+    tl->plan_control += 1.05 * floor.total > peak;
+    tl->plan_tighter += floor.total > chain;
+    tl->plan_closest = floor.total / peak > tl->plan_closest ? floor.total / peak
+                                                              : tl->plan_closest;
+}
 
 static void check_one(const struct dt_model *m, const struct dt_topology *t,
                       struct dt_plan_options o, struct tally *tl)
@@ -39,6 +66,8 @@ static void check_one(const struct dt_model *m, const struct dt_topology *t,
     if (floor > peak.total || floor <= 0)
         fail_msg("%s %s %s: floor %.0f B, peak %.0f B", m->name, dt_strategy_name(o.strategy),
                  par, floor, peak.total);
+    if (dt_strategy_info(o.strategy)->pipeline)
+        check_floor_plan(m, t, &o, peak.total, floor, tl);
     tl->shapes++;
     tl->over_control += 1.2 * floor > peak.total;
     tl->closest = floor / peak.total > tl->closest ? floor / peak.total : tl->closest;
@@ -103,8 +132,14 @@ static void below_probe(void **state)
     }
     printf("# %d configs: floor <= probe peak; closest floor / peak %.3f; 1.2 x floor above "
            "the peak in %d\n", tl.shapes, tl.closest, tl.over_control);
+    printf("# %d pipelines: floor plan <= probe peak, above the chain floor in %d; closest "
+           "%.3f; 1.05 x floor plan above the peak in %d\n", tl.pipelines, tl.plan_tighter,
+           tl.plan_closest, tl.plan_control);
     assert_true(tl.shapes > 500);
     assert_true(tl.over_control > 0); /* the control: a bound 20 % higher fails */
+    assert_true(tl.pipelines > 100);
+    assert_true(tl.plan_tighter > tl.pipelines / 2);
+    assert_true(tl.plan_control > 0); /* the control: a floor plan 5 % higher fails */
     dt_topology_destroy(t);
 }
 

@@ -410,6 +410,61 @@ static void test_partition_balanced(void **state)
     assert_int_equal(first[1], 1);
 }
 
+/* The exhaustive search the partition's early stop must agree with: the first start j of
+ * the last part of least largest part, every j tried. */
+static void exhaustive_partition(const double *cost, size_t stride, int n, int parts,
+                                 int *first)
+{
+    double best[13][13], prefix[13][13]; /* prefix[k][i]: items 0..i-1 in part k (1..parts) */
+    int cut[13][13];
+    for (int k = 1; k <= parts; k++) {
+        prefix[k][0] = 0;
+        for (int i = 0; i < n; i++)
+            prefix[k][i + 1] = prefix[k][i] + cost[(size_t)(k - 1) * stride + (size_t)i];
+    }
+    for (int i = 1; i <= n; i++) {
+        best[1][i] = prefix[1][i];
+        cut[1][i] = 0;
+    }
+    for (int k = 2; k <= parts; k++)
+        for (int i = k; i <= n; i++) {
+            best[k][i] = -1;
+            for (int j = k - 1; j < i; j++) {
+                double last = prefix[k][i] - prefix[k][j];
+                double worst = best[k - 1][j] > last ? best[k - 1][j] : last;
+                if (best[k][i] < 0 || worst < best[k][i]) {
+                    best[k][i] = worst;
+                    cut[k][i] = j;
+                }
+            }
+        }
+    first[parts] = n;
+    for (int k = parts, i = n; k >= 1; k--)
+        i = first[k - 1] = cut[k][i];
+}
+
+/* The early stop (best[k - 1][j] grows with j) cuts where trying every j cuts: 20,000 random
+ * costs, small integers (ties, zeros) and fractions, 1 to 12 items in 1 to n parts, the same
+ * costs in every part or (every third case) each part its own. */
+static void test_partition_early_stop(void **state)
+{
+    (void)state;
+    srand(7);
+    for (int t = 0; t < 20000; t++) {
+        int n = 1 + rand() % 12, parts = 1 + rand() % n, a[13], b[13];
+        size_t stride = t % 3 == 2 ? (size_t)n : 0;
+        double cost[12 * 12];
+        for (int i = 0; i < (stride ? parts * n : n); i++)
+            cost[i] = t % 2 ? rand() % 4 : (double)rand() / RAND_MAX * 1e-3;
+        assert_int_equal(dt_partition_balanced(cost, stride, n, parts, a), 0);
+        exhaustive_partition(cost, stride, n, parts, b);
+        for (int k = 0; k <= parts; k++)
+            if (a[k] != b[k])
+                fail_msg("case %d: %d items, %d parts, stride %zu: cut %d at %d, exhaustive %d",
+                         t, n, parts, stride, k, a[k], b[k]);
+    }
+}
+
 /* Ensure --stages cuts are the plan's chunks: '0-2,3-7' puts layers 0-2 on stage 0
  * (chunk_first {0, 3, 8}, 3 x 4,160 = 12,480 parameters) and 3-7 on stage 1 (20,800);
  * interleaved with '0-1,2-3,4-5,6-7' gives stage 0 chunks 0 and 2 (layers 0, 1, 4, 5). A
@@ -569,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_naive_mp_sums_stages),
         cmocka_unit_test(test_gpipe_data_parallel),
         cmocka_unit_test(test_partition_balanced),
+        cmocka_unit_test(test_partition_early_stop),
         cmocka_unit_test(test_stage_cuts),
         cmocka_unit_test(test_stage_memory),
         cmocka_unit_test(test_1f1b_less_activation_memory),

@@ -356,6 +356,9 @@ struct dt_plan {
     /* a probe (dt_plan_probe): the ranks of the middle data-parallel replicas get no ops and
      * no buffers; the first and the last replica's ranks are built as in the full plan */
     bool probe;
+    /* a pipeline's memory floor (dt_plan_floor): the first replica's ranks get their buffer
+     * tables from their views and slots alone, no ops; the other ranks nothing */
+    bool floor;
     int n_recompute;                    /* --recompute: each view's layout (NULL until a rank */
     struct dt_recompute_layout **recompute;    /* of the view asks: dt_plan_recompute) */
     int n_dact;                         /* activation-gradient layouts per view and slot */
@@ -454,6 +457,14 @@ int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,
 int dt_plan_probe(const struct dt_model *model, const struct dt_topology *topo,
                   const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
 bool dt_plan_dropped(const struct dt_plan *plan, int rank);
+/* A pipeline's floor plan (dt_plan.floor), no ops compiled: the first replica's ranks each
+ * hold the buffer table of its stage's view and slots (dtc_finish_rank's, with the receive
+ * pool and the workspaces' rows that only ops size left at their least), the other ranks
+ * nothing; its dt_plan_peak_memory is a lower bound of the probe's, and a far closer one
+ * than dt_plan_memory_floor's (the real stage cut). DT_EINPUT for a strategy other than a
+ * pipeline's. Not checked, not for executing or simulating. */
+int dt_plan_floor(const struct dt_model *model, const struct dt_topology *topo,
+                  const struct dt_plan_options *opt, struct dt_plan **out, struct dt_error *err);
 /* A lower bound of dt_plan_peak_memory(probe) with no plan compiled (probe_floor.c), for
  * --recommend to discard configs over a memory limit. A rank holds its parameters' states
  * (bytes per parameter as ZeRO shards them over the D replicas) and, for each of its slots
