@@ -1275,6 +1275,14 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = parse_args(argc, argv, &o);
+    char why[256];
+    /* gradients the compute precision cannot keep: said once, naming the flag, not as every
+     * strategy's refusal (--recommend without --precision searches the precisions that can) */
+    if (!rc && (!o.recommend || o.precision_given) &&
+        !dt_plan_grad_dtype_fits(&o.par, why, sizeof why)) {
+        fprintf(stderr, "%s: %s\n", prog, why);
+        rc = 2;
+    }
     if (!rc && parts > 1 && ((!o.recommend && !o.n_sweep_nodes && !o.n_sweep_ppn) ||
                              o.trace || o.dump_plan))
         rc = bad_flag("mpiexec", "%s", "dtsim splits --recommend and --sweep (without --trace "

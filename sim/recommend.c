@@ -174,24 +174,39 @@ static int enumerate_at(struct search *s, enum dt_precision prec)
     return 0;
 }
 
+/* Whether precision p can keep the gradients --grad-precision asks for (fp32, or p's own
+ * 16-bit storage). */
+static bool keeps_grads(const struct dt_rec_request *rq, enum dt_precision p)
+{
+    struct dt_plan_options o = rq->base;
+    o.precision = p;
+    char why[256];
+    return dt_plan_grad_dtype_fits(&o, why, sizeof why);
+}
+
 /* The precisions searched: the one the user gave, else each the devices have a peak for
- * (fp64 aside: no one trains in it). */
-static void precisions(struct search *s)
+ * (fp64 aside: no one trains in it) that keeps the gradients' dtype. Returns how many. */
+static int precisions(struct search *s)
 {
     const struct dt_rec_request *rq = s->rq;
     const enum dt_precision all[] = {DT_FP32, DT_TF32, DT_BF16, DT_FP16, DT_FP8};
+    int n = 0;
     for (int i = 0; i < 5; i++) {
-        bool has = rq->precision_given ? all[i] == rq->base.precision : true;
+        bool has = rq->precision_given ? all[i] == rq->base.precision : keeps_grads(rq, all[i]);
         for (int g = 0; g < rq->topo->n_groups && has; g++)
             has = rq->topo->groups[g].device.peak_flops[all[i]] > 0 || all[i] == DT_FP32;
         s->prec_searched[all[i]] = has;
+        n += has;
     }
+    return n;
 }
 
-/* Every candidate, in an order that depends only on the inputs. */
+/* Every candidate, in an order that depends only on the inputs. Returns 1 when no precision
+ * the devices have keeps the gradients --grad-precision asks for. */
 static int enumerate(struct search *s)
 {
-    precisions(s);
+    if (!precisions(s))
+        return 1;
     for (int p = 0; p < DT_PREC_COUNT; p++)
         if (s->prec_searched[p] && enumerate_at(s, (enum dt_precision)p))
             return -1;
@@ -829,8 +844,13 @@ static int report(const struct search *s, int n_sim, FILE *out, struct dt_error 
 int dt_recommend(const struct dt_rec_request *rq, FILE *out, struct dt_error *err)
 {
     struct search s = {.rq = rq};
-    int rc = dt_sym_check_env(err);
-    if (!rc && enumerate(&s))
+    int rc = dt_sym_check_env(err), e = rc ? 0 : enumerate(&s);
+    if (e == 1)
+        rc = dt_fail(err, DT_EINPUT, NULL, 0, 0, "--grad-precision %s: no precision the devices "
+                     "of %s have a peak for keeps 16-bit gradients of that type (bf16 needs "
+                     "--precision bf16 or fp8, fp16 needs fp16)",
+                     dt_precision_name(rq->base.grad_precision), rq->topo->name);
+    else if (e)
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     int n_sim = 0;
     if (!rc)

@@ -227,9 +227,11 @@ dtsim_fails "--topology-info with --format" "--topology-info" -t 2n4p --topology
 for p in fp32 bf16; do
   "$dtsim" -t 1n4p -m mlp-fmnist -s ring -f csv --precision $p >"$tmp/$p.csv" 2>&1 || bad "--precision $p: $(cat "$tmp/$p.csv")"
 done
-if awk -F, 'NR == 2 { if (FILENAME ~ /fp32/) { c = $21; t = $14 } else {
-       ok = $17 == 2 * 101770 && $18 == 2 * 101770 && $19 == 12 * 101770 && 2 * $21 == c && $14 < t
-       exit !ok } }' "$tmp/fp32.csv" "$tmp/bf16.csv"
+# (the first file's data row sets c and t, the second's is checked: FNR counts per file)
+if awk -F, 'FNR == 2 && NR == FNR { c = $21; t = $14 }
+     FNR == 2 && NR != FNR { seen = 1
+       ok = $17 == 2 * 101770 && $18 == 2 * 101770 && $19 == 12 * 101770 && 2 * $21 == c && $14 < t }
+     END { exit !(seen && ok) }' "$tmp/fp32.csv" "$tmp/bf16.csv"
 then ok "--precision bf16: bytes per parameter, receive buffers, communication"
 else bad "--precision bf16: $(cat "$tmp/fp32.csv" "$tmp/bf16.csv")"; fi
 "$dtsim" -m mlp-fmnist --summary --precision fp16 --optimizer sgd >"$tmp/sum" 2>&1
@@ -243,9 +245,10 @@ dtsim_fails "bad precision" "--precision" -t 2n4p --precision fp4
 # 16-bit type the compute precision does not store in exit 2 naming the flag
 "$dtsim" -t 1n4p -m mlp-fmnist -s ring -f csv --precision bf16 --grad-precision fp32 \
   >"$tmp/g32.csv" 2>&1 || bad "--grad-precision fp32: $(cat "$tmp/g32.csv")"
-if awk -F, 'NR == 2 { if (FILENAME ~ /fp32/) { c = $21; t = $14 } else {
-       ok = $17 == 2 * 101770 && $18 == 4 * 101770 && $19 == 12 * 101770 && $21 == c && $14 >= t
-       exit !ok } }' "$tmp/fp32.csv" "$tmp/g32.csv"
+if awk -F, 'FNR == 2 && NR == FNR { c = $21; t = $14 }
+     FNR == 2 && NR != FNR { seen = 1
+       ok = $17 == 2 * 101770 && $18 == 4 * 101770 && $19 == 12 * 101770 && $21 == c && $14 >= t }
+     END { exit !(seen && ok) }' "$tmp/fp32.csv" "$tmp/g32.csv"
 then ok "--grad-precision fp32: bytes per parameter, receive buffers, communication"
 else bad "--grad-precision fp32: $(cat "$tmp/fp32.csv" "$tmp/g32.csv")"; fi
 "$dtsim" -m mlp-fmnist --summary --precision bf16 --grad-precision fp32 >"$tmp/sum" 2>&1
@@ -257,6 +260,24 @@ dtsim_fails "16-bit gradients under fp32" "--grad-precision bf16: 16-bit gradien
   -t 2n4p -s ring --grad-precision bf16
 dtsim_fails "fp16 gradients under bf16" "--grad-precision fp16 under --precision bf16" \
   -t 2n4p -s ring --precision bf16 --grad-precision fp16
+# said once, as the flag's own error: not as a refusal of the sequential baseline (which named
+# the topology file), nor under --recommend as "no configuration fits" with no reason
+"$dtsim" -t 2n4p -s ring --grad-precision bf16 >"$tmp/out" 2>"$tmp/err"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^dtsim: --grad-precision bf16: 16-bit" "$tmp/err" &&
+  ! grep -q "sequential\|yaml" "$tmp/err" && ok "--grad-precision refused once, by its name" ||
+  bad "--grad-precision refusal: $(cat "$tmp/err")"
+dtsim_fails "--recommend: gradients --precision cannot keep" \
+  "dtsim: --grad-precision fp16 under --precision bf16" \
+  -t dgx-a100 -m tiny-gpt --recommend --global-batch 64 --precision bf16 --grad-precision fp16
+dtsim_fails "--recommend: gradients no precision of the devices keeps" \
+  "--grad-precision bf16: no precision the devices of 2n4p have a peak for keeps" \
+  -t 2n4p -m tiny-gpt --recommend --global-batch 64 --grad-precision bf16
+# without --precision the search keeps to the precisions that store them: fp16 gradients, fp16
+"$dtsim" -t dgx-a100 -m tiny-gpt --recommend --global-batch 64 --grad-precision fp16 --top 3 \
+  >"$tmp/rec16" 2>&1
+[ "$(awk '$1 ~ /^[1-3]$/ && / fp16 / && !/ (fp32|tf32|bf16|fp8) /' "$tmp/rec16" | wc -l)" -eq 3 ] &&
+  ok "--recommend --grad-precision fp16 searches fp16" ||
+  bad "--recommend --grad-precision fp16: $(cat "$tmp/rec16")"
 
 # A pipeline cut layer by layer through transformer blocks sends a block's residual input
 # several chunks ahead; holding that output only until sent made the next forward wait for
