@@ -85,8 +85,8 @@ static void drop_fabric(struct dt_symround *sr)
 }
 
 /* The fabric with no flow and its clock at 0: built the first time, restarted after (the
- * links and routes of a topology do not change; building them for 1,024 ranks every solve
- * cost fresh pages for every flow). */
+ * links and routes of a topology do not change; a new simulator for every solve took fresh
+ * pages for every flow's record). */
 static int fresh_fabric(struct dt_symround *sr, struct dt_error *err)
 {
     if (sr->sim)
