@@ -196,6 +196,33 @@ void dt_sim_destroy(struct dt_sim *sim)
     free(sim);
 }
 
+int dt_sim_restart(struct dt_sim *sim, struct dt_error *err)
+{
+    struct dt_eventq *q;
+    int rc = dt_eventq_create(&q, err);
+    if (rc)
+        return rc;
+    dt_eventq_destroy(sim->q);
+    sim->q = q;
+    sim->now = 0;
+    for (int l = 0; l < sim->n_links; l++) {
+        struct link *k = &sim->links[l];
+        k->bytes = k->busy_s = k->busy_since = 0;
+        k->nf = k->max_flows = k->local = 0; /* a list of capf > 1 stays, empty */
+        k->stamp = 0;
+        k->dirty = false;
+    }
+    for (int d = 0; d < sim->n_devs; d++)
+        sim->devs[d] = (struct device){0, 0};
+    sim->n_flows = sim->n_ops = 0; /* records taken again from the first, as when new */
+    sim->flow_free = sim->op_free = NONE;
+    sim->active_flows = sim->transferring = 0;
+    sim->n_eps = sim->n_dirty = 0;
+    sim->stamp = 0;
+    sim->cnt = (struct dt_sim_counters){0};
+    return DT_OK;
+}
+
 int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
                     struct dt_error *err)
 {

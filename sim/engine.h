@@ -76,6 +76,9 @@ struct dt_sim_counters {
 
 int dt_sim_create(struct dt_sim **out, struct dt_error *err);
 void dt_sim_destroy(struct dt_sim *sim);
+/* Back to the state the links and devices were added in: no flow, op or event, the clock
+ * and every count at 0, as a new simulator with the same links; the memory kept. */
+int dt_sim_restart(struct dt_sim *sim, struct dt_error *err);
 
 /* Adds a one-direction link: bw_Bps > 0 (INFINITY: not shared), lat_s >= 0. *id gets its id
  * (0, 1, 2... in order of creation). */

@@ -32,6 +32,8 @@ struct dt_symround {
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
     long solves, collectives;
+    struct dt_sim *sim;      /* the fabric, built at the first solve, restarted at the next */
+    struct dt_simnet net;
 };
 
 /* A word at a time (a byte at a time, FNV-1a, was most of the time of a 1,024-rank ring's
@@ -73,6 +75,30 @@ int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_para
     return DT_OK;
 }
 
+static void drop_fabric(struct dt_symround *sr)
+{
+    if (sr->net.topo)
+        dt_simnet_free(&sr->net);
+    sr->net = (struct dt_simnet){0};
+    dt_sim_destroy(sr->sim);
+    sr->sim = NULL;
+}
+
+/* The fabric with no flow and its clock at 0: built the first time, restarted after (the
+ * links and routes of a topology do not change; a new simulator for every solve took fresh
+ * pages for every flow's record). */
+static int fresh_fabric(struct dt_symround *sr, struct dt_error *err)
+{
+    if (sr->sim)
+        return dt_sim_restart(sr->sim, err);
+    int rc = dt_sim_create(&sr->sim, err);
+    if (!rc)
+        rc = dt_simnet_build(&sr->net, sr->sim, sr->topo, sr->topo->n_ranks, &sr->cp, err);
+    if (rc)
+        drop_fabric(sr);
+    return rc;
+}
+
 void dt_symround_destroy(struct dt_symround *sr)
 {
     if (!sr)
@@ -81,6 +107,7 @@ void dt_symround_destroy(struct dt_symround *sr)
     free(sr->colls.e);
     free(sr->latencies.e);
     free(sr->t);
+    drop_fabric(sr);
     free(sr);
 }
 
@@ -91,20 +118,18 @@ void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collec
 }
 
 /* Seconds until the last of the round's transfers ends, every one started at 0 (at
- * elem_bytes per float; 0: the latencies alone) on a fabric of its own: a clock started at 0
- * every time, so that a round's time does not depend on what was solved before (the
- * processes of a split search solve different rounds first). */
+ * elem_bytes per float; 0: the latencies alone) on a fabric with no other flow: a clock
+ * started at 0 every time, so that a round's time does not depend on what was solved before
+ * (the processes of a split search solve different rounds first). */
 static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt_error *err)
 {
-    struct dt_sim *sim;
-    struct dt_simnet net = {0};
-    int rc = dt_sim_create(&sim, err);
+    int rc = fresh_fabric(sr, err);
     if (rc)
         return rc;
-    rc = dt_simnet_build(&net, sim, sr->topo, sr->topo->n_ranks, &sr->cp, err);
+    struct dt_sim *sim = sr->sim;
     for (int i = 0; i < sr->n_t && !rc; i++) {
         int route[DT_SIM_MAX_HOPS];
-        int hops = dt_simnet_route(&net, sr->t[i].src, sr->t[i].dst, route);
+        int hops = dt_simnet_route(&sr->net, sr->t[i].src, sr->t[i].dst, route);
         rc = dt_sim_flow(sim, elem_bytes * (double)sr->t[i].count, route, hops, sr->t[i].src,
                          sr->t[i].dst, (uint64_t)i, err);
     }
@@ -113,9 +138,8 @@ static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt
         ;
     sr->solves++;
     *s = dt_sim_now(sim);
-    if (net.topo)
-        dt_simnet_free(&net);
-    dt_sim_destroy(sim);
+    if (rc)
+        drop_fabric(sr); /* left mid-run: the next solve builds anew */
     return rc;
 }
 

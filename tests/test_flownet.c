@@ -540,6 +540,54 @@ static void test_alone_on_one_link_only(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Flows that share links (re-solved as they end), a compute and a timer: the scenario that
+ * test_restart_as_new plays twice. */
+static void play_shared_scenario(struct dt_sim *sim, const int *links, int dev, struct run *r)
+{
+    assert_int_equal(dt_sim_flow(sim, 2, links, 3, 0, 3, 0, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 1, &links[0], 1, 1, 2, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 3, &links[1], 1, 2, 1, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 5, &links[2], 1, 3, 0, 3, NULL), DT_OK);
+    assert_int_equal(dt_sim_compute(sim, dev, 1.5, 4, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 0.25, 5, NULL), DT_OK);
+    drain(sim, r);
+}
+
+/* Ensure that a restarted simulator is a new one with the same links: nothing left of the
+ * last run (clock, counts, link and device use, endpoints), and the same run again gives the
+ * same completions, in the same order, bit for bit. */
+static void test_restart_as_new(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int links[3] = {link(sim, 1, 0.125), link(sim, 2, 0), link(sim, 3, 0.5)}, dev;
+    assert_int_equal(dt_sim_add_device(sim, &dev, NULL), DT_OK);
+    struct run first, again;
+    struct dt_sim_counters k1, k2;
+    play_shared_scenario(sim, links, dev, &first);
+    dt_sim_get_counters(sim, &k1);
+    assert_int_equal(dt_sim_restart(sim, NULL), DT_OK);
+    assert_true(dt_sim_now(sim) == 0);
+    dt_sim_get_counters(sim, &k2);
+    assert_int_equal(k2.events + k2.flows_started + k2.solves + k2.max_active_flows, 0);
+    assert_int_equal(dt_sim_n_endpoints(sim), 0);
+    assert_true(dt_sim_device_busy(sim, dev) == 0);
+    struct dt_sim_link_stats ls;
+    dt_sim_link_stats(sim, links[0], &ls);
+    assert_true(ls.bytes == 0 && ls.busy_s == 0 && ls.max_flows == 0);
+    play_shared_scenario(sim, links, dev, &again);
+    dt_sim_get_counters(sim, &k2);
+    assert_int_equal(again.n, first.n);
+    for (int i = 0; i < first.n; i++) {
+        const struct dt_sim_completion *a = &again.c[i], *b = &first.c[i];
+        assert_true(a->kind == b->kind && a->tag == b->tag && a->src == b->src &&
+                    a->dst == b->dst && a->device == b->device);
+        assert_true(a->t_start == b->t_start && a->t_end == b->t_end && a->bytes == b->bytes);
+    }
+    assert_memory_equal(&k2, &k1, sizeof k1);
+    dt_sim_destroy(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_batched_and_local_solves),
         cmocka_unit_test(test_long_route_crowded_link),
         cmocka_unit_test(test_alone_on_one_link_only),
+        cmocka_unit_test(test_restart_as_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
