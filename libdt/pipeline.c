@@ -805,8 +805,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->d = d;
     e->k = k;
     e->n_slots = e->n_pending = e->next_handle = 0;
-    e->eval = false;
-    place_rank(p, r, stage, d, view, n_params, replicas);
+    e->eval = false; /* rank r placed by the caller (place_rank) */
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
     /* known before emitting: the vocabulary-parallel loss addresses its statistics planes
