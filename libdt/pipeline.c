@@ -595,8 +595,12 @@ static int partition(struct pipe *p, int rows, const enum dt_shard_kind *kind,
     double *cost = malloc((size_t)cost_rows * (size_t)n * sizeof *cost);
     if (!cost)
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    for (int c = 0; c < cost_rows; c++)
-        chunk_costs(p, c, rows, cost + (size_t)c * (size_t)n);
+    for (int c = 0; c < cost_rows; c++) /* a stage's later chunks cost as its first */
+        if (c < p->S)
+            chunk_costs(p, c, rows, cost + (size_t)c * (size_t)n);
+        else
+            memcpy(cost + (size_t)c * (size_t)n, cost + (size_t)(c % p->S) * (size_t)n,
+                   (size_t)n * sizeof *cost);
     int rc = block_partition(p, cost, stride, kind);
     if (rc == 1) { /* no blocks to keep whole: any layer boundary */
         rc = dt_partition_balanced(cost, stride, n, p->C, first);
