@@ -345,12 +345,16 @@ static int fit_in_range(const struct dtv_runset *set, struct dtv_calib *out,
     return rc;
 }
 
-/* base's entries the fit left alone, with where they came from. */
+/* base's entries the fit left alone, with where they came from. A conv or dense part
+ * (eff_conv_half) whose tie the fit set (eff_gemm_half) is not one of them: the fit set both
+ * parts over the base's, and dt_calibration_apply lets a part win over its tie. */
 static void carry_base(struct dt_calibration *cal, const struct dtv_base *base)
 {
     for (int i = 0; base && i < base->cal->n_entries; i++) {
         const struct dt_cal_entry *b = &base->cal->entry[i];
-        if (dt_calibration_find(cal, b->param))
+        enum dt_cal_param tie = dt_cal_param_tie(b->param);
+        if (dt_calibration_find(cal, b->param) ||
+            (tie != b->param && dt_calibration_find(cal, tie)))
             continue;
         struct dt_cal_entry *e = dt_calibration_set(cal, b->param, b->value);
         snprintf(e->source, sizeof e->source, "kept from %.60s: %.180s", base->name, b->source);
