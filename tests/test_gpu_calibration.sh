@@ -163,4 +163,27 @@ expect_error "efficiency above 1" "toofast.yaml:5:21: eff_gemm = 1.4 is out of r
   run -t dgx-a100 --calibration toofast
 expect_error "unknown name" "--calibration nosuch: not found" run -t dgx-a100 --calibration nosuch
 
+# A calibration predicts with the values its fit evaluated. Here the v100 device fit splits
+# conv and dense (ResNet-50 and BERT rows) and the MXNet fit from it ties them (eff_gemm,
+# eff_gemm_half): the base's parts must not be carried over the ties it fitted (they won over
+# them in dt_calibration_apply), and the in-sample rows' MAPE (of throughput) is the fit's (of
+# iteration time; the two differ by the square of the errors, here about 1 %).
+sed -n '1,23p;28,35p;42,49p;95,98p' "$full" >"$tmp/tie.csv"
+"$dtv" gpu -q --dir "$tmp/tie" "$tmp/tie.csv" >"$tmp/tie.out" 2>"$tmp/tie.err" ||
+  bad "dtvalidate gpu tie.csv: $(cat "$tmp/tie.err")"
+f="$tmp/tie/v100-mxnet.yaml"
+half_ok() { # no parts beside a fitted eff_gemm_half
+  [ -z "$(value_of "$f" eff_gemm_half)" ] ||
+    [ -z "$(value_of "$f" eff_conv_half)$(value_of "$f" eff_dense_half)" ]
+}
+[ -n "$(value_of "$f" eff_gemm)" ] && [ -z "$(value_of "$f" eff_conv)$(value_of "$f" eff_dense)" ] &&
+  half_ok && ok "v100-mxnet.yaml: its fitted ties, not the v100 fit's conv and dense parts" ||
+  bad "v100-mxnet.yaml: $(grep -A1 '^  eff_' "$f")"
+sed -n '/^v100 mxnet: calibration on all/,/^$/p' "$tmp/tie.out" |
+  awk '/in-sample MAPE/ { fit = $NF + 0 } /=> / { rows = $5 + 0 }
+       END { d = fit - rows; print fit, rows, (fit > 0 && d < 0.05 && d > -0.05) ? "same" : "differ" }' \
+  >"$tmp/tie.mape"
+grep -q " same$" "$tmp/tie.mape" && ok "v100 mxnet in sample: rows' MAPE is the fit's ($(cat "$tmp/tie.mape"))" ||
+  bad "v100 mxnet in sample: fit, rows: $(cat "$tmp/tie.mape")"
+
 finish
