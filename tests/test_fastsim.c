@@ -178,6 +178,51 @@ static void check_grads(const struct dtv_run *run)
                      dt_dtype_name(rp->bufs[k].dtype), dt_dtype_name(want));
 }
 
+/* Ensure each row runs its activations as its framework does (published.c): each ReLU its
+ * own kernel for PyTorch ResNet-50 (eager nn.ReLU modules) and MXNet's fp32 ResNet-50 (no
+ * --fuse-bn-relu), fused into the kernel before it for MXNet's amp ResNet-50 (the runner's
+ * --fuse-bn-relu 1 --fuse-bn-add-relu 1), TensorFlow (XLA) and BERT. On one GPU, where the
+ * step is one op after another, unfusing adds exactly each ReLU op's own pass: its bytes
+ * (forward in + out, backward twice that, at 2 bytes amp, 4 otherwise) at the memory
+ * bandwidth, plus a launch. */
+static void check_fusion(const struct dtv_run *run, int *unfused)
+{
+    bool amp = strstr(run->label, " amp ") != NULL, bert = strstr(run->label, " bert-") != NULL;
+    bool want = !bert && (strncmp(run->label, "pytorch ", 8) == 0 ||
+                          (strncmp(run->label, "mxnet ", 6) == 0 && !amp));
+    struct dt_cost_params cp;
+    dtv_base_params(run, &cp);
+    if (run->unfused_activations != want || cp.fuse_activations == want)
+        fail_msg("line %d %s: activations %s, expected %s", run->line, run->label,
+                 cp.fuse_activations ? "fused" : "unfused", want ? "unfused" : "fused");
+    *unfused += want;
+    if (!want || run->ranks != 1)
+        return;
+    struct dt_cost_params fused = cp;
+    fused.fuse_activations = true;
+    const struct dt_device_spec *dev = &run->topo->groups[0].device;
+    const struct dt_model *m = run->plan->model;
+    const struct dt_rank_plan *rp = &run->plan->ranks[0];
+    double e = amp ? 2 : 4, bw = dt_cost_mem_bw(&cp, dev), relu_s = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind != DT_OP_COMPUTE || m->layers[op->layer].kind != DT_L_RELU)
+            continue;
+        const struct dt_layer *l = &m->layers[op->layer];
+        double pass = 2.0 * (double)dt_shape_size(&l->out_shape) * e * op->samples;
+        relu_s += (op->phase == DT_PH_FORWARD ? pass : 2 * pass) / bw +
+                  cp.overhead_s[DT_CLASS_ELEMENTWISE];
+    }
+    struct dt_error err;
+    dt_error_clear(&err);
+    struct dt_step on, off;
+    assert_int_equal(dtv_step_simulate(run->plan, &fused, &on, &err), DT_OK);
+    assert_int_equal(dtv_step_simulate(run->plan, &cp, &off, &err), DT_OK);
+    if (!(relu_s > 0) || fabs((off.iter_s - on.iter_s) / relu_s - 1) > 1e-9)
+        fail_msg("line %d %s: unfused adds %.9g s, its ReLU ops %.9g s", run->line, run->label,
+                 off.iter_s - on.iter_s, relu_s);
+}
+
 static void published_rows(void **state)
 {
     (void)state;
@@ -192,13 +237,14 @@ static void published_rows(void **state)
     if (dtv_published_load(&set, path, pub, &err))
         fail_msg("%s", err.msg);
     assert_true(set.n >= 79);
-    int tail_only = 0, bucketed = 0, multi_node = 0;
+    int tail_only = 0, bucketed = 0, multi_node = 0, unfused = 0;
     for (int i = 0; i < set.n; i++) {
         const struct dtv_run *run = &set.runs[i];
         check_run(run, &tail_only);
         check_buckets(run);
         check_strategy(run, &multi_node);
         check_grads(run);
+        check_fusion(run, &unfused);
         /* a row without buckets has its allreduce and update for tail: reused when compute
          * moves; with buckets the tail holds the backward after the first bucket, reused
          * only where those ops' costs did not move (memory-bound ones) */
@@ -209,6 +255,7 @@ static void published_rows(void **state)
     }
     assert_true(bucketed > 0 && bucketed < set.n);
     assert_true(multi_node > 0);
+    assert_true(unfused > 0 && unfused < set.n);
     /* every row is a symmetric data-parallel step: the shortcut applies to all */
     assert_int_equal(tail_only, set.n);
     dtv_runset_free(&set);

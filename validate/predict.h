@@ -16,7 +16,7 @@ struct dtv_pred {
     double epoch_lo_s, epoch_hi_s;    /* 95% interval (= epoch_s without one) */
 };
 
-/* dt_cost_defaults for the run's device kind. */
+/* dt_cost_defaults for the run's device kind, activations unfused where the run's were. */
 void dtv_base_params(const struct dtv_run *run, struct dt_cost_params *cp);
 
 /* Simulates one step of run with cp. */

@@ -236,6 +236,27 @@ static bool framework_grads_fp32(const struct dtv_pubrow *row, const struct dtv_
            (strcmp(row->framework, "pytorch") == 0 || strcmp(row->framework, "tensorflow") == 0);
 }
 
+/* Whether a row's framework runs each ReLU as its own kernel, a pass over the activation
+ * forward and another backward, where dtsim's GPU default fuses it into the kernel before it
+ * (dt_op_fused). PyTorch ResNet-50 (DLE-PT-RN50, image_classification/models/resnet.py): the
+ * bottleneck calls self.bn1, then self.relu, a separate nn.ReLU module, and "out +=
+ * residual" before the last relu, in eager mode (no script or compiler between them): each
+ * is its own kernel. MXNet ResNet-50 (DLE-MX-RN50 at 1bd98ac3, runner): for --dtype float16
+ * it passes "--fuse-bn-relu 1 --fuse-bn-add-relu 1" (models.py: the batch norm's cuDNN
+ * kernel applies the ReLU, BatchNormAddRelu the residual add and the ReLU), for float32
+ * neither, so models.py's batchnorm_relu is a BatchNorm then an Activation. TensorFlow
+ * ResNet-50 (DLE-TF-RN50) runs under XLA, which fuses elementwise ops into their producer's
+ * kernel: fused. BERT's activations stay fused (not checked here). */
+static bool framework_unfused_activations(const struct dtv_pubrow *row, const struct dtv_run *run,
+                                          int seq)
+{
+    if (seq)
+        return false;
+    if (strcmp(row->framework, "pytorch") == 0)
+        return true;
+    return strcmp(row->framework, "mxnet") == 0 && run->opt.precision != DT_FP16;
+}
+
 static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_published *pub,
                     struct dt_error *err)
 {
@@ -262,6 +283,7 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
         run->opt.grad_precision = DT_FP32;
         run->opt.grad_precision_given = true;
     }
+    run->unfused_activations = framework_unfused_activations(row, run, seq);
     snprintf(run->host, sizeof run->host, "NVIDIA %s, %s (%s)", r->f[P_SYSTEM], row->gpu,
              row->source);
     struct dtv_pubskip *skip = &pub->skipped[pub->n_skipped];

@@ -44,6 +44,8 @@ struct dtv_run {
     struct dt_plan_options opt; /* what the plan was built from: strategy, scaling, batch,
                                    ranks, and a record's parallel config, bucket, optimizer */
     char parallel[256];         /* dt_parallel_format(&opt): "" for plain data parallelism */
+    bool unfused_activations;   /* each activation its own kernel, as the framework that
+                                   ran it does (cost params' fuse_activations off) */
     char setup[192];            /* the strategy and what sets it apart: "ring",
                                    "gpipe(pp=2,micro-batches=4)", "ring(bucket=1MiB)" */
     long iters_per_epoch;       /* iterations each measured epoch ran */
