@@ -260,7 +260,10 @@ static double flop_time(const struct dt_cost_params *cp, const struct dt_device_
 
 /* Efficiency of class c at precision p: at 2 bytes or fewer (tensor-core kernels) conv and
  * dense layers take eff_conv_half and eff_dense_half when set, at tf32 eff_conv_tf32 and
- * eff_dense_tf32. */
+ * eff_dense_tf32, and without those (a calibration from a device without tf32, such as the
+ * V100) the 16-bit ones: tf32 runs on the tensor cores, not on the fp32 units eff[] was
+ * fitted on (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020: "TF32 Tensor Core
+ * operations"; cuDNN and cuBLAS pick tensor-op kernels for tf32 as for fp16). */
 static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
                        enum dt_precision p)
 {
@@ -270,7 +273,7 @@ static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
         if (c == DT_CLASS_DENSE && cp->eff_dense_tf32 > 0)
             return cp->eff_dense_tf32;
     }
-    if (dt_dtype_size(dt_precision_storage(p)) <= 2) {
+    if (p == DT_TF32 || dt_dtype_size(dt_precision_storage(p)) <= 2) {
         if (c == DT_CLASS_CONV && cp->eff_conv_half > 0)
             return cp->eff_conv_half;
         if (c == DT_CLASS_DENSE && cp->eff_dense_half > 0)

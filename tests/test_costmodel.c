@@ -368,8 +368,10 @@ static void test_gpu_roofline(void **state)
  * 571,940,864 FLOP at 100 TFLOP/s x eff_conv_half 0.25 = 22.87763456 us, compute-bound, + 5 us
  * launch. dense (256 -> 1000) forward, 64 samples, bf16: 513,000 x 64 = 32,832,000 FLOP at
  * 100 TFLOP/s x eff_dense_half 0.125 = 2.62656 us, above its (256 + 1000) x 2 B x 64 + 257,000
- * x 2 B = 674,768 B (0.674768 us at 1 TB/s), + 5 us. conv2d_1 in tf32 (no tf32 peak here):
- * fp32's 10 TFLOP/s x eff[conv] 0.5, 114.3881728 us + 5 us, whatever the 16-bit values. */
+ * x 2 B = 674,768 B (0.674768 us at 1 TB/s), + 5 us. conv2d_1 in tf32 without tf32 values
+ * (tensor cores, as the 16-bit kernels): at eff_conv_half 0.25 of the tf32 peak (here fp32's
+ * 10 TFLOP/s), 228.7763456 us + 5 us; without 16-bit values either, eff[conv] 0.5:
+ * 114.3881728 us + 5 us. */
 static void test_half_efficiency_by_class(void **state)
 {
     const struct dt_model *m = *state;
@@ -387,9 +389,10 @@ static void test_half_efficiency_by_class(void **state)
     assert_rel(bytes, 674768);
     assert_rel(dt_cost_compute(&cp, &dev, m, &dense), 7.62656e-6);
     struct dt_op t = at(compute(3, DT_PH_FORWARD, 64), DT_TF32);
-    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
-    cp.eff_conv_half = 0; /* unset: the conv class's eff[] at the 16-bit peak */
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 233.7763456e-6);
+    cp.eff_conv_half = 0; /* unset: the conv class's eff[] at the 16-bit peak, and at tf32 */
     assert_rel(dt_cost_compute(&cp, &dev, m, &conv), 16.43881728e-6);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
 }
 
 /* Ensure fp32 gradients under bf16 (--grad-precision fp32, grads_f32) cost 4 bytes per
@@ -436,7 +439,9 @@ static void test_grads_fp32_costs(void **state)
  * (tf32 runs on tensor cores: another fraction of another peak). conv2d_1 forward, 64
  * samples, tf32 (no tf32 peak here: fp32's 10 TFLOP/s): 571,940,864 FLOP x eff_conv_tf32 0.25
  * = 228.7763456 us + 5 us launch; in fp32 eff[conv] 0.5: 114.3881728 us + 5 us; in bf16 the
- * 16-bit values (unset: eff[conv] at 100 TFLOP/s, 11.43881728 us + 5 us). */
+ * 16-bit values (unset: eff[conv] at 100 TFLOP/s, 11.43881728 us + 5 us). eff_conv_tf32
+ * unset: the 16-bit value where set (eff_conv_half 0.125 of the tf32 peak: 457.5526912 us
+ * + 5 us), and fp32 keeps eff[conv]; neither set: eff[conv]. */
 static void test_tf32_efficiency(void **state)
 {
     const struct dt_model *m = *state;
@@ -451,7 +456,11 @@ static void test_tf32_efficiency(void **state)
     assert_rel(dt_cost_compute(&cp, &dev, m, &f), 119.3881728e-6);
     struct dt_op h = at(compute(3, DT_PH_FORWARD, 64), DT_BF16);
     assert_rel(dt_cost_compute(&cp, &dev, m, &h), 16.43881728e-6);
-    cp.eff_conv_tf32 = 0; /* unset: eff[conv] */
+    cp.eff_conv_tf32 = 0; /* unset: eff_conv_half, else eff[conv] */
+    cp.eff_conv_half = 0.125;
+    assert_rel(dt_cost_compute(&cp, &dev, m, &t), 462.5526912e-6);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f), 119.3881728e-6);
+    cp.eff_conv_half = 0;
     assert_rel(dt_cost_compute(&cp, &dev, m, &t), 119.3881728e-6);
 }
 

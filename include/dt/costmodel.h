@@ -86,7 +86,8 @@ struct dt_cost_params {
                                           cores reach a lower fraction of their peak than fp32,
                                           convolutions less than a transformer's large GEMMs) */
     double eff_conv_tf32, eff_dense_tf32; /* conv and dense at tf32, fraction of the tf32
-                                          peak; 0 = eff[] (tf32 runs on tensor cores, whose
+                                          peak; 0 = eff_conv_half / eff_dense_half when set,
+                                          else eff[] (tf32 runs on tensor cores, whose
                                           kernels reach another fraction of their peak than
                                           fp32's: fitted apart where rows are tf32) */
     double eff_mem;                    /* fraction of the device's memory bandwidth reached
