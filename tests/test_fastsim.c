@@ -178,6 +178,26 @@ static void check_grads(const struct dtv_run *run)
                      dt_dtype_name(rp->bufs[k].dtype), dt_dtype_name(want));
 }
 
+/* Seconds of rank 0's ReLU ops as kernels of their own, in closed form: forward, its input
+ * and output (the same size) at e bytes each, read and written once; backward twice that; at
+ * cp's memory bandwidth, plus a launch each. */
+static double relu_passes_s(const struct dtv_run *run, const struct dt_cost_params *cp, double e)
+{
+    const struct dt_model *m = run->plan->model;
+    const struct dt_rank_plan *rp = &run->plan->ranks[0];
+    double bw = dt_cost_mem_bw(cp, &run->topo->groups[0].device), s = 0;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        if (op->kind != DT_OP_COMPUTE || m->layers[op->layer].kind != DT_L_RELU)
+            continue;
+        double pass = 2.0 * (double)dt_shape_size(&m->layers[op->layer].out_shape) * e *
+                      op->samples;
+        s += (op->phase == DT_PH_FORWARD ? pass : 2 * pass) / bw +
+             cp->overhead_s[DT_CLASS_ELEMENTWISE];
+    }
+    return s;
+}
+
 /* Ensure each row runs its activations as its framework does (published.c): each ReLU its
  * own kernel for PyTorch ResNet-50 (eager nn.ReLU modules) and MXNet's fp32 ResNet-50 (no
  * --fuse-bn-relu), fused into the kernel before it for MXNet's amp ResNet-50 (the runner's
@@ -200,19 +220,7 @@ static void check_fusion(const struct dtv_run *run, int *unfused)
         return;
     struct dt_cost_params fused = cp;
     fused.fuse_activations = true;
-    const struct dt_device_spec *dev = &run->topo->groups[0].device;
-    const struct dt_model *m = run->plan->model;
-    const struct dt_rank_plan *rp = &run->plan->ranks[0];
-    double e = amp ? 2 : 4, bw = dt_cost_mem_bw(&cp, dev), relu_s = 0;
-    for (int i = 0; i < rp->n_ops; i++) {
-        const struct dt_op *op = &rp->ops[i];
-        if (op->kind != DT_OP_COMPUTE || m->layers[op->layer].kind != DT_L_RELU)
-            continue;
-        const struct dt_layer *l = &m->layers[op->layer];
-        double pass = 2.0 * (double)dt_shape_size(&l->out_shape) * e * op->samples;
-        relu_s += (op->phase == DT_PH_FORWARD ? pass : 2 * pass) / bw +
-                  cp.overhead_s[DT_CLASS_ELEMENTWISE];
-    }
+    double relu_s = relu_passes_s(run, &cp, amp ? 2 : 4);
     struct dt_error err;
     dt_error_clear(&err);
     struct dt_step on, off;
