@@ -85,6 +85,11 @@ static const char *prog = "dtsim";
 static const char *calibration_path;
 static struct dt_calibration calibration;
 
+/* --activations fused|separate: whether an activation after a conv, dense, norm or add costs a
+ * kernel of its own (-1: the device's default, fused on GPUs). The shipped GPU calibrations were
+ * fitted with each framework's own choice (PyTorch's eager ReLUs separate: validate/published.c). */
+static int fused_activations = -1;
+
 /* One simulation of a plan: the first run (the calibrated parameters themselves) keeps its
  * result and writes the trace; the interval's perturbed runs keep only the iteration time. */
 struct sim_run {
@@ -152,6 +157,8 @@ static void usage(FILE *out)
         "                           dataset, else 60000)\n"
         "      --calibration FILE   cost parameters fitted by dtvalidate; epoch times then get\n"
         "                           a 95%% prediction interval\n"
+        "      --activations fused|separate  activations fused into the kernel before them\n"
+        "                           or each its own pass (default: fused on GPUs only)\n"
         "  -f, --format table|csv|json  output format (default table)\n"
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
@@ -261,6 +268,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"dump-plan", no_argument, NULL, 'P'},      {"detect", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {"calibration", required_argument, NULL, 'C'},
+        {"activations", required_argument, NULL, 'A'},
         {"topology-info", no_argument, NULL, 'I'},
         {"recommend", no_argument, NULL, 'R'},
         {"global-batch", required_argument, NULL, 'G'},
@@ -339,6 +347,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'd': o->detect = true; break;
         case 'I': o->topology_info = true; break;
         case 'C': calibration_path = optarg; break;
+        case 'A':
+            if (strcmp(optarg, "fused") != 0 && strcmp(optarg, "separate") != 0)
+                return bad_flag("--activations", "expected fused or separate, got '%s'", optarg);
+            fused_activations = strcmp(optarg, "fused") == 0;
+            break;
         case 'R': o->recommend = true; break;
         case 'G':
             if (parse_count("--global-batch", optarg, 1L << 24, &v))
@@ -519,6 +532,8 @@ static struct dt_cost_params *group_params(const struct dt_topology *topo)
         dt_cost_defaults(&gcp[g], topo->groups[g].device.kind);
         if (calibration_path)
             dt_calibration_apply(&calibration, &gcp[g]);
+        if (fused_activations >= 0)
+            gcp[g].fuse_activations = fused_activations;
     }
     return gcp;
 }

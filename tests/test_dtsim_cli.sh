@@ -288,5 +288,21 @@ if "$dtsim" -m gpt3-13b -t h100-128n-fattree -s interleaved --dp 1 --pp 64 --chu
   ok "interleaved with skip sends across chunks plays to its end"
 else bad "interleaved with skip sends: $(tail -1 "$tmp/skip")"; fi
 
+# --activations: the device's default (fused on GPUs, separate on CPUs) unless given; a
+# ResNet's ReLUs as passes of their own make the step longer (CSV column 12: iteration).
+iter_of() { "$dtsim" "$@" -f csv | awk -F, 'NR == 2 { print $12 }'; }
+g=$(iter_of -t dgx-a100 -m resnet50-imagenet -b 64 -s sequential --precision bf16)
+gf=$(iter_of -t dgx-a100 -m resnet50-imagenet -b 64 -s sequential --precision bf16 --activations fused)
+gs=$(iter_of -t dgx-a100 -m resnet50-imagenet -b 64 -s sequential --precision bf16 --activations separate)
+c=$(iter_of -t 1n1p -m cnn690k -s sequential)
+cs=$(iter_of -t 1n1p -m cnn690k -s sequential --activations separate)
+cf=$(iter_of -t 1n1p -m cnn690k -s sequential --activations fused)
+awk -v g="$g" -v gf="$gf" -v gs="$gs" -v c="$c" -v cs="$cs" -v cf="$cf" \
+  'BEGIN { exit !(g == gf && gs > g * 1.01 && c == cs && cf < c) }' &&
+  ok "--activations fused|separate over the device's default" ||
+  bad "--activations: GPU $g fused $gf separate $gs; CPU $c separate $cs fused $cf"
+dtsim_fails "--activations bad value" "--activations: expected fused or separate" \
+  -t 2n4p --activations maybe
+
 echo "$fails failed"
 [ $fails -eq 0 ]
