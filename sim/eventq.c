@@ -450,6 +450,14 @@ int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
     return DT_OK;
 }
 
+int dt_eventq_set_data(struct dt_eventq *q, uint32_t id, uint32_t data, struct dt_error *err)
+{
+    if (!pending(q, id))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "event %u is not pending", id);
+    q->slots[id].data = data;
+    return DT_OK;
+}
+
 int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err)
 {
     if (!pending(q, id))

@@ -54,6 +54,9 @@ int dt_eventq_schedule_at(struct dt_eventq *q, double t, int kind, uint32_t data
  * DT_EINPUT for a bad delay or an id that is not pending. */
 int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
                          struct dt_error *err);
+/* Pending event id carries data from now on (its time and place in the order stay). DT_EINPUT
+ * if it is not pending. */
+int dt_eventq_set_data(struct dt_eventq *q, uint32_t id, uint32_t data, struct dt_error *err);
 /* Removes pending event id; DT_EINPUT if it is not pending. */
 int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err);
 
