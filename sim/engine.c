@@ -158,14 +158,39 @@ static int oom(struct dt_error *err, const char *what)
     return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (%s)", what);
 }
 
+/* A link's record as when added: no flow, nothing carried; many: a list of capf > 1 entries
+ * kept (empty) from an earlier run, or NULL with capf 0. */
+static void link_init(struct link *l, double bw_Bps, int capf, struct lref *many)
+{
+    memset(l, 0, sizeof *l);
+    l->bw_Bps = bw_Bps;
+    l->shared = isfinite(bw_Bps);
+    l->capf = capf;
+    if (capf > 1)
+        l->fl.many = many;
+}
+
+/* What a run changes, as in a new simulator: no flow, op or event but those the (new, empty)
+ * queue will hold, the clock and every count at 0. The links and devices are the caller's. */
+static void run_state_clear(struct dt_sim *sim)
+{
+    dt_batch_clear(&sim->batch);
+    sim->now = 0;
+    sim->n_flows = sim->n_ops = 0; /* records taken again from the first, as when new */
+    sim->flow_free = sim->op_free = NONE;
+    sim->active_flows = sim->transferring = 0;
+    sim->n_eps = sim->n_dirty = 0;
+    sim->stamp = 0;
+    sim->cnt = (struct dt_sim_counters){0};
+}
+
 int dt_sim_create(struct dt_sim **out, struct dt_error *err)
 {
     struct dt_sim *sim = calloc(1, sizeof *sim);
     if (!sim)
         return oom(err, "simulator");
-    sim->flow_free = NONE;
-    sim->op_free = NONE;
     dt_batch_init(&sim->batch);
+    run_state_clear(sim);
     int rc = dt_eventq_create(&sim->q, err);
     if (!rc)
         rc = dt_maxmin_create(&sim->mm, err);
@@ -213,23 +238,13 @@ int dt_sim_restart(struct dt_sim *sim, struct dt_error *err)
         return rc;
     dt_eventq_destroy(sim->q);
     sim->q = q;
-    dt_batch_clear(&sim->batch);
-    sim->now = 0;
+    run_state_clear(sim);
     for (int l = 0; l < sim->n_links; l++) {
         struct link *k = &sim->links[l];
-        k->bytes = k->busy_s = k->busy_since = 0;
-        k->nf = k->max_flows = k->local = 0; /* a list of capf > 1 stays, empty */
-        k->stamp = 0;
-        k->dirty = false;
+        link_init(k, k->bw_Bps, k->capf, k->capf > 1 ? k->fl.many : NULL);
     }
     for (int d = 0; d < sim->n_devs; d++)
         sim->devs[d] = (struct device){0, 0};
-    sim->n_flows = sim->n_ops = 0; /* records taken again from the first, as when new */
-    sim->flow_free = sim->op_free = NONE;
-    sim->active_flows = sim->transferring = 0;
-    sim->n_eps = sim->n_dirty = 0;
-    sim->stamp = 0;
-    sim->cnt = (struct dt_sim_counters){0};
     return DT_OK;
 }
 
@@ -246,9 +261,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
         dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
-    memset(l, 0, sizeof *l);
-    l->bw_Bps = bw_Bps;
-    l->shared = isfinite(bw_Bps);
+    link_init(l, bw_Bps, 0, NULL);
     sim->lroute[sim->n_links] = (struct link_route){lat_s, l->shared};
     if (id)
         *id = sim->n_links;
