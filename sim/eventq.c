@@ -49,7 +49,8 @@ struct dt_eventq {
     uint32_t bins[64];      /* list heads, NIL when empty */
     uint64_t nonempty;      /* bit i: bins[i] holds a time */
     uint64_t last;          /* bits of the clock: no pending time is earlier */
-    uint32_t min_b;         /* the earliest time's bucket, or NIL when not known */
+    uint32_t bin_min[64];   /* each bin's first bucket (time, then sequence), or NIL when
+                             * not known or empty */
 
     uint32_t hint;          /* the bucket last made, or NIL: events written one after
                              * another often share a time (a ring step's flows) */
@@ -65,7 +66,9 @@ struct dt_eventq {
  * bin's times fall into lower bins. Each time moves at most 63 times, a few in practice:
  * cheaper than the binary heap this replaces, whose comparisons of near-equal times
  * mispredicted (a ring's end times are many, a few ulps apart). Bins are lists through the
- * buckets, so moving a time needs no memory. */
+ * buckets, so moving a time needs no memory. Each bin keeps its first bucket, set as buckets
+ * come in (moved or new), so that the earliest needs a scan of its bin only when the bin's
+ * first left it before its turn (its last event moved away). */
 
 static inline uint64_t tbits(double t)
 {
@@ -91,11 +94,14 @@ static void bin_push(struct dt_eventq *q, uint32_t i, uint32_t b)
     q->nonempty |= UINT64_C(1) << i;
 }
 
+/* A new bucket (no event yet): on a tie of times the bin's first stays first, its events
+ * were written before. */
 static void time_insert(struct dt_eventq *q, uint32_t b)
 {
-    bin_push(q, bin_of(q->last, tbits(q->buckets[b].t)), b);
-    if (q->min_b != NIL && q->buckets[b].t < q->buckets[q->min_b].t)
-        q->min_b = b;
+    uint32_t i = bin_of(q->last, tbits(q->buckets[b].t)), m = q->bin_min[i];
+    if (q->bins[i] == NIL || (m != NIL && q->buckets[b].t < q->buckets[m].t))
+        q->bin_min[i] = b;
+    bin_push(q, i, b);
 }
 
 static void time_remove(struct dt_eventq *q, uint32_t b)
@@ -107,8 +113,8 @@ static void time_remove(struct dt_eventq *q, uint32_t b)
         q->nonempty &= ~(UINT64_C(1) << bk->bin);
     if (bk->next != NIL)
         q->buckets[bk->next].prev = bk->prev;
-    if (q->min_b == b)
-        q->min_b = NIL;
+    if (q->bin_min[bk->bin] == b)
+        q->bin_min[bk->bin] = NIL;
 }
 
 /* Whether bucket a comes before bucket b: an earlier time, or the same time made earlier (its
@@ -119,17 +125,20 @@ static bool before(const struct dt_eventq *q, uint32_t a, uint32_t b)
     return x->t < y->t || (x->t == y->t && q->slots[x->head].seq < q->slots[y->head].seq);
 }
 
-/* The bucket of the earliest pending time, or NIL: a scan of the first bin that holds any. */
+/* The bucket of the earliest pending time, or NIL: the first bin's first, found by a scan
+ * of that bin when not known (its first left it). */
 static uint32_t time_min(struct dt_eventq *q)
 {
-    if (q->min_b != NIL || !q->nonempty)
-        return q->min_b;
-    uint32_t best = q->bins[__builtin_ctzll(q->nonempty)];
+    if (!q->nonempty)
+        return NIL;
+    uint32_t i = (uint32_t)__builtin_ctzll(q->nonempty);
+    if (q->bin_min[i] != NIL)
+        return q->bin_min[i];
+    uint32_t best = q->bins[i];
     for (uint32_t b = q->buckets[best].next; b != NIL; b = q->buckets[b].next)
         if (before(q, b, best))
             best = b;
-    q->min_b = best;
-    return best;
+    return q->bin_min[i] = best;
 }
 
 /* The clock moves to the earliest time (bucket b): the times of its bin fall into lower
@@ -140,12 +149,15 @@ static void time_advance(struct dt_eventq *q, uint32_t b)
     if (key == q->last)
         return;
     uint32_t i = q->buckets[b].bin, m = q->bins[i];
-    q->bins[i] = NIL;
+    q->bins[i] = q->bin_min[i] = NIL;
     q->nonempty &= ~(UINT64_C(1) << i);
     q->last = key;
+    /* the bins below i are empty: each one's first is found as it fills */
     while (m != NIL) {
-        uint32_t next = q->buckets[m].next;
-        bin_push(q, bin_of(key, tbits(q->buckets[m].t)), m);
+        uint32_t next = q->buckets[m].next, j = bin_of(key, tbits(q->buckets[m].t));
+        if (q->bins[j] == NIL || before(q, m, q->bin_min[j]))
+            q->bin_min[j] = m;
+        bin_push(q, j, m);
         m = next;
     }
 }
@@ -251,10 +263,9 @@ int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
     q->free_slot = NIL;
     q->free_bucket = NIL;
-    q->min_b = NIL;
     q->hint = NIL;
     for (int i = 0; i < 64; i++)
-        q->bins[i] = NIL;
+        q->bins[i] = q->bin_min[i] = NIL;
     *out = q;
     return DT_OK;
 }
