@@ -220,12 +220,13 @@ static int ring_round_only(const struct ring *r, int step, bool sum, struct dt_s
 {
     if (one_round_room(s))
         return DT_ENOMEM;
-    struct dt_xfer x[2];
+    struct dt_xfer *x = s->xfers;
     ring_xfers(r, step, sum, x);
-    int n = 0;
-    for (int k = 0; k < 2; k++)
-        if (x[k].count > 0)
-            s->xfers[n++] = x[k];
+    int n = 2;
+    if (x[1].count <= 0)
+        n--;
+    if (x[0].count <= 0)
+        x[0] = x[--n]; /* the receive, or nothing */
     s->round_start[0] = 0;
     s->round_start[1] = n;
     s->n_rounds = 1;
@@ -233,16 +234,16 @@ static int ring_round_only(const struct ring *r, int step, bool sum, struct dt_s
     return DT_OK;
 }
 
-/* Lazy expansion's fast path: round `round` alone of the (rail-)ring allreduce over nodes of g
- * (g = p: the flat ring), its phase and step found by arithmetic rather than by walking the
- * phases before it; the same round as rail_ring_allreduce's. */
-static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s,
-                           int *total)
+/* Lazy expansion's fast path (see collective.h); the same round as rail_ring_allreduce's. */
+int dt_coll_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s)
 {
     int node = me / g, i = me % g, nodes = p / g, step = round;
-    *total = 2 * (g - 1) + 2 * (nodes - 1);
-    s->seen = *total;
-    if (round >= *total)
+    int total = 2 * (g - 1) + 2 * (nodes - 1);
+    s->n_rounds = s->n_xfers = 0;
+    s->first = round;
+    s->last = round + 1;
+    s->seen = total;
+    if (round >= total)
         return DT_OK;
     bool rail = false, sum = false;
     if (step < g - 1)
@@ -261,6 +262,13 @@ static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_sc
         r = (struct ring){g, i, node * g, 1, 0, n};
     }
     return ring_round_only(&r, step, sum, s);
+}
+
+static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s,
+                           int *total)
+{
+    *total = 2 * (g - 1) + 2 * (p / g - 1);
+    return dt_coll_ring_round(p, g, me, n, round, s);
 }
 
 static int pof2_below(int p)

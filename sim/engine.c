@@ -8,7 +8,10 @@
  * solved once: one flow alone gets its slowest link, flows on a single link equal shares, and
  * anything else goes to the progressive-filling solver. A flow whose rate changed has its
  * remaining bytes brought up to date and its end event moved; the others are not touched.
- * Work per event is thus proportional to the component it touches, never to all flows. */
+ * Work per event is thus proportional to the component it touches, never to all flows.
+ * A flow's start or end event written right after one of the same kind and time, with nothing
+ * written in between, joins that one's batch instead of the queue (batch.h): the ends of a
+ * ring step's flows share a few times, and each batch costs one queued event. */
 #include "engine.h"
 
 #include <math.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "eventq.h"
 #include "grow.h"
 #include "maxmin.h"
@@ -23,6 +27,7 @@
 enum ev_kind { EV_FLOW_START, EV_FLOW_END, EV_COMPUTE, EV_TIMER };
 
 #define NONE UINT32_MAX
+#define BATCHED (UINT32_MAX - 1) /* a flow's end event: in the batch of an earlier one */
 
 /* A flow in a link's list: which flow, and which hop of its route this link is. */
 struct lref {
@@ -70,8 +75,8 @@ struct flow {
     double bytes, remaining, rate, t_upd, t_start;
     uint64_t tag;
     int src, dst;
-    uint32_t ev;          /* pending end event (FL_ACTIVE with a rate), else NONE; when free:
-                           * the next free record */
+    uint32_t ev;          /* pending end event (FL_ACTIVE with a rate): its id, or BATCHED
+                           * (batch.h), else NONE; when free: the next free record */
     uint32_t stamp;
     uint8_t state, n_hops, n_shared;
     struct hop hop[INLINE_HOPS];
@@ -92,6 +97,8 @@ struct device {
 
 struct dt_sim {
     struct dt_eventq *q;
+    uint64_t writes;      /* events written to q (scheduled or moved), for dt_batch_joins */
+    struct dt_batch batch; /* flow events that follow the last written one (batch.h) */
     double now;           /* the queue's clock, the time of the last event popped (only
                            * dt_sim_next pops): read for every flow and compute */
     struct dt_maxmin *mm;
@@ -151,13 +158,39 @@ static int oom(struct dt_error *err, const char *what)
     return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (%s)", what);
 }
 
+/* A link's record as when added: no flow, nothing carried; many: a list of capf > 1 entries
+ * kept (empty) from an earlier run, or NULL with capf 0. */
+static void link_init(struct link *l, double bw_Bps, int capf, struct lref *many)
+{
+    memset(l, 0, sizeof *l);
+    l->bw_Bps = bw_Bps;
+    l->shared = isfinite(bw_Bps);
+    l->capf = capf;
+    if (capf > 1)
+        l->fl.many = many;
+}
+
+/* What a run changes, as in a new simulator: no flow, op or event but those the (new, empty)
+ * queue will hold, the clock and every count at 0. The links and devices are the caller's. */
+static void run_state_clear(struct dt_sim *sim)
+{
+    dt_batch_clear(&sim->batch);
+    sim->now = 0;
+    sim->n_flows = sim->n_ops = 0; /* records taken again from the first, as when new */
+    sim->flow_free = sim->op_free = NONE;
+    sim->active_flows = sim->transferring = 0;
+    sim->n_eps = sim->n_dirty = 0;
+    sim->stamp = 0;
+    sim->cnt = (struct dt_sim_counters){0};
+}
+
 int dt_sim_create(struct dt_sim **out, struct dt_error *err)
 {
     struct dt_sim *sim = calloc(1, sizeof *sim);
     if (!sim)
         return oom(err, "simulator");
-    sim->flow_free = NONE;
-    sim->op_free = NONE;
+    dt_batch_init(&sim->batch);
+    run_state_clear(sim);
     int rc = dt_eventq_create(&sim->q, err);
     if (!rc)
         rc = dt_maxmin_create(&sim->mm, err);
@@ -175,6 +208,7 @@ void dt_sim_destroy(struct dt_sim *sim)
         return;
     dt_eventq_destroy(sim->q);
     dt_maxmin_destroy(sim->mm);
+    dt_batch_free(&sim->batch);
     for (int l = 0; l < sim->n_links; l++)
         if (sim->links[l].capf > 1)
             free(sim->links[l].fl.many);
@@ -204,22 +238,13 @@ int dt_sim_restart(struct dt_sim *sim, struct dt_error *err)
         return rc;
     dt_eventq_destroy(sim->q);
     sim->q = q;
-    sim->now = 0;
+    run_state_clear(sim);
     for (int l = 0; l < sim->n_links; l++) {
         struct link *k = &sim->links[l];
-        k->bytes = k->busy_s = k->busy_since = 0;
-        k->nf = k->max_flows = k->local = 0; /* a list of capf > 1 stays, empty */
-        k->stamp = 0;
-        k->dirty = false;
+        link_init(k, k->bw_Bps, k->capf, k->capf > 1 ? k->fl.many : NULL);
     }
     for (int d = 0; d < sim->n_devs; d++)
         sim->devs[d] = (struct device){0, 0};
-    sim->n_flows = sim->n_ops = 0; /* records taken again from the first, as when new */
-    sim->flow_free = sim->op_free = NONE;
-    sim->active_flows = sim->transferring = 0;
-    sim->n_eps = sim->n_dirty = 0;
-    sim->stamp = 0;
-    sim->cnt = (struct dt_sim_counters){0};
     return DT_OK;
 }
 
@@ -236,9 +261,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
         dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
-    memset(l, 0, sizeof *l);
-    l->bw_Bps = bw_Bps;
-    l->shared = isfinite(bw_Bps);
+    link_init(l, bw_Bps, 0, NULL);
     sim->lroute[sim->n_links] = (struct link_route){lat_s, l->shared};
     if (id)
         *id = sim->n_links;
@@ -328,6 +351,7 @@ int dt_sim_compute(struct dt_sim *sim, int dev, double duration_s, uint64_t tag,
     if (rc || (rc = new_op(sim, &i, err)))
         return rc;
     rc = dt_eventq_schedule(sim->q, end - now, EV_COMPUTE, i, NULL, err);
+    sim->writes++;
     if (rc) {
         free_op(sim, i);
         return rc;
@@ -358,6 +382,7 @@ int dt_sim_timer(struct dt_sim *sim, double delay_s, uint64_t tag, struct dt_err
     if (rc)
         return rc;
     rc = dt_eventq_schedule(sim->q, delay_s, EV_TIMER, i, NULL, err);
+    sim->writes++;
     if (rc) {
         free_op(sim, i);
         return rc;
@@ -399,6 +424,8 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
         if (grow_aligned((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
             return oom(err, "flows");
         sim->cap_flows = (uint32_t)c;
+        if (dt_batch_reserve(&sim->batch, sim->cap_flows))
+            return oom(err, "flows");
         i = sim->n_flows++;
     }
     if (n_hops > INLINE_HOPS && sim->cap_xhops < sim->cap_flows) {
@@ -455,6 +482,26 @@ int dt_sim_route_check(const struct dt_sim *sim, const int *route, int n_hops,
     return DT_OK;
 }
 
+/* Writes flow i's event of kind at time t >= now as dt_eventq_schedule_at would, or, when it
+ * would come right after the last event written (same kind and time), lets it join that
+ * one's batch. *ev gets its id in the queue, or BATCHED. */
+static int flow_event(struct dt_sim *sim, uint32_t i, int kind, double t, uint32_t *ev,
+                      struct dt_error *err)
+{
+    double key = t + 0.0; /* the queue's: -0 and +0 are one time */
+    if (dt_batch_joins(&sim->batch, kind, key, sim->writes)) {
+        dt_batch_join(&sim->batch, i);
+        *ev = BATCHED;
+        return DT_OK;
+    }
+    int rc = dt_eventq_schedule_at(sim->q, t, kind, i, ev, err);
+    if (rc)
+        return rc;
+    sim->writes++;
+    dt_batch_queued(&sim->batch, i, kind, key, sim->writes);
+    return DT_OK;
+}
+
 /* Starts a flow over a checked route (lat, n_shared from check_route). */
 static int start_checked(struct dt_sim *sim, double t0, double bytes, const int *route,
                          int n_hops, double lat, int n_shared, int src, int dst, uint64_t tag,
@@ -470,10 +517,10 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
     if (src >= sim->n_eps || dst >= sim->n_eps || src < -1 || dst < -1) /* rarely: a new one */
         if ((rc = endpoint(sim, src, err)) || (rc = endpoint(sim, dst, err)))
             return rc;
-    uint32_t i = NONE;
+    uint32_t i = NONE, ev;
     if ((rc = new_flow(sim, n_hops, &i, err)))
         return rc;
-    rc = dt_eventq_schedule_at(sim->q, t0 + lat, EV_FLOW_START, i, NULL, err);
+    rc = flow_event(sim, i, EV_FLOW_START, t0 + lat, &ev, err);
     if (rc) {
         free_flow(sim, i);
         return rc;
@@ -635,6 +682,22 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
 static int solve_general(struct dt_sim *sim, int n_links, int n_flows, int nnz,
                          struct dt_error *err);
 
+/* Flow fi's end event, batched or queued with others behind it, leaves its batch: a queued
+ * one passes to the next flow of the batch, which keeps the others' place in the order. */
+static int leave_batch(struct dt_sim *sim, uint32_t fi, struct dt_error *err)
+{
+    struct flow *f = &sim->flows[fi];
+    uint32_t heir = dt_batch_leave(&sim->batch, fi);
+    if (f->ev != BATCHED && heir != NONE) {
+        int rc = dt_eventq_set_data(sim->q, f->ev, heir, err);
+        if (rc)
+            return rc;
+        sim->flows[heir].ev = f->ev;
+    }
+    f->ev = NONE;
+    return DT_OK;
+}
+
 /* Flow fi's new rate r: its remaining bytes brought up to now and its end event (re)written,
  * unless the rate did not change. */
 static int apply_rate(struct dt_sim *sim, uint32_t fi, double r, double now,
@@ -647,10 +710,17 @@ static int apply_rate(struct dt_sim *sim, uint32_t fi, double r, double now,
     f->rate = r;
     double dt = f->remaining / r;
     int rc;
-    if (f->ev == NONE)
-        rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, &f->ev, err);
-    else
-        rc = dt_eventq_reschedule(sim->q, f->ev, dt, err);
+    if (!(dt >= 0) || !isfinite(dt)) { /* refused by the queue: its error */
+        rc = dt_eventq_schedule(sim->q, dt, EV_FLOW_END, fi, NULL, err);
+    } else if (f->ev != NONE && f->ev != BATCHED && sim->batch.next[fi] == NONE) {
+        rc = dt_eventq_reschedule(sim->q, f->ev, dt, err); /* queued alone: moved */
+        if (!rc)
+            dt_batch_queued(&sim->batch, fi, EV_FLOW_END, now + dt + 0.0, ++sim->writes);
+    } else {
+        rc = f->ev != NONE ? leave_batch(sim, fi, err) : DT_OK;
+        if (!rc)
+            rc = flow_event(sim, fi, EV_FLOW_END, now + dt, &f->ev, err);
+    }
     if (!rc)
         sim->cnt.rate_changes++;
     return rc;
@@ -820,61 +890,75 @@ static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
     free_flow(sim, i);
 }
 
+/* Event kind of data at now (popped, or the next of a popped batch): true when it completes
+ * work for the caller (*c filled), false when the engine goes on. */
+static bool handle_event(struct dt_sim *sim, int kind, uint32_t data, double now,
+                         struct dt_sim_completion *c, int *rc, struct dt_error *err)
+{
+    *rc = DT_OK;
+    switch ((enum ev_kind)kind) {
+    case EV_FLOW_START: {
+        bool done;
+        if ((*rc = flow_begin_transfer(sim, data, now, &done, err)))
+            return true;
+        if ((uint64_t)(sim->active_flows) > sim->cnt.max_active_flows)
+            sim->cnt.max_active_flows = (uint64_t)sim->active_flows;
+        if (done)
+            flow_completion(sim, data, now, c);
+        return done;
+    }
+    case EV_FLOW_END:
+        if (!(*rc = flow_end_transfer(sim, data, now, err)))
+            flow_completion(sim, data, now, c);
+        return true;
+    case EV_COMPUTE:
+    case EV_TIMER: {
+        struct op *o = &sim->ops[data];
+        bool compute = kind == EV_COMPUTE;
+        *c = (struct dt_sim_completion){compute ? DT_SIM_COMPUTE : DT_SIM_TIMER, o->tag,
+                                        o->t_start, now, 0, -1, -1, o->dev};
+        if (compute)
+            sim->cnt.computes++;
+        else
+            sim->cnt.timers++;
+        free_op(sim, data);
+        return true;
+    }
+    }
+    return false;
+}
+
 int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error *err)
 {
     for (;;) {
         double now = sim->now, t;
-        if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
-            /* every change at this timestamp is in: share the links anew */
-            int rc = solve_dirty(sim, now, err);
-            if (rc)
-                return rc;
-            continue;
-        }
-        struct dt_event ev;
-        if (!dt_eventq_pop(sim->q, &ev)) {
-            memset(c, 0, sizeof *c);
-            c->kind = DT_SIM_END;
-            c->t_end = now;
-            return DT_OK;
-        }
-        now = sim->now = ev.t;
-        sim->cnt.events++;
-        switch ((enum ev_kind)ev.kind) {
-        case EV_FLOW_START: {
-            bool done;
-            int rc = flow_begin_transfer(sim, ev.data, now, &done, err);
-            if (rc)
-                return rc;
-            if ((uint64_t)(sim->active_flows) > sim->cnt.max_active_flows)
-                sim->cnt.max_active_flows = (uint64_t)sim->active_flows;
-            if (done) {
-                flow_completion(sim, ev.data, now, c);
+        int kind;
+        uint32_t data = dt_batch_take(&sim->batch, &kind); /* a popped batch's next first */
+        if (data == NONE) {
+            if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
+                /* every change at this timestamp is in: share the links anew */
+                int rc = solve_dirty(sim, now, err);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            struct dt_event ev;
+            if (!dt_eventq_pop(sim->q, &ev)) {
+                memset(c, 0, sizeof *c);
+                c->kind = DT_SIM_END;
+                c->t_end = now;
                 return DT_OK;
             }
-            break;
+            now = sim->now = ev.t;
+            kind = ev.kind;
+            data = ev.data;
+            if (kind == EV_FLOW_START || kind == EV_FLOW_END)
+                dt_batch_popped(&sim->batch, data, kind);
         }
-        case EV_FLOW_END: {
-            int rc = flow_end_transfer(sim, ev.data, now, err);
-            if (rc)
-                return rc;
-            flow_completion(sim, ev.data, now, c);
-            return DT_OK;
-        }
-        case EV_COMPUTE:
-        case EV_TIMER: {
-            struct op *o = &sim->ops[ev.data];
-            bool compute = ev.kind == EV_COMPUTE;
-            *c = (struct dt_sim_completion){compute ? DT_SIM_COMPUTE : DT_SIM_TIMER, o->tag,
-                                            o->t_start, now, 0, -1, -1, o->dev};
-            if (compute)
-                sim->cnt.computes++;
-            else
-                sim->cnt.timers++;
-            free_op(sim, ev.data);
-            return DT_OK;
-        }
-        }
+        sim->cnt.events++;
+        int rc;
+        if (handle_event(sim, kind, data, now, c, &rc, err))
+            return rc;
     }
 }
 

@@ -1,11 +1,15 @@
 /* Event queue: events grouped by exact time into buckets; a radix heap orders the buckets.
  *
  * Simulations of collectives put many events at one instant (a ring step starts every flow at
- * the same time; symmetric nodes finish together). So the heap holds one entry per distinct
- * pending time, not per event; a hash table finds the bucket of a time; inside a bucket the
- * events form a FIFO list, which is sequence order because sequence numbers only grow and a
- * moved event goes to the tail with a fresh one. A push into an existing time is O(1), a pop
- * O(1) unless it empties its bucket (then the next time is found in the radix heap). */
+ * the same time; symmetric nodes finish together). So the heap holds one entry per bucket,
+ * not per event; an event joins the bucket made last when that one has its time (events
+ * written one after another at one time: the engine batches most of the others), else a new
+ * bucket, so that a time may have several buckets, each made after every event of the ones
+ * before it: the heap orders buckets by time, then by their first event's sequence number.
+ * Inside a bucket the events form a FIFO list, which is sequence order because sequence
+ * numbers only grow and a moved event goes to the tail with a fresh one. A push into the last
+ * bucket is O(1), a pop O(1) unless it empties its bucket (then the next one is found in the
+ * radix heap). */
 #include "eventq.h"
 
 #include <math.h>
@@ -28,7 +32,6 @@ struct bucket {             /* all pending events at one time */
     uint32_t head, tail;
     uint32_t prev, next;    /* in its bin's list; next doubles as the free list */
     uint32_t bin;
-    uint32_t home;          /* its time's slot in the hash table, where its probe starts */
 };
 
 struct dt_eventq {
@@ -46,13 +49,11 @@ struct dt_eventq {
     uint32_t bins[64];      /* list heads, NIL when empty */
     uint64_t nonempty;      /* bit i: bins[i] holds a time */
     uint64_t last;          /* bits of the clock: no pending time is earlier */
-    uint32_t min_b;         /* the earliest time's bucket, or NIL when not known */
+    uint32_t bin_min[64];   /* each bin's first bucket (time, then sequence), or NIL when
+                             * not known or empty */
 
-    uint32_t hint;          /* the bucket last found or made, or NIL: events written one
-                             * after another often share a time (a ring step's flows) */
-    uint32_t *table;        /* open addressing, linear probing: bucket index or NIL */
-    uint32_t table_mask;    /* capacity - 1 (a power of two) */
-    uint32_t n_table;
+    uint32_t hint;          /* the bucket last made, or NIL: events written one after
+                             * another often share a time (a ring step's flows) */
 };
 
 /* ---- times: a radix heap ----
@@ -65,7 +66,9 @@ struct dt_eventq {
  * bin's times fall into lower bins. Each time moves at most 63 times, a few in practice:
  * cheaper than the binary heap this replaces, whose comparisons of near-equal times
  * mispredicted (a ring's end times are many, a few ulps apart). Bins are lists through the
- * buckets, so moving a time needs no memory. */
+ * buckets, so moving a time needs no memory. Each bin keeps its first bucket, set as buckets
+ * come in (moved or new), so that the earliest needs a scan of its bin only when the bin's
+ * first left it before its turn (its last event moved away). */
 
 static inline uint64_t tbits(double t)
 {
@@ -91,11 +94,14 @@ static void bin_push(struct dt_eventq *q, uint32_t i, uint32_t b)
     q->nonempty |= UINT64_C(1) << i;
 }
 
+/* A new bucket (no event yet): on a tie of times the bin's first stays first, its events
+ * were written before. */
 static void time_insert(struct dt_eventq *q, uint32_t b)
 {
-    bin_push(q, bin_of(q->last, tbits(q->buckets[b].t)), b);
-    if (q->min_b != NIL && q->buckets[b].t < q->buckets[q->min_b].t)
-        q->min_b = b;
+    uint32_t i = bin_of(q->last, tbits(q->buckets[b].t)), m = q->bin_min[i];
+    if (q->bins[i] == NIL || (m != NIL && q->buckets[b].t < q->buckets[m].t))
+        q->bin_min[i] = b;
+    bin_push(q, i, b);
 }
 
 static void time_remove(struct dt_eventq *q, uint32_t b)
@@ -107,21 +113,32 @@ static void time_remove(struct dt_eventq *q, uint32_t b)
         q->nonempty &= ~(UINT64_C(1) << bk->bin);
     if (bk->next != NIL)
         q->buckets[bk->next].prev = bk->prev;
-    if (q->min_b == b)
-        q->min_b = NIL;
+    if (q->bin_min[bk->bin] == b)
+        q->bin_min[bk->bin] = NIL;
 }
 
-/* The bucket of the earliest pending time, or NIL: a scan of the first bin that holds any. */
+/* Whether bucket a comes before bucket b: an earlier time, or the same time made earlier (its
+ * events were all written before b's: a time's events go to the bucket last made for it). */
+static bool before(const struct dt_eventq *q, uint32_t a, uint32_t b)
+{
+    const struct bucket *x = &q->buckets[a], *y = &q->buckets[b];
+    return x->t < y->t || (x->t == y->t && q->slots[x->head].seq < q->slots[y->head].seq);
+}
+
+/* The bucket of the earliest pending time, or NIL: the first bin's first, found by a scan
+ * of that bin when not known (its first left it). */
 static uint32_t time_min(struct dt_eventq *q)
 {
-    if (q->min_b != NIL || !q->nonempty)
-        return q->min_b;
-    uint32_t best = q->bins[__builtin_ctzll(q->nonempty)];
+    if (!q->nonempty)
+        return NIL;
+    uint32_t i = (uint32_t)__builtin_ctzll(q->nonempty);
+    if (q->bin_min[i] != NIL)
+        return q->bin_min[i];
+    uint32_t best = q->bins[i];
     for (uint32_t b = q->buckets[best].next; b != NIL; b = q->buckets[b].next)
-        if (q->buckets[b].t < q->buckets[best].t)
+        if (before(q, b, best))
             best = b;
-    q->min_b = best;
-    return best;
+    return q->bin_min[i] = best;
 }
 
 /* The clock moves to the earliest time (bucket b): the times of its bin fall into lower
@@ -132,106 +149,29 @@ static void time_advance(struct dt_eventq *q, uint32_t b)
     if (key == q->last)
         return;
     uint32_t i = q->buckets[b].bin, m = q->bins[i];
-    q->bins[i] = NIL;
+    q->bins[i] = q->bin_min[i] = NIL;
     q->nonempty &= ~(UINT64_C(1) << i);
     q->last = key;
+    /* the bins below i are empty: each one's first is found as it fills */
     while (m != NIL) {
-        uint32_t next = q->buckets[m].next;
-        bin_push(q, bin_of(key, tbits(q->buckets[m].t)), m);
+        uint32_t next = q->buckets[m].next, j = bin_of(key, tbits(q->buckets[m].t));
+        if (q->bins[j] == NIL || before(q, m, q->bin_min[j]))
+            q->bin_min[j] = m;
+        bin_push(q, j, m);
         m = next;
     }
 }
 
-/* ---- hash table: time -> bucket ---- */
-
-static inline uint32_t thash(const struct dt_eventq *q, double t)
-{
-    uint64_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    bits ^= bits >> 29;
-    bits *= UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hashing */
-    return (uint32_t)(bits >> 32) & q->table_mask;
-}
-
-static uint32_t tfind(const struct dt_eventq *q, double t)
-{
-    if (!q->table)
-        return NIL;
-    for (uint32_t i = thash(q, t);; i = (i + 1) & q->table_mask) {
-        uint32_t b = q->table[i];
-        if (b == NIL || q->buckets[b].t == t)
-            return b;
-    }
-}
-
-static void tinsert_nogrow(struct dt_eventq *q, uint32_t b)
-{
-    uint32_t i = q->buckets[b].home = thash(q, q->buckets[b].t);
-    while (q->table[i] != NIL)
-        i = (i + 1) & q->table_mask;
-    q->table[i] = b;
-    q->n_table++;
-}
-
-static int tinsert(struct dt_eventq *q, uint32_t b)
-{
-    if (!q->table || 2 * (q->n_table + 1) > q->table_mask + 1) {
-        uint32_t cap = q->table ? 2 * (q->table_mask + 1) : 256;
-        if (cap == 0)
-            return -1;
-        uint32_t *old = q->table, old_cap = q->table ? q->table_mask + 1 : 0;
-        q->table = malloc((size_t)cap * sizeof *q->table);
-        if (!q->table) {
-            q->table = old;
-            return -1;
-        }
-        for (uint32_t i = 0; i < cap; i++)
-            q->table[i] = NIL;
-        q->table_mask = cap - 1;
-        q->n_table = 0;
-        for (uint32_t i = 0; i < old_cap; i++)
-            if (old[i] != NIL)
-                tinsert_nogrow(q, old[i]);
-        free(old);
-    }
-    tinsert_nogrow(q, b);
-    return 0;
-}
-
-/* Deletes bucket b's entry, shifting later entries of the probe run back (no tombstones). */
-static void tdelete(struct dt_eventq *q, uint32_t b)
-{
-    uint32_t mask = q->table_mask, i = q->buckets[b].home;
-    while (q->table[i] != b)
-        i = (i + 1) & mask;
-    for (uint32_t j = i;;) {
-        j = (j + 1) & mask;
-        uint32_t e = q->table[j];
-        if (e == NIL)
-            break;
-        uint32_t home = q->buckets[e].home;
-        /* e may move back to the hole at i unless its home lies cyclically in (i, j] */
-        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            q->table[i] = e;
-            i = j;
-        }
-    }
-    q->table[i] = NIL;
-    q->n_table--;
-}
-
 /* ---- buckets ---- */
 
-/* The bucket of time t, created if needed. NIL when out of memory. */
+/* The bucket an event at time t goes to: the last one made when it has that time, else a new
+ * one (a time may have several buckets, each made after the events of the one before). NIL
+ * when out of memory. */
 static uint32_t bucket_at(struct dt_eventq *q, double t)
 {
     if (q->hint != NIL && q->buckets[q->hint].t == t)
         return q->hint;
-    uint32_t b = tfind(q, t);
-    if (b != NIL)
-        return q->hint = b;
-    b = q->free_bucket;
+    uint32_t b = q->free_bucket;
     if (b != NIL) {
         q->free_bucket = q->buckets[b].next;
     } else {
@@ -247,12 +187,7 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
         }
         b = q->n_buckets++;
     }
-    q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0, 0};
-    if (tinsert(q, b)) {
-        q->buckets[b].next = q->free_bucket;
-        q->free_bucket = b;
-        return NIL;
-    }
+    q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0};
     time_insert(q, b);
     return q->hint = b;
 }
@@ -261,7 +196,6 @@ static void bucket_free(struct dt_eventq *q, uint32_t b)
 {
     if (q->hint == b)
         q->hint = NIL;
-    tdelete(q, b);
     time_remove(q, b);
     q->buckets[b].next = q->free_bucket;
     q->free_bucket = b;
@@ -329,10 +263,9 @@ int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
         return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (event queue)");
     q->free_slot = NIL;
     q->free_bucket = NIL;
-    q->min_b = NIL;
     q->hint = NIL;
     for (int i = 0; i < 64; i++)
-        q->bins[i] = NIL;
+        q->bins[i] = q->bin_min[i] = NIL;
     *out = q;
     return DT_OK;
 }
@@ -343,7 +276,6 @@ void dt_eventq_destroy(struct dt_eventq *q)
         return;
     free(q->slots);
     free(q->buckets);
-    free(q->table);
     free(q);
 }
 
@@ -447,6 +379,14 @@ int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
         unlink_slot(q, id);
     q->slots[id].seq = q->next_seq++;
     link_tail(q, b, id);
+    return DT_OK;
+}
+
+int dt_eventq_set_data(struct dt_eventq *q, uint32_t id, uint32_t data, struct dt_error *err)
+{
+    if (!pending(q, id))
+        return dt_fail(err, DT_EINPUT, "", 0, 0, "event %u is not pending", id);
+    q->slots[id].data = data;
     return DT_OK;
 }
 

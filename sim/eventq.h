@@ -9,10 +9,10 @@
  * flow's finish time, which moves whenever the flow's rate changes. Ids are recycled once the
  * event has been popped or cancelled.
  *
- * Implementation: events at the same time share a bucket (a FIFO list, which is sequence
- * order); a radix heap orders the distinct pending times (time never goes back) and a hash
- * table finds the bucket of a time. Scheduling and popping are O(1) but for the radix heap's
- * moves of a time into lower bins as the clock nears it (at most 63 per time, a few in
+ * Implementation: events written one after another at the same time share a bucket (a FIFO
+ * list, which is sequence order); a radix heap orders the buckets by time (time never goes
+ * back), then by sequence. Scheduling and popping are O(1) but for the radix heap's moves of a
+ * bucket into lower bins as the clock nears its time (at most 63 per bucket, a few in
  * practice). Memory is linear in the number of pending events. */
 #ifndef DT_SIM_EVENTQ_H
 #define DT_SIM_EVENTQ_H
@@ -54,6 +54,9 @@ int dt_eventq_schedule_at(struct dt_eventq *q, double t, int kind, uint32_t data
  * DT_EINPUT for a bad delay or an id that is not pending. */
 int dt_eventq_reschedule(struct dt_eventq *q, uint32_t id, double delay_s,
                          struct dt_error *err);
+/* Pending event id carries data from now on (its time and place in the order stay). DT_EINPUT
+ * if it is not pending. */
+int dt_eventq_set_data(struct dt_eventq *q, uint32_t id, uint32_t data, struct dt_error *err);
 /* Removes pending event id; DT_EINPUT if it is not pending. */
 int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err);
 

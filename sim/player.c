@@ -55,6 +55,10 @@ struct activity {
                                * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
     struct dt_sim_route route;
+    struct {                 /* a lazily expanded (rail-)ring allreduce, for dt_coll_ring_round: */
+        int p, g;            /* its members and members per node (g = p: a flat ring), */
+        long count;          /* its floats; p = 0 for any other activity */
+    } ring;
 };
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
@@ -367,6 +371,9 @@ static int load_round(struct player *p, struct activity *a)
 {
     if (a->p2p || p->eager)
         return DT_OK;
+    if (a->ring.p > 0)
+        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round, &a->s)
+                   ? dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
     int total;
     return dt_coll_schedule_rounds(op->coll, op->alg, p->plan->groups[a->group].n, a->me,
@@ -571,6 +578,12 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
                                      &a->n_rounds, p->err);
         if (rc)
             return rc;
+        if (!p->eager && g->n > 1 && op->coll == DT_COLL_ALLREDUCE &&
+            (op->alg == DT_ALG_RING || op->alg == DT_ALG_RAIL_RING)) { /* its later rounds */
+            a->ring.p = g->n;
+            a->ring.g = op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n;
+            a->ring.count = op->region.count;
+        }
     }
     bool sends = p2p && op->kind == DT_OP_SEND;
     struct dt_match_entry *e = dt_match_get(&p->ix, rank, a->group, a->seq, sends ? op->peer : -1);

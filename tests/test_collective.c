@@ -322,6 +322,23 @@ static void test_unknown_combination(void **state)
     dt_schedule_free(&s);
 }
 
+/* s holds one round (none past the end), round r of full. */
+static void assert_same_round(const struct dt_schedule *one, const struct dt_schedule *full,
+                              int r)
+{
+    assert_int_equal(one->n_rounds, r < full->n_rounds ? 1 : 0);
+    if (r == full->n_rounds)
+        return;
+    int a = full->round_start[r], b = full->round_start[r + 1];
+    assert_int_equal(one->round_start[1] - one->round_start[0], b - a);
+    for (int i = 0; i < b - a; i++) { /* field by field: padding differs */
+        const struct dt_xfer *x = &one->xfers[one->round_start[0] + i];
+        const struct dt_xfer *y = &full->xfers[a + i];
+        assert_true(x->send == y->send && x->peer == y->peer && x->sum == y->sum);
+        assert_true(x->offset == y->offset && x->count == y->count);
+    }
+}
+
 /* Each round asked for alone (the simulator's lazy expansion) is the same round of the full
  * schedule, and the member's round count is the same, for every algorithm and member. */
 static void check_windows(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int root, long n)
@@ -337,17 +354,7 @@ static void check_windows(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, i
             assert_int_equal(dt_coll_schedule_rounds(kind, alg, p, me, root, n, r, 1, &one,
                                                      &total, &err), DT_OK);
             assert_int_equal(total, full.n_rounds);
-            assert_int_equal(one.n_rounds, r < full.n_rounds ? 1 : 0);
-            if (r == full.n_rounds)
-                break;
-            int a = full.round_start[r], b = full.round_start[r + 1];
-            assert_int_equal(one.round_start[1] - one.round_start[0], b - a);
-            for (int i = 0; i < b - a; i++) { /* field by field: padding differs */
-                const struct dt_xfer *x = &one.xfers[one.round_start[0] + i];
-                const struct dt_xfer *y = &full.xfers[a + i];
-                assert_true(x->send == y->send && x->peer == y->peer && x->sum == y->sum);
-                assert_true(x->offset == y->offset && x->count == y->count);
-            }
+            assert_same_round(&one, &full, r);
         }
     }
     dt_schedule_free(&full);
@@ -375,6 +382,33 @@ static void test_lazy_rounds(void **state)
     }
 }
 
+/* A (rail-)ring allreduce's round from dt_coll_ring_round is the same round of the full
+ * schedule, for every member, node size and round, chunks empty or not (3 floats on more
+ * members than that). */
+static void test_ring_round_fast(void **state)
+{
+    (void)state;
+    struct dt_schedule full, one;
+    dt_schedule_init(&full);
+    dt_schedule_init(&one);
+    const int ps[] = {2, 3, 4, 6, 12};
+    const long ns[] = {3, 37};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+        for (int g = 1; g <= ps[i]; g++)
+            for (size_t k = 0; k < 2 && ps[i] % g == 0; k++)
+                for (int me = 0; me < ps[i]; me++) {
+                    int root = g == ps[i] ? 0 : g; /* 0: one node of all */
+                    assert_int_equal(dt_coll_schedule(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, ps[i],
+                                                      me, root, ns[k], &full, NULL), DT_OK);
+                    for (int r = 0; r <= full.n_rounds; r++) {
+                        assert_int_equal(dt_coll_ring_round(ps[i], g, me, ns[k], r, &one), 0);
+                        assert_same_round(&one, &full, r);
+                    }
+                }
+    dt_schedule_free(&full);
+    dt_schedule_free(&one);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_library_choice),
         cmocka_unit_test(test_unknown_combination),
         cmocka_unit_test(test_lazy_rounds),
+        cmocka_unit_test(test_ring_round_fast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

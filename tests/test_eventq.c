@@ -226,6 +226,27 @@ static void test_same_time_moves(void **state)
     dt_eventq_destroy(q);
 }
 
+/* Ensure that an event given new data keeps its time and place, and that only a pending one
+ * can be given any. */
+static void test_set_data(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    uint32_t id[3];
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(dt_eventq_schedule(q, 1.0, 0, (uint32_t)('a' + k), &id[k], NULL), DT_OK);
+    assert_int_equal(dt_eventq_set_data(q, id[1], 'x', NULL), DT_OK);
+    const char want[] = "axc";
+    struct dt_event ev;
+    for (int k = 0; k < 3; k++) {
+        assert_true(dt_eventq_pop(q, &ev));
+        assert_int_equal(ev.data, want[k]);
+        assert_true(ev.t == 1.0);
+    }
+    assert_int_equal(dt_eventq_set_data(q, id[1], 'y', NULL), DT_EINPUT);
+    dt_eventq_destroy(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_reschedule_cancel),
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_same_time_moves),
+        cmocka_unit_test(test_set_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

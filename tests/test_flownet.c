@@ -588,6 +588,76 @@ static void test_restart_as_new(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Three 100 B flows on their own links of 100 B/s from t = 0 end together at t = 1 (their
+ * ends batched behind the first one's event); at t = 0.5 a fourth flow of 50 B joins the link
+ * of flow `crowded` (0: the first, 1: the second) and halves its rate. Returns the
+ * completions in order. */
+static void play_batch_with_one_slowed(int crowded, struct run *r)
+{
+    struct dt_sim *sim = new_sim();
+    int l[3] = {link(sim, 100, 0), link(sim, 100, 0), link(sim, 100, 0)};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(dt_sim_flow(sim, 100, &l[k], 1, 0, 1, (uint64_t)k, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 0.5, 9, NULL), DT_OK);
+    struct dt_sim_completion c;
+    r->n = 0;
+    for (;;) {
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+        if (c.kind == DT_SIM_END)
+            break;
+        if (c.kind == DT_SIM_TIMER)
+            assert_int_equal(dt_sim_flow(sim, 50, &l[crowded], 1, 0, 1, 3, NULL), DT_OK);
+        assert_true(r->n < MAXC);
+        r->c[r->n++] = c;
+    }
+    dt_sim_destroy(sim);
+}
+
+/* Ensure that an end batched with others that must move leaves its batch and the others end
+ * as before, in order: the batch's first (whose queued event the others follow) and a later
+ * one slowed in turn. */
+static void test_batched_end_moves(void **state)
+{
+    (void)state;
+    for (int crowded = 0; crowded < 2; crowded++) {
+        struct run r;
+        play_batch_with_one_slowed(crowded, &r);
+        assert_int_equal(r.n, 5);
+        assert_int_equal(r.c[0].tag, 9);
+        /* the two not slowed at t = 1 in the order they started, the slowed one and the
+         * newcomer (50 B/s each for their last 50 B) at 1.5 */
+        uint64_t first = crowded == 0 ? 1 : 0;
+        assert_int_equal(r.c[1].tag, first);
+        assert_int_equal(r.c[2].tag, 2);
+        assert_true(r.c[1].t_end == 1.0 && r.c[2].t_end == 1.0);
+        for (int i = 3; i < 5; i++) {
+            assert_true(r.c[i].tag == (uint64_t)crowded || r.c[i].tag == 3);
+            assert_close(r.c[i].t_end, 1.5);
+        }
+    }
+}
+
+/* Ensure that an event written between two flow starts at the same time keeps them apart:
+ * the first flow is moving when the timer between them fires, the second not yet. */
+static void test_write_between_starts(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int a = link(sim, 100, 0.25), b = link(sim, 100, 0.25);
+    assert_int_equal(dt_sim_flow(sim, 100, &a, 1, 0, 1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 0.25, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 100, &b, 1, 0, 1, 3, NULL), DT_OK);
+    struct dt_sim_completion c;
+    assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    assert_int_equal(c.kind, DT_SIM_TIMER);
+    struct dt_sim_link_stats sa, sb;
+    dt_sim_link_stats(sim, a, &sa);
+    dt_sim_link_stats(sim, b, &sb);
+    assert_int_equal(sa.max_flows, 1);
+    assert_int_equal(sb.max_flows, 0);
+    dt_sim_destroy(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +679,8 @@ int main(void)
         cmocka_unit_test(test_long_route_crowded_link),
         cmocka_unit_test(test_alone_on_one_link_only),
         cmocka_unit_test(test_restart_as_new),
+        cmocka_unit_test(test_batched_end_moves),
+        cmocka_unit_test(test_write_between_starts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

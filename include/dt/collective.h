@@ -51,6 +51,12 @@ int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me
 int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me,
                             int root, long count, int first, int n, struct dt_schedule *s,
                             int *total, struct dt_error *err);
+/* As dt_coll_schedule_rounds(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, p, me, g, count, round, 1,
+ * s, ...) for arguments it accepted (2 <= p, 0 <= me < p, g divides p; g = p: DT_ALG_RING),
+ * without checking them again: round `round` alone, its phase and step found by arithmetic.
+ * A player that asked for round 0 through dt_coll_schedule_rounds asks for the others here (a
+ * million times on a large ring). 0, or DT_ENOMEM. */
+int dt_coll_ring_round(int p, int g, int me, long count, int round, struct dt_schedule *s);
 
 /* Fills s with one round holding one transfer: a plan's SEND or RECV of `count` floats
  * to/from peer (a global rank here: the "group" is the whole plan). */
