@@ -50,6 +50,15 @@ int dtc_precision_buffers(struct dt_plan *plan, int r);
  * buffers its ops need; sets eval_rows. Call after its programs are complete. */
 int dtc_finish_rank(struct dt_plan *plan, int rank);
 
+/* A probe or floor of a pipeline with --tp (probe_tensor.c): T when only tensor rank 0 of
+ * each stage and replica needs building (T > 1, and every tensor group in one node group),
+ * else 0 (dt_plan.probe_tensor). */
+int dtc_probe_tensor_width(const struct dt_plan *plan);
+/* Whether the ranks such a plan built stand for their dropped tensor peers: each collective
+ * on a tensor group receives as much at every member's index (else the plan is built with
+ * every tensor rank). */
+bool dtc_probe_tensor_alike(const struct dt_plan *plan);
+
 /* --recompute (recompute.c): rank r's step program with each segment's recomputation before
  * its backward (dtc_finish_rank calls it first). */
 int dtc_recompute_program(struct dt_plan *plan, int r);

@@ -987,7 +987,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
             int view = stage_view(&p, s, k, kind, &n_params);
             if (view < 0)
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-            if (!rc && plan->floor)
+            if (!rc && plan->floor && !dt_plan_dropped(plan, rank_of(&p, s, 0, k)))
                 rc = floor_rank(&p, rank_of(&p, s, 0, k), s, view, n_params,
                                 replicas[s * p.T + k], w, e.loaded);
             for (int d = 0; d < p.D && !rc && !plan->floor; d++) {
