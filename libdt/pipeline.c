@@ -790,6 +790,8 @@ static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params,
 {
     struct dt_rank_plan *rp = &p->plan->ranks[r];
     place_rank(p, r, stage, 0, view, n_params, replicas);
+    if (dt_plan_dropped(p->plan, r)) /* a tensor rank other than 0 (probe_tensor.c) */
+        return DT_OK;
     rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
     if (p->D > 1 && p->plan->opt.zero == 1) {
         long off, len;
@@ -987,7 +989,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
             int view = stage_view(&p, s, k, kind, &n_params);
             if (view < 0)
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-            if (!rc && plan->floor && !dt_plan_dropped(plan, rank_of(&p, s, 0, k)))
+            if (!rc && plan->floor)
                 rc = floor_rank(&p, rank_of(&p, s, 0, k), s, view, n_params,
                                 replicas[s * p.T + k], w, e.loaded);
             for (int d = 0; d < p.D && !rc && !plan->floor; d++) {

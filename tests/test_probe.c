@@ -36,6 +36,27 @@ static double rank_compute(const struct dt_plan *plan, int r)
     return t;
 }
 
+/* A pipeline's floor plan (dt_plan_floor) builds the first replica's ranks, of every stage
+ * (tensor rank 0 alone where the probe builds only that one): S x T / tensor ranks hold a
+ * buffer table, each stage's first rank among them. */
+static void floor_every_stage(const struct dt_model *m, const struct dt_topology *t,
+                              const struct dt_plan_options *o, int tensor)
+{
+    struct dt_plan *floor;
+    struct dt_error err;
+    if (dt_plan_floor(m, t, o, &floor, &err))
+        fail_msg("%s %s floor: %s", m->name, dt_strategy_name(o->strategy), err.msg);
+    int T = o->tp > 1 ? o->tp : 1, built = 0;
+    for (int r = 0; r < floor->n_ranks; r++)
+        built += floor->ranks[r].n_bufs > 0;
+    for (int s = 0; s < floor->stages; s++)
+        if (floor->ranks[s * floor->dp * T].n_bufs == 0)
+            fail_msg("%s %s floor: stage %d's first rank holds nothing", m->name,
+                     dt_strategy_name(o->strategy), s);
+    assert_int_equal(built, floor->stages * (tensor ? 1 : T));
+    dt_plan_destroy(floor);
+}
+
 /* The probe of o against its full plan (above); returns the probe's probe_tensor. */
 static int probe_as_full(const char *model, const char *topo, struct dt_plan_options o,
                          const char *flags)
@@ -86,6 +107,8 @@ static int probe_as_full(const char *model, const char *topo, struct dt_plan_opt
     if (dt_strategy_info(s)->pipeline && alike)
         assert_int_equal(full->n_ranks - dropped, kept);
     int tensor = probe->probe_tensor;
+    if (dt_strategy_info(s)->pipeline)
+        floor_every_stage(m, t, &o, tensor);
     dt_plan_destroy(full);
     dt_plan_destroy(probe);
     dt_topology_destroy(t);
