@@ -68,6 +68,18 @@ int dtc_recompute_program(struct dt_plan *plan, int r);
 int dtc_written(const struct dt_plan *plan, int r, const struct dt_op *op, struct dt_region *w);
 bool dtc_any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
                      const struct dt_region *read);
+/* Where region g's elements lie in rank r's memory (plan_check.c): its buffer kind as the
+ * region names it (region_buf), the buffer and, for ACT and DACT, the layer's own storage or
+ * the shared one (layer -1: the recomputation workspace, as KEEP, or the gradient pool), and
+ * elements [lo, hi) there; empty: no elements. Two regions of rank r overlap when their spans
+ * do (dtc_spans_overlap): a span computed once serves every comparison. */
+struct dtc_span {
+    int region_buf, buf, layer;
+    long lo, hi;
+    bool empty;
+};
+struct dtc_span dtc_span_of(const struct dt_plan *plan, int r, const struct dt_region *g);
+bool dtc_spans_overlap(const struct dtc_span *a, const struct dtc_span *b);
 /* Transformer blocks (recompute.c; the segments of --recompute full): block[l] is layer l's
  * block, -1 outside every block (embedding, final norm, head); returns how many blocks (0: a
  * model without attention), -1 when out of memory. */
