@@ -36,11 +36,10 @@ static double rank_compute(const struct dt_plan *plan, int r)
     return t;
 }
 
-/* A pipeline's floor plan (dt_plan_floor) builds the first replica's ranks, of every stage
- * (tensor rank 0 alone where the probe builds only that one): S x T / tensor ranks hold a
- * buffer table, each stage's first rank among them. */
+/* A pipeline's floor plan (dt_plan_floor) builds the first replica's ranks of every stage,
+ * with --tp tensor rank 0 alone: S ranks hold a buffer table, each stage's first rank. */
 static void floor_every_stage(const struct dt_model *m, const struct dt_topology *t,
-                              const struct dt_plan_options *o, int tensor)
+                              const struct dt_plan_options *o)
 {
     struct dt_plan *floor;
     struct dt_error err;
@@ -53,7 +52,9 @@ static void floor_every_stage(const struct dt_model *m, const struct dt_topology
         if (floor->ranks[s * floor->dp * T].n_bufs == 0)
             fail_msg("%s %s floor: stage %d's first rank holds nothing", m->name,
                      dt_strategy_name(o->strategy), s);
-    assert_int_equal(built, floor->stages * (tensor ? 1 : T));
+    assert_int_equal(built, floor->stages * (floor->probe_tensor ? 1 : T));
+    /* no ops, so no collective tells its tensor ranks apart: tensor rank 0 alone, always */
+    assert_int_equal(floor->probe_tensor, T > 1 ? T : 0);
     dt_plan_destroy(floor);
 }
 
@@ -77,6 +78,14 @@ static int probe_as_full(const char *model, const char *topo, struct dt_plan_opt
         full_max = a.total > full_max ? a.total : full_max;
         full_ops = full->ranks[r].n_ops > full_ops ? full->ranks[r].n_ops : full_ops;
         double busy = rank_compute(full, r), probe_busy = rank_compute(probe, r);
+        int T0 = probe->probe_tensor, first = T0 > 1 ? r - r % T0 : r;
+        struct dt_memory f0;
+        dt_plan_rank_memory(full, first, &f0);
+        if (f0.total != a.total || full->ranks[first].n_ops != full->ranks[r].n_ops ||
+            rank_compute(full, first) != busy) /* what dropping tensor ranks rests on */
+            fail_msg("%s %s %s: rank %d %.0f B %d ops, its tensor rank 0 %.0f B %d ops", model,
+                     dt_strategy_name(s), flags, r, a.total, full->ranks[r].n_ops, f0.total,
+                     full->ranks[first].n_ops);
         full_busiest = busy > full_busiest ? busy : full_busiest;
         probe_busiest = probe_busy > probe_busiest ? probe_busy : probe_busiest;
         if (dt_plan_dropped(probe, r)) {
@@ -108,7 +117,7 @@ static int probe_as_full(const char *model, const char *topo, struct dt_plan_opt
         assert_int_equal(full->n_ranks - dropped, kept);
     int tensor = probe->probe_tensor;
     if (dt_strategy_info(s)->pipeline)
-        floor_every_stage(m, t, &o, tensor);
+        floor_every_stage(m, t, &o);
     dt_plan_destroy(full);
     dt_plan_destroy(probe);
     dt_topology_destroy(t);
@@ -187,6 +196,19 @@ static void tensor_ranks(void **state)
         if (T != o.tp)
             fail_msg("%s %s: probe_tensor %d", cases[i].model, cases[i].flags, T);
     }
+    /* three tensor ranks: Rabenseifner's allreduce gives its extra member (tensor rank 2)
+     * less scratch than the others, so every tensor rank is built; recursive doubling
+     * receives alike at every member */
+    const char *rab = "pp=2 dp=1 tp=3 micro-batches=2 grad-alg=rabenseifner";
+    const char *rd = "pp=2 dp=1 tp=3 micro-batches=2 grad-alg=recursive-doubling";
+    struct dt_plan_options o = test_options(DT_STRAT_1F1B, 8, rab);
+    o.scaling = DT_SCALING_STRONG;
+    o.n_ranks = 6;
+    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rab), 0);
+    o = test_options(DT_STRAT_1F1B, 8, rd);
+    o.scaling = DT_SCALING_STRONG;
+    o.n_ranks = 6;
+    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rd), 3);
 }
 
 int main(void)
