@@ -50,6 +50,15 @@ int dtc_precision_buffers(struct dt_plan *plan, int r);
  * buffers its ops need; sets eval_rows. Call after its programs are complete. */
 int dtc_finish_rank(struct dt_plan *plan, int rank);
 
+/* A probe or floor of a pipeline with --tp (probe_tensor.c): T when only tensor rank 0 of
+ * each stage and replica needs building (T > 1, and every tensor group in one node group),
+ * else 0 (dt_plan.probe_tensor). */
+int dtc_probe_tensor_width(const struct dt_plan *plan);
+/* Whether the ranks such a plan built stand for their dropped tensor peers: each collective
+ * on a tensor group receives as much at every member's index (else the plan is built with
+ * every tensor rank). */
+bool dtc_probe_tensor_alike(const struct dt_plan *plan);
+
 /* --recompute (recompute.c): rank r's step program with each segment's recomputation before
  * its backward (dtc_finish_rank calls it first). */
 int dtc_recompute_program(struct dt_plan *plan, int r);
@@ -59,6 +68,18 @@ int dtc_recompute_program(struct dt_plan *plan, int r);
 int dtc_written(const struct dt_plan *plan, int r, const struct dt_op *op, struct dt_region *w);
 bool dtc_any_overlap(const struct dt_plan *plan, int r, const struct dt_region *w, int n,
                      const struct dt_region *read);
+/* Where region g's elements lie in rank r's memory (plan_check.c): its buffer kind as the
+ * region names it (region_buf), the buffer and, for ACT and DACT, the layer's own storage or
+ * the shared one (layer -1: the recomputation workspace, as KEEP, or the gradient pool), and
+ * elements [lo, hi) there; empty: no elements. Two regions of rank r overlap when their spans
+ * do (dtc_spans_overlap): a span computed once serves every comparison. */
+struct dtc_span {
+    int region_buf, buf, layer;
+    long lo, hi;
+    bool empty;
+};
+struct dtc_span dtc_span_of(const struct dt_plan *plan, int r, const struct dt_region *g);
+bool dtc_spans_overlap(const struct dtc_span *a, const struct dtc_span *b);
 /* Transformer blocks (recompute.c; the segments of --recompute full): block[l] is layer l's
  * block, -1 outside every block (embedding, final norm, head); returns how many blocks (0: a
  * model without attention), -1 when out of memory. */

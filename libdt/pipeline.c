@@ -790,6 +790,8 @@ static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params,
 {
     struct dt_rank_plan *rp = &p->plan->ranks[r];
     place_rank(p, r, stage, 0, view, n_params, replicas);
+    if (dt_plan_dropped(p->plan, r)) /* a tensor rank other than 0 (probe_tensor.c) */
+        return DT_OK;
     rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
     if (p->D > 1 && p->plan->opt.zero == 1) {
         long off, len;

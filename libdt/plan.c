@@ -72,7 +72,8 @@ int dt_program_push(struct dt_program *p, const struct dt_op *op)
 bool dt_plan_dropped(const struct dt_plan *plan, int rank)
 {
     const struct dt_rank_plan *r = &plan->ranks[rank];
-    return plan->probe && r->dp_index > 0 && r->dp_index < r->dp_count - 1;
+    return plan->probe && ((r->dp_index > 0 && r->dp_index < r->dp_count - 1) ||
+                           (plan->probe_tensor > 1 && rank % plan->probe_tensor));
 }
 
 struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op)

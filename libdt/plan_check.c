@@ -146,21 +146,15 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
     return "an unknown op kind";
 }
 
-/* Where a region's elements lie in rank r's memory: a buffer and, for ACT and DACT, the
- * layer's own storage or the shared one (layer -1: the recomputation workspace, as KEEP, or
- * the gradient pool), and elements [lo, hi) there. Rows held in ws_rows rows (slot_rows in the
- * pool) are at row mod ws_rows; while ws_rows is unknown (0: the recomputation is being
- * compiled) such a region spans its whole storage. */
-struct span {
-    int buf, layer;
-    long lo, hi;
-};
-
-static struct span span_of(const struct dt_plan *plan, int r, const struct dt_region *g)
+/* compile.h: where a region's elements lie in rank r's memory. Rows held in ws_rows rows
+ * (slot_rows in the pool) are at row mod ws_rows; while ws_rows is unknown (0: the
+ * recomputation is being compiled) such a region spans its whole storage. */
+struct dtc_span dtc_span_of(const struct dt_plan *plan, int r, const struct dt_region *g)
 {
     const struct dt_rank_plan *rp = &plan->ranks[r];
-    struct span s = {(int)g->buf, -1, g->offset, g->offset + g->count};
-    if ((g->buf != DT_BUF_ACT && g->buf != DT_BUF_DACT) || g->layer < 0)
+    struct dtc_span s = {(int)g->buf, (int)g->buf, -1, g->offset, g->offset + g->count,
+                         g->count <= 0};
+    if ((g->buf != DT_BUF_ACT && g->buf != DT_BUF_DACT) || g->layer < 0 || s.empty)
         return s;
     int l = dt_layer_storage(plan->model, g->layer), rows = 0;
     const struct dt_recompute_layout *rc = dt_plan_rank_recompute(plan, r);
@@ -187,13 +181,20 @@ static struct span span_of(const struct dt_plan *plan, int r, const struct dt_re
     return s;
 }
 
+bool dtc_spans_overlap(const struct dtc_span *x, const struct dtc_span *y)
+{
+    if (x->region_buf != y->region_buf || x->empty || y->empty) /* a buffer kept apart */
+        return false;
+    return x->buf == y->buf && x->layer == y->layer && x->lo < y->hi && y->lo < x->hi;
+}
+
 static bool overlap(const struct dt_plan *plan, int r, const struct dt_region *a,
                     const struct dt_region *b)
 {
     if (a->buf != b->buf || a->count <= 0 || b->count <= 0) /* spans keep a buffer apart */
         return false;
-    struct span x = span_of(plan, r, a), y = span_of(plan, r, b);
-    return x.buf == y.buf && x.layer == y.layer && x.lo < y.hi && y.lo < x.hi;
+    struct dtc_span x = dtc_span_of(plan, r, a), y = dtc_span_of(plan, r, b);
+    return dtc_spans_overlap(&x, &y);
 }
 
 /* The regions op writes (at most 2; their number). A forward writes its layer's output rows

@@ -397,6 +397,7 @@ struct walk {
     const struct dt_plan *plan;
     int rank;
     struct dt_op *sends; /* non-blocking SENDs pushed and not yet waited */
+    struct dtc_span *read; /* where each one's region lies (dtc_span_of, once per send) */
     int n_sends;
     bool *early;         /* per handle: waited before a recomputed forward, not at its WAIT */
 };
@@ -410,15 +411,22 @@ static int push_after_sends(struct dt_program *out, struct walk *w, const struct
 {
     int rc = DT_OK, kept = 0;
     struct dt_region wr[2]; /* once per op, not per pending send */
+    struct dtc_span ws[2];
     int n_wr = w->n_sends ? dtc_written(w->plan, w->rank, op, wr) : 0;
+    for (int k = 0; k < n_wr; k++)
+        ws[k] = dtc_span_of(w->plan, w->rank, &wr[k]);
     for (int k = 0; k < w->n_sends; k++) {
         const struct dt_op *s = &w->sends[k];
-        if (!rc && dtc_any_overlap(w->plan, w->rank, wr, n_wr, &s->region)) {
+        bool hit = false;
+        for (int j = 0; j < n_wr && !hit; j++)
+            hit = dtc_spans_overlap(&ws[j], &w->read[k]);
+        if (!rc && hit) {
             w->early[s->handle] = true;
             rc = dt_program_push(out, &(struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
                                                       .handle = s->handle});
             continue;
         }
+        w->read[kept] = w->read[k];
         w->sends[kept++] = *s;
     }
     w->n_sends = kept;
@@ -432,15 +440,19 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
     if (op->kind == DT_OP_WAIT) {
         int kept = 0;
         for (int k = 0; k < w->n_sends; k++)
-            if (w->sends[k].handle != op->handle)
+            if (w->sends[k].handle != op->handle) {
+                w->read[kept] = w->read[k];
                 w->sends[kept++] = w->sends[k];
+            }
         w->n_sends = kept;
         if (w->early[op->handle])
             return DT_OK;
     }
     int rc = push_after_sends(out, w, op);
-    if (!rc && op->kind == DT_OP_SEND && op->nonblocking)
+    if (!rc && op->kind == DT_OP_SEND && op->nonblocking) {
+        w->read[w->n_sends] = dtc_span_of(w->plan, w->rank, &op->region);
         w->sends[w->n_sends++] = *op;
+    }
     return rc;
 }
 
@@ -530,9 +542,11 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     struct walk w = {.done = calloc(cells, sizeof *w.done), .fwd = malloc(cells * sizeof *w.fwd),
                      .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1,
                      .plan = plan, .rank = r, .sends = malloc(((size_t)sends + 1) * sizeof *w.sends),
+                     .read = malloc(((size_t)sends + 1) * sizeof *w.read),
                      .early = calloc((size_t)handles + 1, sizeof *w.early)};
     struct dt_program out = {0};
-    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.early ? DT_OK : DT_ENOMEM;
+    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read && w.early
+                    ? DT_OK : DT_ENOMEM;
     for (size_t c = 0; !rcode && c < cells; c++)
         w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
@@ -549,6 +563,7 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
             rcode = push_step_op(&out, &w, op);
     }
     free(w.sends);
+    free(w.read);
     free(w.early);
     free(w.done);
     free(w.fwd);

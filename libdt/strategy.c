@@ -640,11 +640,38 @@ static bool replicas_alike(const struct dt_plan_options *o, const struct dt_topo
 /* What build compiles: the whole plan, a probe (dt_plan_probe), a floor (dt_plan_floor). */
 enum build_mode { BUILD_FULL, BUILD_PROBE, BUILD_FLOOR };
 
+/* The plan of build's checked options, K micro-batches accumulated; one_tensor_rank: a
+ * probe or floor of a pipeline builds tensor rank 0 alone where it may (probe_tensor.c). */
+static int compile(const struct dt_model *model, const struct dt_topology *topo,
+                   const struct dt_plan_options *opt, enum build_mode mode, bool one_tensor_rank,
+                   struct dt_plan **out, struct dt_error *err)
+{
+    bool probe = mode != BUILD_FULL;
+    struct dt_plan *plan;
+    *out = NULL;
+    if (dt_plan_alloc(model, topo, opt, dt_plan_ranks(opt, topo), &plan))
+        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    plan->opt.accumulate = opt->accumulate > 0 ? opt->accumulate : 1;
+    plan->probe = probe && replicas_alike(opt, topo);
+    plan->floor = mode == BUILD_FLOOR;
+    plan->probe_tensor = plan->probe && one_tensor_rank ? dtc_probe_tensor_width(plan) : 0;
+    int rc = registry[opt->strategy].compile(plan, err);
+    if (!rc && dt_plan_share(plan))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    if (!rc && !probe)
+        rc = dt_plan_check(plan, err);
+    if (rc) {
+        dt_plan_destroy(plan);
+        return rc;
+    }
+    *out = plan;
+    return DT_OK;
+}
+
 static int build(const struct dt_model *model, const struct dt_topology *topo,
                  const struct dt_plan_options *opt, enum build_mode mode, struct dt_plan **out,
                  struct dt_error *err)
 {
-    bool probe = mode != BUILD_FULL;
     *out = NULL;
     enum dt_strategy s = opt->strategy;
     if (s < 0 || s >= DT_STRAT_COUNT)
@@ -663,23 +690,12 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
         return dt_fail(err, DT_EINPUT, NULL, 0, 0,
                        "global batch %d is smaller than the %d replicas x %d accumulated "
                        "micro-batches that share it", opt->batch, replicas, K);
-    struct dt_plan *plan;
-    if (dt_plan_alloc(model, topo, opt, p, &plan))
-        return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    plan->opt.accumulate = K;
-    plan->probe = probe && replicas_alike(opt, topo);
-    plan->floor = mode == BUILD_FLOOR;
-    int rc = registry[s].compile(plan, err);
-    if (!rc && dt_plan_share(plan))
-        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-    if (!rc && !probe)
-        rc = dt_plan_check(plan, err);
-    if (rc) {
-        dt_plan_destroy(plan);
-        return rc;
+    int rc = compile(model, topo, opt, mode, true, out, err);
+    if (!rc && !dtc_probe_tensor_alike(*out)) { /* its tensor ranks differ: build them all */
+        dt_plan_destroy(*out);
+        rc = compile(model, topo, opt, mode, false, out, err);
     }
-    *out = plan;
-    return DT_OK;
+    return rc;
 }
 
 int dt_plan_build(const struct dt_model *model, const struct dt_topology *topo,

@@ -415,8 +415,8 @@ static void test_partition_balanced(void **state)
 static void exhaustive_partition(const double *cost, size_t stride, int n, int parts,
                                  int *first)
 {
-    double best[13][13], prefix[13][13]; /* prefix[k][i]: items 0..i-1 in part k (1..parts) */
-    int cut[13][13];
+    double best[49][49], prefix[49][49]; /* prefix[k][i]: items 0..i-1 in part k (1..parts) */
+    int cut[49][49];
     for (int k = 1; k <= parts; k++) {
         prefix[k][0] = 0;
         for (int i = 0; i < n; i++)
@@ -443,17 +443,18 @@ static void exhaustive_partition(const double *cost, size_t stride, int n, int p
         i = first[k - 1] = cut[k][i];
 }
 
-/* The early stop (best[k - 1][j] grows with j) cuts where trying every j cuts: 20,000 random
- * costs, small integers (ties, zeros) and fractions, 1 to 12 items in 1 to n parts, the same
- * costs in every part or (every third case) each part its own. */
+/* The bisection for the last part's start (best[k - 1][j] grows with j) cuts where trying
+ * every j cuts: 20,000 random costs, small integers (ties, zeros) and fractions, 1 to 12
+ * items (every fifth case up to 48) in 1 to n parts, the same costs in every part or (every
+ * third case) each part its own. */
 static void test_partition_early_stop(void **state)
 {
     (void)state;
     srand(7);
     for (int t = 0; t < 20000; t++) {
-        int n = 1 + rand() % 12, parts = 1 + rand() % n, a[13], b[13];
+        int n = 1 + rand() % (t % 5 == 1 ? 48 : 12), parts = 1 + rand() % n, a[49], b[49];
         size_t stride = t % 3 == 2 ? (size_t)n : 0;
-        double cost[12 * 12];
+        double cost[48 * 48];
         for (int i = 0; i < (stride ? parts * n : n); i++)
             cost[i] = t % 2 ? rand() % 4 : (double)rand() / RAND_MAX * 1e-3;
         assert_int_equal(dt_partition_balanced(cost, stride, n, parts, a), 0);

@@ -356,6 +356,10 @@ struct dt_plan {
     /* a probe (dt_plan_probe): the ranks of the middle data-parallel replicas get no ops and
      * no buffers; the first and the last replica's ranks are built as in the full plan */
     bool probe;
+    /* a pipeline's probe or floor with --tp (probe_tensor.c): the T tensor ranks of a stage
+     * and replica hold the same buffers and ops up to peers, so only tensor rank 0 (rank
+     * mod probe_tensor) is built; 0 where they may differ (all built) */
+    int probe_tensor;
     /* a pipeline's memory floor (dt_plan_floor): the first replica's ranks get their buffer
      * tables from their views and slots alone, no ops; the other ranks nothing */
     bool floor;
