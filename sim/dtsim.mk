@@ -26,6 +26,14 @@ tests_test_fabric_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_fabric_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fabric_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
+# A round's time by classes where the fabric shares evenly, against the engine (sim/evenshare.c).
+check_PROGRAMS += tests/test_evenshare
+TESTS += tests/test_evenshare
+tests_test_evenshare_SOURCES = tests/test_evenshare.c sim/network.c sim/fabric.c
+tests_test_evenshare_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_evenshare_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_evenshare_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
 TESTS += tests/test_dtsim_links.sh
 EXTRA_DIST += tests/test_dtsim_links.sh
 TESTS += tests/test_dtsim_cli.sh tests/test_dtsim_recommend.sh tests/test_dtsim_scale.sh

@@ -7,6 +7,7 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "evenshare.h"
 #include "grow.h"
 #include "network.h"
 
@@ -32,8 +33,9 @@ struct dt_symround {
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
     long solves, collectives;
-    struct dt_sim *sim;      /* the fabric, built at the first solve, restarted at the next */
+    struct dt_sim *sim;      /* the fabric, built at the first solve */
     struct dt_simnet net;
+    struct dt_evenshare *even; /* a round's time by classes, the engine where it must */
 };
 
 /* A word at a time (a byte at a time, FNV-1a, was most of the time of a 1,024-rank ring's
@@ -71,6 +73,11 @@ int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_para
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     sr->topo = topo;
     sr->cp = *cp;
+    int rc = dt_evenshare_create(&sr->even, err);
+    if (rc) {
+        free(sr);
+        return rc;
+    }
     *out = sr;
     return DT_OK;
 }
@@ -84,13 +91,12 @@ static void drop_fabric(struct dt_symround *sr)
     sr->sim = NULL;
 }
 
-/* The fabric with no flow and its clock at 0: built the first time, restarted after (the
- * links and routes of a topology do not change; a new simulator for every solve took fresh
- * pages for every flow's record). */
-static int fresh_fabric(struct dt_symround *sr, struct dt_error *err)
+/* The fabric: built the first time, kept after (the links and routes of a topology do not
+ * change; dt_evenshare_time restarts it when it plays flows on it). */
+static int fabric(struct dt_symround *sr, struct dt_error *err)
 {
     if (sr->sim)
-        return dt_sim_restart(sr->sim, err);
+        return DT_OK;
     int rc = dt_sim_create(&sr->sim, err);
     if (!rc)
         rc = dt_simnet_build(&sr->net, sr->sim, sr->topo, sr->topo->n_ranks, &sr->cp, err);
@@ -108,6 +114,7 @@ void dt_symround_destroy(struct dt_symround *sr)
     free(sr->latencies.e);
     free(sr->t);
     drop_fabric(sr);
+    dt_evenshare_destroy(sr->even);
     free(sr);
 }
 
@@ -120,24 +127,23 @@ void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collec
 /* Seconds until the last of the round's transfers ends, every one started at 0 (at
  * elem_bytes per float; 0: the latencies alone) on a fabric with no other flow: a clock
  * started at 0 every time, so that a round's time does not depend on what was solved before
- * (the processes of a split search solve different rounds first). */
+ * (the processes of a split search solve different rounds first). The engine's time for
+ * them, by classes where the fabric shares evenly (evenshare.h). */
 static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt_error *err)
 {
-    int rc = fresh_fabric(sr, err);
+    int rc = fabric(sr, err);
     if (rc)
         return rc;
-    struct dt_sim *sim = sr->sim;
+    dt_evenshare_clear(sr->even);
     for (int i = 0; i < sr->n_t && !rc; i++) {
         int route[DT_SIM_MAX_HOPS];
         int hops = dt_simnet_route(&sr->net, sr->t[i].src, sr->t[i].dst, route);
-        rc = dt_sim_flow(sim, elem_bytes * (double)sr->t[i].count, route, hops, sr->t[i].src,
-                         sr->t[i].dst, (uint64_t)i, err);
+        rc = dt_evenshare_flow(sr->even, sr->sim, elem_bytes * (double)sr->t[i].count, route,
+                               hops, err);
     }
-    struct dt_sim_completion c;
-    while (!rc && (rc = dt_sim_next(sim, &c, err)) == DT_OK && c.kind != DT_SIM_END)
-        ;
+    if (!rc)
+        rc = dt_evenshare_time(sr->even, sr->sim, s, err);
     sr->solves++;
-    *s = dt_sim_now(sim);
     if (rc)
         drop_fabric(sr); /* left mid-run: the next solve builds anew */
     return rc;
