@@ -9,17 +9,8 @@
 #include "engine.h"
 #include "evenshare.h"
 #include "grow.h"
+#include "memo.h"
 #include "network.h"
-
-struct memo {                /* a round or a collective already timed */
-    uint64_t key;
-    double s, busy;
-};
-
-struct memos {
-    struct memo *e;
-    int n, cap;
-};
 
 struct transfer {
     int src, dst;
@@ -29,7 +20,7 @@ struct transfer {
 struct dt_symround {
     const struct dt_topology *topo;
     struct dt_cost_params cp;
-    struct memos rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
+    struct dt_memo rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
     long solves, collectives;
@@ -37,33 +28,6 @@ struct dt_symround {
     struct dt_simnet net;
     struct dt_evenshare *even; /* a round's time by classes, the engine where it must */
 };
-
-/* A word at a time (a byte at a time, FNV-1a, was most of the time of a 1,024-rank ring's
- * keys): xor, multiply by splitmix64's constant, fold the high bits down. */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 31);
-}
-
-static bool recall(const struct memos *m, uint64_t key, double *s, double *busy)
-{
-    for (int i = 0; i < m->n; i++)
-        if (m->e[i].key == key) {
-            *s = m->e[i].s;
-            *busy = m->e[i].busy;
-            return true;
-        }
-    return false;
-}
-
-static int remember(struct memos *m, uint64_t key, double s, double busy)
-{
-    if (dt_grow((void **)&m->e, &m->cap, m->n + 1, sizeof *m->e))
-        return -1;
-    m->e[m->n++] = (struct memo){key, s, busy};
-    return 0;
-}
 
 int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_params *cp,
                        struct dt_symround **out, struct dt_error *err)
@@ -109,9 +73,9 @@ void dt_symround_destroy(struct dt_symround *sr)
 {
     if (!sr)
         return;
-    free(sr->rounds.e);
-    free(sr->colls.e);
-    free(sr->latencies.e);
+    dt_memo_free(&sr->rounds);
+    dt_memo_free(&sr->colls);
+    dt_memo_free(&sr->latencies);
     free(sr->t);
     drop_fabric(sr);
     dt_evenshare_destroy(sr->even);
@@ -195,17 +159,18 @@ static int build_round(struct dt_symround *sr, const struct dt_op *op, const str
 
 /* The round's key: its transfers, counts one float below the largest taken as the largest
  * (chunks of a region split unevenly), and its sum. */
-static uint64_t round_key(struct dt_symround *sr, long summed)
+static struct dt_memo_key round_key(struct dt_symround *sr, long summed)
 {
     long widest = 0;
     for (int i = 0; i < sr->n_t; i++)
         widest = sr->t[i].count > widest ? sr->t[i].count : widest;
-    uint64_t h = mix(1469598103934665603ULL, (uint64_t)summed);
+    struct dt_memo_key h = dt_memo_mix(dt_memo_start(), (uint64_t)summed);
     for (int i = 0; i < sr->n_t; i++) {
         if (sr->t[i].count >= widest - 1)
             sr->t[i].count = widest;
-        h = mix(mix(mix(h, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst),
-                (uint64_t)sr->t[i].count);
+        h = dt_memo_mix(dt_memo_mix(dt_memo_mix(h, (uint64_t)sr->t[i].src),
+                                    (uint64_t)sr->t[i].dst),
+                        (uint64_t)sr->t[i].count);
     }
     return h;
 }
@@ -215,28 +180,30 @@ static uint64_t round_key(struct dt_symround *sr, long summed)
  * (a ring's collectives of every size) share it. */
 static int latencies(struct dt_symround *sr, double *lat, struct dt_error *err)
 {
-    uint64_t key = 1469598103934665603ULL;
+    struct dt_memo_key key = dt_memo_start();
     double unused;
     for (int i = 0; i < sr->n_t; i++)
-        key = mix(mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
-    if (recall(&sr->latencies, key, lat, &unused))
+        key = dt_memo_mix(dt_memo_mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
+    if (dt_memo_recall(&sr->latencies, key, lat, &unused))
         return DT_OK;
     int rc = solve(sr, 0, lat, err);
-    if (!rc && remember(&sr->latencies, key, *lat, 0))
+    if (!rc && dt_memo_remember(&sr->latencies, key, *lat, 0))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     return rc;
 }
 
-static uint64_t coll_key(const struct dt_op *op, const struct dt_group *g, const int *shifts,
-                         int n_shifts, double elem_bytes)
+static struct dt_memo_key coll_key(const struct dt_op *op, const struct dt_group *g,
+                                   const int *shifts, int n_shifts, double elem_bytes)
 {
-    uint64_t h = 1469598103934665603ULL;
-    h = mix(mix(mix(h, (uint64_t)op->coll), (uint64_t)op->alg), (uint64_t)op->root);
-    h = mix(mix(mix(h, (uint64_t)op->region.count), (uint64_t)elem_bytes), (uint64_t)g->n);
+    const uint64_t shape[] = {(uint64_t)op->coll, (uint64_t)op->alg, (uint64_t)op->root,
+                              (uint64_t)op->region.count, (uint64_t)elem_bytes, (uint64_t)g->n};
+    struct dt_memo_key h = dt_memo_start();
+    for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
+        h = dt_memo_mix(h, shape[i]);
     for (int i = 0; i < g->n; i++)
-        h = mix(h, (uint64_t)g->ranks[i]);
+        h = dt_memo_mix(h, (uint64_t)g->ranks[i]);
     for (int k = 0; k < n_shifts; k++)
-        h = mix(h, (uint64_t)shifts[k]);
+        h = dt_memo_mix(h, (uint64_t)shifts[k]);
     return h;
 }
 
@@ -246,8 +213,8 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
                      double *s, double *busy_s, struct dt_error *err)
 {
     const struct dt_group *g = &plan->groups[op->group];
-    uint64_t key = coll_key(op, g, shifts, n_shifts, elem_bytes);
-    if (recall(&sr->colls, key, s, busy_s))
+    struct dt_memo_key key = coll_key(op, g, shifts, n_shifts, elem_bytes);
+    if (dt_memo_recall(&sr->colls, key, s, busy_s))
         return DT_OK;
     int rc = DT_OK;
     double total = 0, busy = 0;
@@ -257,22 +224,22 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
         if (rc || !any)
             break;
-        uint64_t rk = mix(round_key(sr, summed), (uint64_t)elem_bytes);
+        struct dt_memo_key rk = dt_memo_mix(round_key(sr, summed), (uint64_t)elem_bytes);
         double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
-        if (!recall(&sr->rounds, rk, &t, &link)) {
+        if (!dt_memo_recall(&sr->rounds, rk, &t, &link)) {
             rc = solve(sr, elem_bytes, &t, err);
             if (!rc)
                 rc = latencies(sr, &lat, err);
             link = t - lat;
             if (!rc && summed > 0)
                 t += dt_cost_reduce(cp, dev, summed, elem_bytes);
-            if (!rc && remember(&sr->rounds, rk, t, link))
+            if (!rc && dt_memo_remember(&sr->rounds, rk, t, link))
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         }
         busy += link;
         total += t;
     }
-    if (!rc && remember(&sr->colls, key, total, busy))
+    if (!rc && dt_memo_remember(&sr->colls, key, total, busy))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     sr->collectives += !rc;
     *s = total;
