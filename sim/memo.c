@@ -9,14 +9,6 @@ struct dt_memo_key dt_memo_start(void)
     return (struct dt_memo_key){1469598103934665603ULL, 0x9e3779b97f4a7c15ULL};
 }
 
-/* a: xor, multiply by splitmix64's constant, fold the high bits down (a word at a time: FNV-1a
- * byte by byte was most of the time of a 1,024-rank ring's keys); b: b * K + v + 1. */
-struct dt_memo_key dt_memo_mix(struct dt_memo_key k, uint64_t v)
-{
-    uint64_t a = (k.a ^ v) * 0xbf58476d1ce4e5b9ULL;
-    return (struct dt_memo_key){a ^ (a >> 31), k.b * 0x94d049bb133111ebULL + v + 1};
-}
-
 static bool same(struct dt_memo_key x, struct dt_memo_key y)
 {
     return x.a == y.a && x.b == y.b;
