@@ -20,7 +20,7 @@ struct flow_class {
 
 struct dt_evenshare {
     /* the round's flows */
-    int n_flows, cap_flows, cap_start, cap_lat, cap_bytes, cap_comp;
+    int n_flows, cap_start, cap_lat, cap_bytes, cap_comp;
     double *lat, *bytes;
     int *start;          /* flow i's route: hop[start[i] .. start[i + 1] - 1] */
     int n_hops, cap_hops;
