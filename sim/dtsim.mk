@@ -4,7 +4,7 @@ dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommen
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
 	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h \
 	sim/links.c sim/links.h sim/estimate.c sim/estimate.h sim/bound.c sim/bound.h \
-	sim/symmetry.c sim/symmetry.h sim/symround.c sim/symround.h
+	sim/symmetry.c sim/symmetry.h sim/symround.c sim/symround.h sim/memo.c sim/memo.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
@@ -25,6 +25,22 @@ tests_test_fabric_SOURCES = tests/test_fabric.c sim/network.c sim/fabric.c
 tests_test_fabric_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 tests_test_fabric_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fabric_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# A round's time by classes where the fabric shares evenly, against the engine (sim/evenshare.c).
+check_PROGRAMS += tests/test_evenshare
+TESTS += tests/test_evenshare
+tests_test_evenshare_SOURCES = tests/test_evenshare.c sim/network.c sim/fabric.c
+tests_test_evenshare_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_evenshare_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_evenshare_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(CMOCKA_LIBS)
+
+# The memo table of sim/symround.c (sim/memo.c).
+check_PROGRAMS += tests/test_memo
+TESTS += tests/test_memo
+tests_test_memo_SOURCES = tests/test_memo.c sim/memo.c
+tests_test_memo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+tests_test_memo_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_memo_LDADD = $(CMOCKA_LIBS)
 
 TESTS += tests/test_dtsim_links.sh
 EXTRA_DIST += tests/test_dtsim_links.sh
@@ -68,7 +84,7 @@ bench-scale: dtsim$(EXEEXT)
 
 # The symmetric estimate against the full simulation (sim/symmetry.c), and --recommend's
 # lower bound against both (sim/bound.c): the player's test sources (tests/local.mk) and these.
-BOUND_TEST_SOURCES = sim/symmetry.c sim/symround.c sim/bound.c sim/epoch.c $(PLAYER_TEST_SOURCES)
+BOUND_TEST_SOURCES = sim/symmetry.c sim/symround.c sim/memo.c sim/bound.c sim/epoch.c $(PLAYER_TEST_SOURCES)
 check_PROGRAMS += tests/test_symmetry tests/test_bound
 TESTS += tests/test_symmetry tests/test_bound
 tests_test_symmetry_SOURCES = tests/test_symmetry.c $(BOUND_TEST_SOURCES)

@@ -7,18 +7,10 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "evenshare.h"
 #include "grow.h"
+#include "memo.h"
 #include "network.h"
-
-struct memo {                /* a round or a collective already timed */
-    uint64_t key;
-    double s, busy;
-};
-
-struct memos {
-    struct memo *e;
-    int n, cap;
-};
 
 struct transfer {
     int src, dst;
@@ -28,40 +20,14 @@ struct transfer {
 struct dt_symround {
     const struct dt_topology *topo;
     struct dt_cost_params cp;
-    struct memos rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
+    struct dt_memo rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
     long solves, collectives;
-    struct dt_sim *sim;      /* the fabric, built at the first solve, restarted at the next */
+    struct dt_sim *sim;      /* the fabric, built at the first solve */
     struct dt_simnet net;
+    struct dt_evenshare *even; /* a round's time by classes, the engine where it must */
 };
-
-/* A word at a time (a byte at a time, FNV-1a, was most of the time of a 1,024-rank ring's
- * keys): xor, multiply by splitmix64's constant, fold the high bits down. */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 31);
-}
-
-static bool recall(const struct memos *m, uint64_t key, double *s, double *busy)
-{
-    for (int i = 0; i < m->n; i++)
-        if (m->e[i].key == key) {
-            *s = m->e[i].s;
-            *busy = m->e[i].busy;
-            return true;
-        }
-    return false;
-}
-
-static int remember(struct memos *m, uint64_t key, double s, double busy)
-{
-    if (dt_grow((void **)&m->e, &m->cap, m->n + 1, sizeof *m->e))
-        return -1;
-    m->e[m->n++] = (struct memo){key, s, busy};
-    return 0;
-}
 
 int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_params *cp,
                        struct dt_symround **out, struct dt_error *err)
@@ -71,6 +37,11 @@ int dt_symround_create(const struct dt_topology *topo, const struct dt_cost_para
         return dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     sr->topo = topo;
     sr->cp = *cp;
+    int rc = dt_evenshare_create(&sr->even, err);
+    if (rc) {
+        free(sr);
+        return rc;
+    }
     *out = sr;
     return DT_OK;
 }
@@ -84,13 +55,12 @@ static void drop_fabric(struct dt_symround *sr)
     sr->sim = NULL;
 }
 
-/* The fabric with no flow and its clock at 0: built the first time, restarted after (the
- * links and routes of a topology do not change; a new simulator for every solve took fresh
- * pages for every flow's record). */
-static int fresh_fabric(struct dt_symround *sr, struct dt_error *err)
+/* The fabric: built the first time, kept after (the links and routes of a topology do not
+ * change; dt_evenshare_time restarts it when it plays flows on it). */
+static int fabric(struct dt_symround *sr, struct dt_error *err)
 {
     if (sr->sim)
-        return dt_sim_restart(sr->sim, err);
+        return DT_OK;
     int rc = dt_sim_create(&sr->sim, err);
     if (!rc)
         rc = dt_simnet_build(&sr->net, sr->sim, sr->topo, sr->topo->n_ranks, &sr->cp, err);
@@ -103,11 +73,12 @@ void dt_symround_destroy(struct dt_symround *sr)
 {
     if (!sr)
         return;
-    free(sr->rounds.e);
-    free(sr->colls.e);
-    free(sr->latencies.e);
+    dt_memo_free(&sr->rounds);
+    dt_memo_free(&sr->colls);
+    dt_memo_free(&sr->latencies);
     free(sr->t);
     drop_fabric(sr);
+    dt_evenshare_destroy(sr->even);
     free(sr);
 }
 
@@ -120,24 +91,23 @@ void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collec
 /* Seconds until the last of the round's transfers ends, every one started at 0 (at
  * elem_bytes per float; 0: the latencies alone) on a fabric with no other flow: a clock
  * started at 0 every time, so that a round's time does not depend on what was solved before
- * (the processes of a split search solve different rounds first). */
+ * (the processes of a split search solve different rounds first). The engine's time for
+ * them, by classes where the fabric shares evenly (evenshare.h). */
 static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt_error *err)
 {
-    int rc = fresh_fabric(sr, err);
+    int rc = fabric(sr, err);
     if (rc)
         return rc;
-    struct dt_sim *sim = sr->sim;
+    dt_evenshare_clear(sr->even);
     for (int i = 0; i < sr->n_t && !rc; i++) {
         int route[DT_SIM_MAX_HOPS];
         int hops = dt_simnet_route(&sr->net, sr->t[i].src, sr->t[i].dst, route);
-        rc = dt_sim_flow(sim, elem_bytes * (double)sr->t[i].count, route, hops, sr->t[i].src,
-                         sr->t[i].dst, (uint64_t)i, err);
+        rc = dt_evenshare_flow(sr->even, sr->sim, elem_bytes * (double)sr->t[i].count, route,
+                               hops, err);
     }
-    struct dt_sim_completion c;
-    while (!rc && (rc = dt_sim_next(sim, &c, err)) == DT_OK && c.kind != DT_SIM_END)
-        ;
+    if (!rc)
+        rc = dt_evenshare_time(sr->even, sr->sim, s, err);
     sr->solves++;
-    *s = dt_sim_now(sim);
     if (rc)
         drop_fabric(sr); /* left mid-run: the next solve builds anew */
     return rc;
@@ -189,17 +159,18 @@ static int build_round(struct dt_symround *sr, const struct dt_op *op, const str
 
 /* The round's key: its transfers, counts one float below the largest taken as the largest
  * (chunks of a region split unevenly), and its sum. */
-static uint64_t round_key(struct dt_symround *sr, long summed)
+static struct dt_memo_key round_key(struct dt_symround *sr, long summed)
 {
     long widest = 0;
     for (int i = 0; i < sr->n_t; i++)
         widest = sr->t[i].count > widest ? sr->t[i].count : widest;
-    uint64_t h = mix(1469598103934665603ULL, (uint64_t)summed);
+    struct dt_memo_key h = dt_memo_mix(dt_memo_start(), (uint64_t)summed);
     for (int i = 0; i < sr->n_t; i++) {
         if (sr->t[i].count >= widest - 1)
             sr->t[i].count = widest;
-        h = mix(mix(mix(h, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst),
-                (uint64_t)sr->t[i].count);
+        h = dt_memo_mix(dt_memo_mix(dt_memo_mix(h, (uint64_t)sr->t[i].src),
+                                    (uint64_t)sr->t[i].dst),
+                        (uint64_t)sr->t[i].count);
     }
     return h;
 }
@@ -209,28 +180,30 @@ static uint64_t round_key(struct dt_symround *sr, long summed)
  * (a ring's collectives of every size) share it. */
 static int latencies(struct dt_symround *sr, double *lat, struct dt_error *err)
 {
-    uint64_t key = 1469598103934665603ULL;
+    struct dt_memo_key key = dt_memo_start();
     double unused;
     for (int i = 0; i < sr->n_t; i++)
-        key = mix(mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
-    if (recall(&sr->latencies, key, lat, &unused))
+        key = dt_memo_mix(dt_memo_mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
+    if (dt_memo_recall(&sr->latencies, key, lat, &unused))
         return DT_OK;
     int rc = solve(sr, 0, lat, err);
-    if (!rc && remember(&sr->latencies, key, *lat, 0))
+    if (!rc && dt_memo_remember(&sr->latencies, key, *lat, 0))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     return rc;
 }
 
-static uint64_t coll_key(const struct dt_op *op, const struct dt_group *g, const int *shifts,
-                         int n_shifts, double elem_bytes)
+static struct dt_memo_key coll_key(const struct dt_op *op, const struct dt_group *g,
+                                   const int *shifts, int n_shifts, double elem_bytes)
 {
-    uint64_t h = 1469598103934665603ULL;
-    h = mix(mix(mix(h, (uint64_t)op->coll), (uint64_t)op->alg), (uint64_t)op->root);
-    h = mix(mix(mix(h, (uint64_t)op->region.count), (uint64_t)elem_bytes), (uint64_t)g->n);
+    const uint64_t shape[] = {(uint64_t)op->coll, (uint64_t)op->alg, (uint64_t)op->root,
+                              (uint64_t)op->region.count, (uint64_t)elem_bytes, (uint64_t)g->n};
+    struct dt_memo_key h = dt_memo_start();
+    for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
+        h = dt_memo_mix(h, shape[i]);
     for (int i = 0; i < g->n; i++)
-        h = mix(h, (uint64_t)g->ranks[i]);
+        h = dt_memo_mix(h, (uint64_t)g->ranks[i]);
     for (int k = 0; k < n_shifts; k++)
-        h = mix(h, (uint64_t)shifts[k]);
+        h = dt_memo_mix(h, (uint64_t)shifts[k]);
     return h;
 }
 
@@ -240,8 +213,8 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
                      double *s, double *busy_s, struct dt_error *err)
 {
     const struct dt_group *g = &plan->groups[op->group];
-    uint64_t key = coll_key(op, g, shifts, n_shifts, elem_bytes);
-    if (recall(&sr->colls, key, s, busy_s))
+    struct dt_memo_key key = coll_key(op, g, shifts, n_shifts, elem_bytes);
+    if (dt_memo_recall(&sr->colls, key, s, busy_s))
         return DT_OK;
     int rc = DT_OK;
     double total = 0, busy = 0;
@@ -251,22 +224,22 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
         if (rc || !any)
             break;
-        uint64_t rk = mix(round_key(sr, summed), (uint64_t)elem_bytes);
+        struct dt_memo_key rk = dt_memo_mix(round_key(sr, summed), (uint64_t)elem_bytes);
         double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
-        if (!recall(&sr->rounds, rk, &t, &link)) {
+        if (!dt_memo_recall(&sr->rounds, rk, &t, &link)) {
             rc = solve(sr, elem_bytes, &t, err);
             if (!rc)
                 rc = latencies(sr, &lat, err);
             link = t - lat;
             if (!rc && summed > 0)
                 t += dt_cost_reduce(cp, dev, summed, elem_bytes);
-            if (!rc && remember(&sr->rounds, rk, t, link))
+            if (!rc && dt_memo_remember(&sr->rounds, rk, t, link))
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         }
         busy += link;
         total += t;
     }
-    if (!rc && remember(&sr->colls, key, total, busy))
+    if (!rc && dt_memo_remember(&sr->colls, key, total, busy))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     sr->collectives += !rc;
     *s = total;

@@ -2,10 +2,12 @@
  * symmetric estimate, symmetry.h): its schedule's rounds (dt_coll_schedule) in lockstep, each
  * round's transfers of every member of the group, and of the groups that are the same ranks
  * shifted (the data-parallel groups of the other tensor ranks), started together on the real
- * fabric and shared max-min by the engine (NIC sharing, rails, oversubscription count); a
+ * fabric and shared max-min by the engine (NIC sharing, rails, oversubscription count; the
+ * engine's time found by classes of flows where the fabric shares evenly, evenshare.h); a
  * round lasts until its last transfer ends, plus the largest sum a member runs after it.
  * Rounds alike are solved once (chunks one float apart taken as equal: a ring's 2 (p - 1)
- * rounds are one solve), and collectives by (kind, algorithm, group, count, bytes). */
+ * rounds are one solve), and collectives by (kind, algorithm, group, count, bytes), both in
+ * hash tables (memo.h). */
 #ifndef DT_SIM_SYMROUND_H
 #define DT_SIM_SYMROUND_H
 
