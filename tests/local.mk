@@ -158,7 +158,7 @@ EXTRA_DIST += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
 
 # Under AddressSanitizer: the programs that start MPI unwind allocations the slow way, dtsim not.
 TESTS += tests/test_san_unwind.sh
-EXTRA_DIST += tests/test_san_unwind.sh
+EXTRA_DIST += tests/test_san_unwind.sh tests/time_each.sh
 
 # Waiting ranks that share a CPU sleep between polls (exec/idle.h): same weights as polling.
 TESTS += tests/test_exec_idle.sh
