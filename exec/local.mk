@@ -10,7 +10,7 @@ dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/checkpoint.c exec/checkpoint.h \
 	exec/record.c exec/record.h \
 	exec/progress.c exec/progress.h \
-	exec/watchdog.c exec/watchdog.h exec/idle.c exec/idle.h
+	exec/watchdog.c exec/watchdog.h exec/idle.c exec/idle.h exec/san_mpi.c
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
 DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
 dtexec_CPPFLAGS = $(DTCUDA_CPPFLAGS) $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'
@@ -56,7 +56,7 @@ tests_test_idle_LDADD = $(CMOCKA_LIBS)
 check_PROGRAMS += tests/test_exec_collectives
 tests_test_exec_collectives_SOURCES = tests/test_exec_collectives.c exec/executor.c exec/executor.h \
 	exec/cuda_net.c exec/cuda_net.h exec/cuda_supports.c exec/watchdog.c exec/watchdog.h \
-	exec/idle.c exec/idle.h
+	exec/idle.c exec/idle.h exec/san_mpi.c
 tests_test_exec_collectives_CPPFLAGS = $(DTCPU_CPPFLAGS) -I$(top_srcdir)/exec
 tests_test_exec_collectives_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) $(BLAS_CFLAGS)
 tests_test_exec_collectives_LDADD = $(DTCUDA_LIBS) $(DTCPU_LIBS) $(DTCORE_LIBS) $(MPI_LIBS) $(BLAS_LIBS) -lm

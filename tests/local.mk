@@ -156,6 +156,10 @@ tests_test_memfloor_LDADD = $(DTCORE_LIBS) $(CMOCKA_LIBS)
 TESTS += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
 EXTRA_DIST += tests/test_dtexec_device.sh tests/test_exec_cuda.sh
 
+# Under AddressSanitizer: the programs that start MPI unwind allocations the slow way, dtsim not.
+TESTS += tests/test_san_unwind.sh
+EXTRA_DIST += tests/test_san_unwind.sh tests/time_each.sh
+
 # Waiting ranks that share a CPU sleep between polls (exec/idle.h): same weights as polling.
 TESTS += tests/test_exec_idle.sh
 EXTRA_DIST += tests/test_exec_idle.sh

@@ -27,7 +27,6 @@ DTC_STATE_DIR=${TMPDIR:-/tmp}/dtcluster-test-$$
 export DTC_PREFIX DTC_STATE_DIR top_builddir
 # Under AddressSanitizer: MPICH's UCX modules leak at exit (tests/lsan.supp).
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 tmp=$(mktemp -d)
 trap 'bash "$dtc" down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM

@@ -7,7 +7,6 @@ set -u
 export OPENBLAS_NUM_THREADS=1
 # Under AddressSanitizer: see test_exec_equivalence.sh.
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 rc=0
 for n in 2 3 4; do
   timeout 60 $MPIEXEC -n $n "$top_builddir/tests/test_exec_collectives" || rc=1

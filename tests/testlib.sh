@@ -5,10 +5,9 @@ set -u
 : "${top_builddir:=..}" "${top_srcdir:=..}" "${MPIEXEC:=mpiexec}"
 # One BLAS thread per rank: the tests run several ranks on few cores.
 export OPENBLAS_NUM_THREADS=1
-# Under AddressSanitizer: MPICH's UCX modules leak at exit; the slow unwinder gives their
-# allocations stacks that tests/lsan.supp can match (the fast one stops in an unloaded module).
+# Under AddressSanitizer: MPICH's UCX modules leak at exit (tests/lsan.supp); the programs that
+# start MPI unwind their allocations the slow way so that it can match them (exec/san_mpi.c).
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top_srcdir/tests/lsan.supp}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
