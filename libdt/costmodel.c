@@ -282,6 +282,19 @@ static double gemm_eff(const struct dt_cost_params *cp, enum dt_op_class c,
     return cp->eff[c];
 }
 
+/* Seconds of a conv op's NCHW <-> NHWC transposes (dt_op_layout_bytes): memory passes,
+ * each its own kernel, besides the convolution's. */
+static double layout_time(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                          const struct dt_model *m, const struct dt_op *op)
+{
+    int kernels;
+    double bytes = dt_op_layout_bytes(cp, dev, m, op, &kernels);
+    if (!(bytes > 0))
+        return 0;
+    return bytes / fmax(dt_cost_stream_bw(cp, dev, bytes), 1) +
+           kernels * cp->overhead_s[DT_CLASS_ELEMENTWISE];
+}
+
 double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                        const struct dt_model *m, const struct dt_op *op)
 {
@@ -301,7 +314,8 @@ double dt_cost_compute(const struct dt_cost_params *cp, const struct dt_device_s
     double t_pack = cp->pack_Bps > 0 ? dt_op_packed_bytes(m, op) / cp->pack_Bps : 0;
     double score_bytes = dt_op_score_bytes(cp, m, op);
     double t_scores = score_bytes > 0 ? score_bytes / dt_cost_stream_bw(cp, dev, score_bytes) : 0;
-    return fmax(t_flops, t_mem) + t_lower + t_pack + t_scores + cp->overhead_s[c];
+    return fmax(t_flops, t_mem) + t_lower + t_pack + t_scores + layout_time(cp, dev, m, op) +
+           cp->overhead_s[c];
 }
 
 void dt_cost_colocated(const struct dt_cost_params *cp, const struct dt_device_spec *dev, int k,

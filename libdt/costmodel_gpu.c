@@ -70,6 +70,30 @@ double dt_op_winograd_share(const struct dt_cost_params *cp, const struct dt_mod
     return winograd ? 16.0 / 36.0 : 1;
 }
 
+/* Whether precision p runs on dev's tensor cores: tf32 or a 16-/8-bit storage with its own
+ * peak (the V100 has no tf32: its tf32 falls back to the fp32 units, NCHW-native kernels). */
+static bool tensor_core(const struct dt_device_spec *dev, enum dt_precision p)
+{
+    bool tc_precision = p == DT_TF32 || dt_dtype_size(dt_precision_storage(p)) <= 2;
+    return tc_precision && p < DT_PREC_COUNT && dev->peak_flops[p] > 0;
+}
+
+double dt_op_layout_bytes(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                          const struct dt_model *m, const struct dt_op *op, int *kernels)
+{
+    *kernels = 0;
+    if (!cp->conv_nchw || op->kind != DT_OP_COMPUTE || !tensor_core(dev, op->precision))
+        return 0;
+    const struct dt_layer *l = &m->layers[op->layer];
+    if (l->kind != DT_L_CONV2D && l->kind != DT_L_CONV2D_TRANSPOSE)
+        return 0;
+    double io = (double)(dt_shape_size(&l->in_shape) + dt_shape_size(&l->out_shape));
+    int calls = op->phase == DT_PH_FORWARD ? 1 : l->bwd_data_flops > 0 ? 2 : 1;
+    *kernels = 2 * calls;
+    double share = op->shards > 1 ? 1.0 / op->shards : 1.0;
+    return 2.0 * calls * io * dt_op_elem_bytes(op) * op->samples * share;
+}
+
 static bool is_activation(enum dt_layer_kind k)
 {
     return k == DT_L_RELU || k == DT_L_TANH || k == DT_L_SIGMOID || k == DT_L_GELU;

@@ -90,6 +90,11 @@ static struct dt_calibration calibration;
  * fitted with each framework's own choice (PyTorch's eager ReLUs separate: validate/published.c). */
 static int fused_activations = -1;
 
+/* --conv-layout nhwc|nchw: whether tensor-core convolutions get NCHW activations, which cuDNN
+ * transposes to NHWC and back (dt_op_layout_bytes; -1: NHWC). The shipped GPU calibrations were
+ * fitted with each framework's layout (NCHW for fp32 and tf32: validate/published.c). */
+static int conv_nchw = -1;
+
 /* One simulation of a plan: the first run (the calibrated parameters themselves) keeps its
  * result and writes the trace; the interval's perturbed runs keep only the iteration time. */
 struct sim_run {
@@ -159,6 +164,8 @@ static void usage(FILE *out)
         "                           a 95%% prediction interval\n"
         "      --activations fused|separate  activations fused into the kernel before them\n"
         "                           or each its own pass (default: fused on GPUs only)\n"
+        "      --conv-layout nhwc|nchw  activations' layout: in nchw tensor-core convolutions\n"
+        "                           transpose them (default nhwc)\n"
         "  -f, --format table|csv|json  output format (default table)\n"
         "  -o, --output FILE        write the output to FILE instead of stdout\n"
         "      --trace FILE         Chrome trace (Perfetto) of one iteration of each strategy\n"
@@ -269,6 +276,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {"calibration", required_argument, NULL, 'C'},
         {"activations", required_argument, NULL, 'A'},
+        {"conv-layout", required_argument, NULL, 'H'},
         {"topology-info", no_argument, NULL, 'I'},
         {"recommend", no_argument, NULL, 'R'},
         {"global-batch", required_argument, NULL, 'G'},
@@ -351,6 +359,11 @@ static int parse_args(int argc, char **argv, struct options *o)
             if (strcmp(optarg, "fused") != 0 && strcmp(optarg, "separate") != 0)
                 return bad_flag("--activations", "expected fused or separate, got '%s'", optarg);
             fused_activations = strcmp(optarg, "fused") == 0;
+            break;
+        case 'H':
+            if (strcmp(optarg, "nhwc") != 0 && strcmp(optarg, "nchw") != 0)
+                return bad_flag("--conv-layout", "expected nhwc or nchw, got '%s'", optarg);
+            conv_nchw = strcmp(optarg, "nchw") == 0;
             break;
         case 'R': o->recommend = true; break;
         case 'G':
@@ -534,6 +547,8 @@ static struct dt_cost_params *group_params(const struct dt_topology *topo)
             dt_calibration_apply(&calibration, &gcp[g]);
         if (fused_activations >= 0)
             gcp[g].fuse_activations = fused_activations;
+        if (conv_nchw >= 0)
+            gcp[g].conv_nchw = conv_nchw;
     }
     return gcp;
 }

@@ -585,6 +585,48 @@ static void test_fused_activations(void **state)
     assert_false(dt_op_fused(&cpu, m, &relu));
 }
 
+/* Ensure a tensor-core convolution in NCHW pays the transposes to NHWC and back, and nothing
+ * else does. conv2d_1 (in 32 x 13 x 13 = 5,408, out 128 x 11 x 11 = 15,488 elements) of 64
+ * samples in bf16: forward the input and output each read and written, 2 x 20,896 x 2 B x 64
+ * = 5,349,376 B, 5.349376 us at 1 TB/s, + 2 transpose kernels x 5 us; backward (data and
+ * weight gradients) twice the bytes and 4 kernels; conv2d (layer 0, no data gradient: in 784,
+ * out 21,632) backward one call: 2 x 22,416 x 2 B x 64 = 5,738,496 B, 2 kernels. Controls:
+ * NHWC (conv_nchw off), fp32 (the fp32 units run NCHW natively), tf32 on this device without
+ * a tf32 peak (fp32 units), a dense layer: no transposes, the cost unchanged. */
+static void test_conv_layout(void **state)
+{
+    const struct dt_model *m = *state;
+    struct dt_cost_params cp;
+    struct dt_device_spec dev = gpu_and_params(&cp, DT_CLASS_CONV);
+    struct dt_op f = at(compute(3, DT_PH_FORWARD, 64), DT_BF16);
+    struct dt_op b = at(compute(3, DT_PH_BACKWARD, 64), DT_BF16);
+    struct dt_op b0 = at(compute(0, DT_PH_BACKWARD, 64), DT_BF16);
+    double nhwc_f = dt_cost_compute(&cp, &dev, m, &f), nhwc_b = dt_cost_compute(&cp, &dev, m, &b);
+    int k;
+    assert_true(dt_op_layout_bytes(&cp, &dev, m, &f, &k) == 0 && k == 0);
+    cp.conv_nchw = true;
+    assert_rel(dt_op_layout_bytes(&cp, &dev, m, &f, &k), 5349376);
+    assert_int_equal(k, 2);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &f) - nhwc_f, 15.349376e-6);
+    assert_rel(dt_op_layout_bytes(&cp, &dev, m, &b, &k), 2 * 5349376.0);
+    assert_int_equal(k, 4);
+    assert_rel(dt_cost_compute(&cp, &dev, m, &b) - nhwc_b, 30.698752e-6);
+    assert_rel(dt_op_layout_bytes(&cp, &dev, m, &b0, &k), 5738496);
+    assert_int_equal(k, 2);
+    struct dt_op others[] = {at(f, DT_FP32), at(f, DT_TF32), at(compute(11, DT_PH_FORWARD, 64),
+                                                                    DT_BF16)};
+    for (int i = 0; i < 3; i++) {
+        assert_true(dt_op_layout_bytes(&cp, &dev, m, &others[i], &k) == 0 && k == 0);
+        double with = dt_cost_compute(&cp, &dev, m, &others[i]);
+        cp.conv_nchw = false;
+        assert_rel(dt_cost_compute(&cp, &dev, m, &others[i]), with);
+        cp.conv_nchw = true;
+    }
+    /* with a tf32 peak, tf32 runs on tensor cores: transposed, at 4 bytes */
+    dev.peak_flops[DT_TF32] = 50e12;
+    assert_rel(dt_op_layout_bytes(&cp, &dev, m, &others[1], &k), 2 * 5349376.0);
+}
+
 /* Ensure a flatten is a view of its input, as dtexec runs it: no FLOPs, no bytes, so only
  * the op's overhead (5 us here) forward and backward. */
 static void test_flatten_is_a_view(void **state)
@@ -745,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_gemm_quantisation),
         cmocka_unit_test(test_conv_quantised),
         cmocka_unit_test(test_fused_activations),
+        cmocka_unit_test(test_conv_layout),
         cmocka_unit_test(test_gpu_defaults),
         cmocka_unit_test(test_special_evals),
         cmocka_unit_test(test_score_bytes),

@@ -231,6 +231,35 @@ static void check_fusion(const struct dtv_run *run, int *unfused)
                  off.iter_s - on.iter_s, relu_s);
 }
 
+/* Ensure each row keeps ResNet-50's activations in its framework's layout (published.c):
+ * NHWC at amp (PyTorch's memory_format nhwc, MXNet's NHWC layouts, XLA's fp16 choice), NCHW
+ * at fp32 and tf32, BERT (no convolutions) neither. NCHW slows exactly the rows whose
+ * convolutions run on tensor cores (the A100's tf32): the V100's fp32 rows run NCHW on the
+ * fp32 units, no transposes, the same step. */
+static void check_layout(const struct dtv_run *run, int *transposed)
+{
+    bool amp = strstr(run->label, " amp ") != NULL, bert = strstr(run->label, " bert-") != NULL;
+    bool want = !bert && !amp;
+    struct dt_cost_params cp;
+    dtv_base_params(run, &cp);
+    if (run->conv_nchw != want || cp.conv_nchw != want)
+        fail_msg("line %d %s: layout %s, expected %s", run->line, run->label,
+                 cp.conv_nchw ? "NCHW" : "NHWC", want ? "NCHW" : "NHWC");
+    struct dt_cost_params nhwc = cp;
+    nhwc.conv_nchw = false;
+    struct dt_error err;
+    dt_error_clear(&err);
+    struct dt_step with, without;
+    assert_int_equal(dtv_step_simulate(run->plan, &cp, &with, &err), DT_OK);
+    assert_int_equal(dtv_step_simulate(run->plan, &nhwc, &without, &err), DT_OK);
+    bool slower = with.iter_s > without.iter_s;
+    bool tf32 = strstr(run->label, " tf32 ") != NULL;
+    if (slower != (want && tf32) || (!slower && with.iter_s != without.iter_s))
+        fail_msg("line %d %s: NCHW step %.9g s, NHWC %.9g s", run->line, run->label,
+                 with.iter_s, without.iter_s);
+    *transposed += slower;
+}
+
 static void published_rows(void **state)
 {
     (void)state;
@@ -245,7 +274,7 @@ static void published_rows(void **state)
     if (dtv_published_load(&set, path, pub, &err))
         fail_msg("%s", err.msg);
     assert_true(set.n >= 79);
-    int tail_only = 0, bucketed = 0, multi_node = 0, unfused = 0;
+    int tail_only = 0, bucketed = 0, multi_node = 0, unfused = 0, transposed = 0;
     for (int i = 0; i < set.n; i++) {
         const struct dtv_run *run = &set.runs[i];
         check_run(run, &tail_only);
@@ -253,6 +282,7 @@ static void published_rows(void **state)
         check_strategy(run, &multi_node);
         check_grads(run);
         check_fusion(run, &unfused);
+        check_layout(run, &transposed);
         /* a row without buckets has its allreduce and update for tail: reused when compute
          * moves; with buckets the tail holds the backward after the first bucket, reused
          * only where those ops' costs did not move (memory-bound ones) */
@@ -264,6 +294,7 @@ static void published_rows(void **state)
     assert_true(bucketed > 0 && bucketed < set.n);
     assert_true(multi_node > 0);
     assert_true(unfused > 0 && unfused < set.n);
+    assert_true(transposed > 0 && transposed < set.n);
     /* every row is a symmetric data-parallel step: the shortcut applies to all */
     assert_int_equal(tail_only, set.n);
     dtv_runset_free(&set);

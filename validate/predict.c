@@ -8,6 +8,7 @@ void dtv_base_params(const struct dtv_run *run, struct dt_cost_params *cp)
     dt_cost_defaults(cp, run->topo->groups[0].device.kind);
     if (run->unfused_activations)
         cp->fuse_activations = false;
+    cp->conv_nchw = run->conv_nchw;
 }
 
 /* The prediction from dtsim's step (the slower of the iteration and the data read). */

@@ -257,6 +257,21 @@ static bool framework_unfused_activations(const struct dtv_pubrow *row, const st
     return strcmp(row->framework, "mxnet") == 0 && run->opt.precision != DT_FP16;
 }
 
+/* Whether a row's framework keeps ResNet-50's activations in NCHW, so that a tensor-core
+ * convolution transposes them (dt_op_layout_bytes; on fp32 units, the V100's fp32 rows, cuDNN
+ * runs NCHW natively). PyTorch (DLE-PT-RN50, configs.yml): "memory_format: nhwc" for the AMP
+ * configurations only, the TF32 and FP32 ones keep main.py's default, nchw. MXNet
+ * (DLE-MX-RN50 at 1bd98ac3, runner): "--conv-layout NHWC --batchnorm-layout NHWC
+ * --pooling-layout NHWC" for --dtype float16 only; float32 (the A100's tf32 rows) keeps
+ * train.py's defaults, NCHW. TensorFlow (DLE-TF-RN50, utils/cmdline_helper.py): data_format
+ * NCHW, under XLA, whose GPU layout assignment (gpu_layout_assignment.cc, TensorFlow 1.15)
+ * picks NHWC for fp16 convolutions on Volta and later and NCHW otherwise. So every amp row
+ * runs NHWC and every fp32 and tf32 row NCHW. BERT has no convolutions. */
+static bool framework_conv_nchw(const struct dtv_run *run, int seq)
+{
+    return !seq && run->opt.precision != DT_FP16;
+}
+
 static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_published *pub,
                     struct dt_error *err)
 {
@@ -284,6 +299,7 @@ static int read_row(struct dtv_runset *set, const struct prow *r, struct dtv_pub
         run->opt.grad_precision_given = true;
     }
     run->unfused_activations = framework_unfused_activations(row, run, seq);
+    run->conv_nchw = framework_conv_nchw(run, seq);
     snprintf(run->host, sizeof run->host, "NVIDIA %s, %s (%s)", r->f[P_SYSTEM], row->gpu,
              row->source);
     struct dtv_pubskip *skip = &pub->skipped[pub->n_skipped];

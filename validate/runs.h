@@ -46,6 +46,8 @@ struct dtv_run {
     char parallel[256];         /* dt_parallel_format(&opt): "" for plain data parallelism */
     bool unfused_activations;   /* each activation its own kernel, as the framework that
                                    ran it does (cost params' fuse_activations off) */
+    bool conv_nchw;             /* activations in NCHW, as the framework that ran it keeps
+                                   them (cost params' conv_nchw on) */
     char setup[192];            /* the strategy and what sets it apart: "ring",
                                    "gpipe(pp=2,micro-batches=4)", "ring(bucket=1MiB)" */
     long iters_per_epoch;       /* iterations each measured epoch ran */

@@ -80,6 +80,9 @@ struct dt_cost_params {
                                           quantisation over the device's SMs; 0 = none */
     bool winograd;                     /* fp32 3x3 stride-1 convolutions as Winograd
                                           F(2x2, 3x3) (dt_op_winograd_share) */
+    bool conv_nchw;                    /* activations in NCHW: a tensor-core convolution
+                                          transposes them to NHWC and back
+                                          (dt_op_layout_bytes); off = NHWC, as dtsim assumed */
     /* Fractions a calibration fits so that it carries over to another device's datasheet. */
     double eff_conv_half, eff_dense_half; /* conv and dense at 16- and 8-bit precisions,
                                           fraction of that precision's peak; 0 = eff[] (tensor
@@ -137,6 +140,18 @@ void dt_op_gemm_quantisation(const struct dt_cost_params *cp, const struct dt_de
  * cuDNN picks implicit-GEMM tensor-core kernels instead, so those keep their direct FLOPs. */
 double dt_op_winograd_share(const struct dt_cost_params *cp, const struct dt_model *m,
                             const struct dt_op *op);
+
+/* Bytes a convolution op moves transposing its activations between NCHW and NHWC when
+ * cp->conv_nchw and it runs on tensor cores (its precision tf32 or 16-/8-bit, with a peak for
+ * that precision on dev); 0 otherwise. Tensor-core convolution kernels take NHWC, and given
+ * NCHW tensors cuDNN transposes them to NHWC and the result back, as separate passes (NVIDIA
+ * Deep Learning Performance Guide, "Convolutional Layers User's Guide": "Tensor Layouts In
+ * Memory: NCHW vs NHWC"; PyTorch's "Channels Last Memory Format" tutorial). Each transpose
+ * reads and writes a tensor at the op's dtype size: forward the input and the output, 2 (in +
+ * out) e per sample; backward the data-gradient call's dy and dx and the weight-gradient
+ * call's x and dy, twice that (once without a data gradient). *kernels: the transposes run. */
+double dt_op_layout_bytes(const struct dt_cost_params *cp, const struct dt_device_spec *dev,
+                          const struct dt_model *m, const struct dt_op *op, int *kernels);
 
 /* Whether a COMPUTE op is an activation (relu, tanh, sigmoid, gelu) that cp fuses into the
  * kernel of the conv, dense, norm or add that produced its input (cuDNN's conv + bias +
