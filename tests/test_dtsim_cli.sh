@@ -304,5 +304,22 @@ awk -v g="$g" -v gf="$gf" -v gs="$gs" -v c="$c" -v cs="$cs" -v cf="$cf" \
 dtsim_fails "--activations bad value" "--activations: expected fused or separate" \
   -t 2n4p --activations maybe
 
+# --conv-layout: nhwc unless given; nchw makes a tensor-core (tf32) ResNet step longer by its
+# transposes, and leaves an fp32 step on the V100's fp32 units, and a CPU's, as they were.
+r="-m resnet50-imagenet -b 64 -s sequential"
+t=$(iter_of -t dgx-a100 $r --precision tf32)
+tn=$(iter_of -t dgx-a100 $r --precision tf32 --conv-layout nhwc)
+tc=$(iter_of -t dgx-a100 $r --precision tf32 --conv-layout nchw)
+v=$(iter_of -t dgx1-v100 $r)
+vc=$(iter_of -t dgx1-v100 $r --conv-layout nchw)
+c=$(iter_of -t 1n1p -m cnn690k -s sequential)
+cc=$(iter_of -t 1n1p -m cnn690k -s sequential --conv-layout nchw)
+awk -v t="$t" -v tn="$tn" -v tc="$tc" -v v="$v" -v vc="$vc" -v c="$c" -v cc="$cc" \
+  'BEGIN { exit !(t == tn && tc > t * 1.05 && v == vc && c == cc) }' &&
+  ok "--conv-layout nhwc|nchw: transposes on tensor cores only" ||
+  bad "--conv-layout: tf32 $t nhwc $tn nchw $tc; V100 fp32 $v nchw $vc; CPU $c nchw $cc"
+dtsim_fails "--conv-layout bad value" "--conv-layout: expected nhwc or nchw" \
+  -t 2n4p --conv-layout nwhc
+
 echo "$fails failed"
 [ $fails -eq 0 ]
