@@ -146,7 +146,9 @@ double dt_op_winograd_share(const struct dt_cost_params *cp, const struct dt_mod
  * that precision on dev); 0 otherwise. Tensor-core convolution kernels take NHWC, and given
  * NCHW tensors cuDNN transposes them to NHWC and the result back, as separate passes (NVIDIA
  * Deep Learning Performance Guide, "Convolutional Layers User's Guide": "Tensor Layouts In
- * Memory: NCHW vs NHWC"; PyTorch's "Channels Last Memory Format" tutorial). Each transpose
+ * Memory: NCHW vs NHWC"; PyTorch's "Channels Last Memory Format" tutorial). The cuDNN
+ * Developer Guide says it *may* (Legacy API, "Data and Filter Formats"): charging every call
+ * is an upper bound. Each transpose
  * reads and writes a tensor at the op's dtype size: forward the input and the output, 2 (in +
  * out) e per sample; backward the data-gradient call's dy and dx and the weight-gradient
  * call's x and dy, twice that (once without a data gradient). *kernels: the transposes run. */
