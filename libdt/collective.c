@@ -110,23 +110,24 @@ static void skip_after(struct dt_schedule *s, int n_steps, int hi)
     s->seen += n_steps - hi;
 }
 
-/* A ring of the group (struct dt_ring: its chunks' size worked out once). */
-static struct dt_ring make_ring(int p, int me, int base, int stride, long off, long n)
-{
-    return (struct dt_ring){p, me, base, stride, off, n, n / p, n % p};
-}
+/* A ring of p members of the group, member k being group index base + k * stride, over the
+ * floats [off, off + n): the whole group (base 0, stride 1) or a sub-ring of it (rail-ring). */
+struct ring {
+    int p, me, base, stride;
+    long off, n;
+};
 
-static struct dt_ring flat_ring(int p, int me, long n) { return make_ring(p, me, 0, 1, 0, n); }
+static struct ring flat_ring(int p, int me, long n) { return (struct ring){p, me, 0, 1, 0, n}; }
 
 /* Step `step` of a phase of p - 1 ring steps: member me sends chunk me - step - shift to its
  * right neighbour and receives chunk me - step - shift - 1 from its left (mod p), where a
  * reduce-scatter (sum: shift 1) adds what it receives and an allgather (shift 0) keeps it.
- * Lazy expansion asks for one step at a time, a million times on a large ring: O(1), with no
- * division and no mod. */
-static void ring_xfers(const struct dt_ring *r, int step, bool sum, struct dt_xfer x[2])
+ * Lazy expansion asks for one step at a time, a million times on a large ring: O(1), with one
+ * division (the chunk size) and no mod. */
+static void ring_xfers(const struct ring *r, int step, bool sum, struct dt_xfer x[2])
 {
     int p = r->p, me = r->me;
-    long q = r->q, extra = r->extra;
+    long q = r->n / p, extra = r->n % p;
     int c = me - step - (sum ? 1 : 0); /* the chunk sent: >= -p, one wrap at most */
     if (c < 0)
         c += p;
@@ -139,7 +140,7 @@ static void ring_xfers(const struct dt_ring *r, int step, bool sum, struct dt_xf
                             q + (rcv < extra ? 1 : 0), sum};
 }
 
-static int ring_step(const struct dt_ring *r, int step, bool sum, struct dt_schedule *s)
+static int ring_step(const struct ring *r, int step, bool sum, struct dt_schedule *s)
 {
     struct dt_xfer x[2];
     ring_xfers(r, step, sum, x);
@@ -148,7 +149,7 @@ static int ring_step(const struct dt_ring *r, int step, bool sum, struct dt_sche
 }
 
 /* The p - 1 steps of a ring phase that fall in s's window. */
-static int ring_phase(const struct dt_ring *r, bool sum, struct dt_schedule *s)
+static int ring_phase(const struct ring *r, bool sum, struct dt_schedule *s)
 {
     int lo, hi;
     window_steps(s, r->p - 1, &lo, &hi);
@@ -162,13 +163,13 @@ static int ring_phase(const struct dt_ring *r, bool sum, struct dt_schedule *s)
 }
 
 /* Ring reduce-scatter: after p-1 steps member me holds the sum of chunk me. */
-static int ring_reduce_scatter(const struct dt_ring *r, struct dt_schedule *s)
+static int ring_reduce_scatter(const struct ring *r, struct dt_schedule *s)
 {
     return ring_phase(r, true, s);
 }
 
 /* Ring allgather: member me starts with chunk me and ends with all. */
-static int ring_allgather(const struct dt_ring *r, struct dt_schedule *s)
+static int ring_allgather(const struct ring *r, struct dt_schedule *s)
 {
     return ring_phase(r, false, s);
 }
@@ -180,15 +181,15 @@ static int ring_allgather(const struct dt_ring *r, struct dt_schedule *s)
  * multi-dimensional ring). */
 static int rail_ring_allreduce(int p, int g, int me, long n, struct dt_schedule *s)
 {
-    struct dt_ring_member m;
-    dt_coll_ring_member(p, g, me, n, &m);
-    const struct dt_ring *in_node = &m.node, *rail = &m.rail;
-    int rc = ring_reduce_scatter(in_node, s);
+    int node = me / g, i = me % g;
+    struct ring in_node = {g, i, node * g, 1, 0, n}, rail = {p / g, node, i, g, 0, 0};
+    dt_chunk(n, g, i, &rail.off, &rail.n);
+    int rc = ring_reduce_scatter(&in_node, s);
     if (!rc)
-        rc = ring_reduce_scatter(rail, s);
+        rc = ring_reduce_scatter(&rail, s);
     if (!rc)
-        rc = ring_allgather(rail, s);
-    return rc ? rc : ring_allgather(in_node, s);
+        rc = ring_allgather(&rail, s);
+    return rc ? rc : ring_allgather(&in_node, s);
 }
 
 /* Makes room for one round of up to two transfers (a lazily filled schedule keeps its
@@ -215,7 +216,7 @@ static int one_round_room(struct dt_schedule *s)
 /* Step `step` of ring r written as s's only round, straight into its arrays: what
  * ring_step's sendrecv stores for a round in the window (an empty chunk moves nothing), with
  * none of the window's bookkeeping; lazy expansion asks for a ring round a million times. */
-static int ring_round_only(const struct dt_ring *r, int step, bool sum, struct dt_schedule *s)
+static int ring_round_only(const struct ring *r, int step, bool sum, struct dt_schedule *s)
 {
     if (one_round_room(s))
         return DT_ENOMEM;
@@ -233,25 +234,16 @@ static int ring_round_only(const struct dt_ring *r, int step, bool sum, struct d
     return DT_OK;
 }
 
-void dt_coll_ring_member(int p, int g, int me, long n, struct dt_ring_member *m)
-{
-    int node = me / g, i = me % g, nodes = p / g;
-    long off, len;
-    dt_chunk(n, g, i, &off, &len);
-    m->node = make_ring(g, i, node * g, 1, 0, n);
-    m->rail = make_ring(nodes, node, i, g, off, len);
-    m->total = 2 * (g - 1) + 2 * (nodes - 1);
-}
-
 /* Lazy expansion's fast path (see collective.h); the same round as rail_ring_allreduce's. */
-int dt_coll_ring_round(const struct dt_ring_member *m, int round, struct dt_schedule *s)
+int dt_coll_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s)
 {
-    int g = m->node.p, nodes = m->rail.p, step = round;
+    int node = me / g, i = me % g, nodes = p / g, step = round;
+    int total = 2 * (g - 1) + 2 * (nodes - 1);
     s->n_rounds = s->n_xfers = 0;
     s->first = round;
     s->last = round + 1;
-    s->seen = m->total;
-    if (round >= m->total)
+    s->seen = total;
+    if (round >= total)
         return DT_OK;
     bool rail = false, sum = false;
     if (step < g - 1)
@@ -262,17 +254,21 @@ int dt_coll_ring_round(const struct dt_ring_member *m, int round, struct dt_sche
         rail = true;
     else
         step -= nodes - 1;
-    return ring_round_only(rail ? &m->rail : &m->node, step, sum, s); /* only the ring this
-                                                                       * round runs on */
+    struct ring r; /* only the ring this round runs on */
+    if (rail) {
+        r = (struct ring){nodes, node, i, g, 0, 0};
+        dt_chunk(n, g, i, &r.off, &r.n);
+    } else {
+        r = (struct ring){g, i, node * g, 1, 0, n};
+    }
+    return ring_round_only(&r, step, sum, s);
 }
 
 static int rail_ring_round(int p, int g, int me, long n, int round, struct dt_schedule *s,
                            int *total)
 {
-    struct dt_ring_member m;
-    dt_coll_ring_member(p, g, me, n, &m);
-    *total = m.total;
-    return dt_coll_ring_round(&m, round, s);
+    *total = 2 * (g - 1) + 2 * (p / g - 1);
+    return dt_coll_ring_round(p, g, me, n, round, s);
 }
 
 static int pof2_below(int p)
@@ -663,7 +659,7 @@ int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p,
                              s, total); /* sets *total itself */
         return rc == DT_ENOMEM ? dt_fail(err, rc, NULL, 0, 0, "out of memory") : rc;
     }
-    struct dt_ring ring = flat_ring(p, me, count);
+    struct ring ring = flat_ring(p, me, count);
     switch (kind) {
     case DT_COLL_ALLREDUCE:
         if (alg == DT_ALG_RING) {

@@ -55,9 +55,10 @@ struct activity {
                                * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
     struct dt_sim_route route;
-    bool ring_fast;          /* a lazily expanded (rail-)ring allreduce: its later rounds come
-                              * from dt_coll_ring_round with ring */
-    struct dt_ring_member ring;
+    struct {                 /* a lazily expanded (rail-)ring allreduce, for dt_coll_ring_round: */
+        int p, g;            /* its members and members per node (g = p: a flat ring), */
+        long count;          /* its floats; p = 0 for any other activity */
+    } ring;
 };
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
@@ -370,8 +371,8 @@ static int load_round(struct player *p, struct activity *a)
 {
     if (a->p2p || p->eager)
         return DT_OK;
-    if (a->ring_fast)
-        return dt_coll_ring_round(&a->ring, a->round, &a->s)
+    if (a->ring.p > 0)
+        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round, &a->s)
                    ? dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
     int total;
@@ -579,9 +580,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             return rc;
         if (!p->eager && g->n > 1 && op->coll == DT_COLL_ALLREDUCE &&
             (op->alg == DT_ALG_RING || op->alg == DT_ALG_RAIL_RING)) { /* its later rounds */
-            a->ring_fast = true;
-            dt_coll_ring_member(g->n, op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n,
-                                a->me, op->region.count, &a->ring);
+            a->ring.p = g->n;
+            a->ring.g = op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n;
+            a->ring.count = op->region.count;
         }
     }
     bool sends = p2p && op->kind == DT_OP_SEND;

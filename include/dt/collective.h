@@ -51,28 +51,12 @@ int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me
 int dt_coll_schedule_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me,
                             int root, long count, int first, int n, struct dt_schedule *s,
                             int *total, struct dt_error *err);
-/* One ring of a (rail-)ring allreduce as a member sees it: p members, this one's place me,
- * member k being group index base + k * stride, over the floats [off, off + n) cut into p
- * chunks of q floats, the first `extra` of them one float more. */
-struct dt_ring {
-    int p, me, base, stride;
-    long off, n, q, extra;
-};
-/* A member of a (rail-)ring allreduce: the ring inside its node and the ring along its rail
- * (p / g members; 1 for a flat ring), and its number of rounds. */
-struct dt_ring_member {
-    struct dt_ring node, rail;
-    int total;
-};
-/* Member me's rings in a (rail-)ring allreduce of p members, g per node (g = p: DT_ALG_RING),
- * on count floats, worked out once (the divisions) for dt_coll_ring_round. */
-void dt_coll_ring_member(int p, int g, int me, long count, struct dt_ring_member *m);
 /* As dt_coll_schedule_rounds(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, p, me, g, count, round, 1,
  * s, ...) for arguments it accepted (2 <= p, 0 <= me < p, g divides p; g = p: DT_ALG_RING),
  * without checking them again: round `round` alone, its phase and step found by arithmetic.
  * A player that asked for round 0 through dt_coll_schedule_rounds asks for the others here (a
- * million times on a large ring), with m from dt_coll_ring_member. 0, or DT_ENOMEM. */
-int dt_coll_ring_round(const struct dt_ring_member *m, int round, struct dt_schedule *s);
+ * million times on a large ring). 0, or DT_ENOMEM. */
+int dt_coll_ring_round(int p, int g, int me, long count, int round, struct dt_schedule *s);
 
 /* Fills s with one round holding one transfer: a plan's SEND or RECV of `count` floats
  * to/from peer (a global rank here: the "group" is the whole plan). */
