@@ -136,23 +136,6 @@ struct dt_sim {
     struct dt_sim_counters cnt;
 };
 
-/* As dt_grow, 64-byte aligned, for records that must not straddle cache lines. */
-static int grow_aligned(void **p, int *capacity, int n, size_t sz)
-{
-    if (n <= *capacity)
-        return 0;
-    int c = dt_grow_capacity(*capacity, n);
-    void *q = c < 0 ? NULL : aligned_alloc(64, ((size_t)c * sz + 63) / 64 * 64);
-    if (!q)
-        return -1;
-    if (*capacity)
-        memcpy(q, *p, (size_t)*capacity * sz);
-    free(*p);
-    *p = q;
-    *capacity = c;
-    return 0;
-}
-
 static int oom(struct dt_error *err, const char *what)
 {
     return dt_fail(err, DT_ENOMEM, "", 0, 0, "out of memory (%s)", what);
@@ -256,7 +239,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
     if (!(lat_s >= 0) || !isfinite(lat_s))
         return dt_fail(err, DT_EINPUT, "", 0, 0, "link latency %g s: must be finite and >= 0",
                        lat_s);
-    if (grow_aligned((void **)&sim->links, &sim->cap_links, sim->n_links + 1,
+    if (dt_grow_aligned((void **)&sim->links, &sim->cap_links, sim->n_links + 1,
                      sizeof *sim->links) ||
         dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
@@ -421,7 +404,7 @@ static int new_flow(struct dt_sim *sim, int n_hops, uint32_t *out, struct dt_err
         sim->flow_free = sim->flows[i].ev;
     } else {
         int c = (int)sim->cap_flows;
-        if (grow_aligned((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
+        if (dt_grow_aligned((void **)&sim->flows, &c, (int)sim->n_flows + 1, sizeof *sim->flows))
             return oom(err, "flows");
         sim->cap_flows = (uint32_t)c;
         if (dt_batch_reserve(&sim->batch, sim->cap_flows))

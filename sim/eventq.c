@@ -1,4 +1,5 @@
-/* Event queue: events grouped by exact time into buckets; a radix heap orders the buckets.
+/* Event queue: events grouped by exact time into buckets; lanes and a radix heap order the
+ * buckets.
  *
  * Simulations of collectives put many events at one instant (a ring step starts every flow at
  * the same time; symmetric nodes finish together). So the heap holds one entry per bucket,
@@ -9,7 +10,11 @@
  * Inside a bucket the events form a FIFO list, which is sequence order because sequence
  * numbers only grow and a moved event goes to the tail with a fresh one. A push into the last
  * bucket is O(1), a pop O(1) unless it empties its bucket (then the next one is found in the
- * radix heap). */
+ * radix heap). A new bucket goes first to a lane (a list kept in order) whose last bucket
+ * is not later than it, as most do: a simulation writes its events at now plus a few
+ * recurring delays (a route's latency, a transfer's duration), so each delay's times come in
+ * order and a lane takes them at its tail; a pop takes the earliest of the lanes' heads and
+ * the radix heap's minimum. Only a bucket no lane can take goes to the radix heap. */
 #include "eventq.h"
 
 #include <math.h>
@@ -30,9 +35,12 @@ struct slot {               /* one event */
 struct bucket {             /* all pending events at one time */
     double t;
     uint32_t head, tail;
-    uint32_t prev, next;    /* in its bin's list; next doubles as the free list */
-    uint32_t bin;
+    uint32_t prev, next;    /* in its bin's or lane's list; next doubles as the free list */
+    uint32_t bin;           /* its radix-heap bin, or LANE0 + its lane */
 };
+
+#define LANES 4             /* in-order lists of buckets; a pop compares their heads */
+#define LANE0 64            /* bucket.bin of lane 0: bins are 0..63 */
 
 struct dt_eventq {
     double now;
@@ -54,6 +62,11 @@ struct dt_eventq {
 
     uint32_t hint;          /* the bucket last made, or NIL: events written one after
                              * another often share a time (a ring step's flows) */
+
+    /* lanes: lists of buckets in order (time, then sequence), see "lanes" below */
+    uint32_t lane_head[LANES], lane_tail[LANES];
+    double head_t[LANES];   /* the head's time, INFINITY when the lane is empty */
+    double tail_t[LANES];   /* the tail's time, -INFINITY when the lane is empty */
 };
 
 /* ---- times: a radix heap ----
@@ -162,6 +175,80 @@ static void time_advance(struct dt_eventq *q, uint32_t b)
     }
 }
 
+/* ---- times: lanes ----
+ *
+ * A lane is a list of buckets in order. A new bucket is the latest made, so that it comes
+ * after every bucket of its time or earlier: it may go at the tail of any lane whose tail is
+ * not later, and goes to the one whose tail is latest (best fit: a lane then follows one
+ * stream of times, say the ends of one kind of transfer), an empty lane when none fits, the
+ * radix heap when every lane's tail is later. Removing a bucket keeps a lane in order, and the
+ * buckets of one time keep the order they were made in (each was made after every event of
+ * the ones before), so a lane needs no other upkeep. */
+
+/* Appends new bucket b to a lane, or false when every lane's tail is later than it. */
+static bool lane_insert(struct dt_eventq *q, uint32_t b)
+{
+    double t = q->buckets[b].t;
+    int best = -1;
+    for (int k = 0; k < LANES; k++)
+        if (q->tail_t[k] <= t && (best < 0 || q->tail_t[k] > q->tail_t[best]))
+            best = k;
+    if (best < 0)
+        return false;
+    struct bucket *bk = &q->buckets[b];
+    bk->bin = LANE0 + (uint32_t)best;
+    bk->next = NIL;
+    bk->prev = q->lane_tail[best];
+    if (bk->prev != NIL) {
+        q->buckets[bk->prev].next = b;
+    } else {
+        q->lane_head[best] = b;
+        q->head_t[best] = t;
+    }
+    q->lane_tail[best] = b;
+    q->tail_t[best] = t;
+    return true;
+}
+
+static void lane_remove(struct dt_eventq *q, uint32_t b)
+{
+    struct bucket *bk = &q->buckets[b];
+    uint32_t k = bk->bin - LANE0;
+    if (bk->prev != NIL) {
+        q->buckets[bk->prev].next = bk->next;
+    } else {
+        q->lane_head[k] = bk->next;
+        q->head_t[k] = bk->next != NIL ? q->buckets[bk->next].t : INFINITY;
+    }
+    if (bk->next != NIL) {
+        q->buckets[bk->next].prev = bk->prev;
+    } else {
+        q->lane_tail[k] = bk->prev;
+        q->tail_t[k] = bk->prev != NIL ? q->buckets[bk->prev].t : -INFINITY;
+    }
+}
+
+/* The earliest of the lanes' heads, or NIL when every lane is empty. */
+static uint32_t lane_min(const struct dt_eventq *q)
+{
+    int best = 0;
+    for (int k = 1; k < LANES; k++)
+        if (q->head_t[k] < q->head_t[best] ||
+            (q->head_t[k] == q->head_t[best] && q->lane_head[k] != NIL &&
+             before(q, q->lane_head[k], q->lane_head[best])))
+            best = k;
+    return q->lane_head[best];
+}
+
+/* The bucket of the earliest pending time, or NIL when none is pending. */
+static uint32_t earliest(struct dt_eventq *q)
+{
+    uint32_t r = time_min(q), l = lane_min(q);
+    if (l == NIL)
+        return r;
+    return r != NIL && before(q, r, l) ? r : l;
+}
+
 /* ---- buckets ---- */
 
 /* The bucket an event at time t goes to: the last one made when it has that time, else a new
@@ -188,7 +275,8 @@ static uint32_t bucket_at(struct dt_eventq *q, double t)
         b = q->n_buckets++;
     }
     q->buckets[b] = (struct bucket){t, NIL, NIL, NIL, NIL, 0};
-    time_insert(q, b);
+    if (!lane_insert(q, b))
+        time_insert(q, b);
     return q->hint = b;
 }
 
@@ -196,7 +284,10 @@ static void bucket_free(struct dt_eventq *q, uint32_t b)
 {
     if (q->hint == b)
         q->hint = NIL;
-    time_remove(q, b);
+    if (q->buckets[b].bin >= LANE0)
+        lane_remove(q, b);
+    else
+        time_remove(q, b);
     q->buckets[b].next = q->free_bucket;
     q->free_bucket = b;
 }
@@ -266,6 +357,11 @@ int dt_eventq_create(struct dt_eventq **out, struct dt_error *err)
     q->hint = NIL;
     for (int i = 0; i < 64; i++)
         q->bins[i] = q->bin_min[i] = NIL;
+    for (int k = 0; k < LANES; k++) {
+        q->lane_head[k] = q->lane_tail[k] = NIL;
+        q->head_t[k] = INFINITY;
+        q->tail_t[k] = -INFINITY;
+    }
     *out = q;
     return DT_OK;
 }
@@ -403,7 +499,7 @@ int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err)
 
 int dt_eventq_peek(struct dt_eventq *q, double *t)
 {
-    uint32_t b = time_min(q); /* keeps what it found for the pop */
+    uint32_t b = earliest(q); /* the radix heap keeps what it found for the pop */
     if (b == NIL)
         return 0;
     *t = q->buckets[b].t;
@@ -412,10 +508,11 @@ int dt_eventq_peek(struct dt_eventq *q, double *t)
 
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
 {
-    uint32_t b = time_min(q);
+    uint32_t b = earliest(q);
     if (b == NIL)
         return 0;
-    time_advance(q, b);
+    if (q->buckets[b].bin < LANE0)
+        time_advance(q, b);
     double t = q->buckets[b].t;
     uint32_t s = q->buckets[b].head;
     struct slot *sl = &q->slots[s];

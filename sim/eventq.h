@@ -10,8 +10,10 @@
  * event has been popped or cancelled.
  *
  * Implementation: events written one after another at the same time share a bucket (a FIFO
- * list, which is sequence order); a radix heap orders the buckets by time (time never goes
- * back), then by sequence. Scheduling and popping are O(1) but for the radix heap's moves of a
+ * list, which is sequence order); buckets are ordered by time, then by sequence, in a few
+ * lanes (lists in order, each taking new buckets not earlier than its tail: a simulation's
+ * recurring delays write most times in order) and, for a bucket no lane takes, a radix heap
+ * (time never goes back). Scheduling and popping are O(1) but for the radix heap's moves of a
  * bucket into lower bins as the clock nears its time (at most 63 per bucket, a few in
  * practice). Memory is linear in the number of pending events. */
 #ifndef DT_SIM_EVENTQ_H

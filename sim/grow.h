@@ -16,4 +16,8 @@ static inline int dt_grow(void **p, int *capacity, int n, size_t sz)
     return n <= *capacity ? 0 : dt_grow_slow(p, capacity, n, sz);
 }
 
+/* As dt_grow, the array 64-byte aligned (records laid out on cache lines; the engine's links
+ * and flows, the player's activities). */
+int dt_grow_aligned(void **p, int *capacity, int n, size_t sz);
+
 #endif

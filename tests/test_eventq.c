@@ -202,6 +202,87 @@ static void test_against_reference(void **state)
     dt_eventq_destroy(q);
 }
 
+/* Ensure that events written as a simulation writes them, at now plus one of a few recurring
+ * delays (more of them than the queue has lanes, so that some go to the radix heap), come out
+ * by (time, sequence) as the reference says: integer delays make many times equal across
+ * lanes and the radix heap, where the earlier written must come first. */
+static void test_streams_against_reference(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    enum { N = 6000 };
+    static const double delay[] = {1, 2, 3, 5, 8, 13, 21};
+    static double t_of[N];
+    static uint64_t seq_of[N];
+    static int live[N];
+    uint64_t x = 777;
+#define NEXT() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, x >> 33)
+    int n_live = 0, made = 0, ties = 0;
+    while (made < N || n_live > 0) {
+        for (int k = (int)(NEXT() % 3); k > 0 && made < N; k--) { /* write 0-2 events */
+            int i = made++;
+            double d = delay[NEXT() % (sizeof delay / sizeof *delay)];
+            assert_int_equal(dt_eventq_schedule(q, d, 0, (uint32_t)i, NULL, NULL), DT_OK);
+            t_of[i] = dt_eventq_now(q) + d;
+            seq_of[i] = (uint64_t)i;
+            live[i] = 1;
+            n_live++;
+        }
+        if (n_live == 0)
+            continue;
+        int best = -1, at_best = 0;
+        for (int i = 0; i < made; i++)
+            if (live[i] && (best < 0 || t_of[i] < t_of[best] ||
+                            (t_of[i] == t_of[best] && seq_of[i] < seq_of[best])))
+                best = i;
+        for (int i = 0; i < made; i++)
+            at_best += live[i] && t_of[i] == t_of[best];
+        ties += at_best > 1;
+        struct dt_event ev;
+        assert_true(dt_eventq_pop(q, &ev));
+        assert_int_equal(ev.data, (uint32_t)best);
+        assert_true(ev.t == t_of[best]);
+        live[best] = 0;
+        n_live--;
+    }
+#undef NEXT
+    assert_true(ties > 100); /* times shared by several events were many */
+    dt_eventq_destroy(q);
+}
+
+/* Ensure that two buckets of one time come out in the order they were made when the later is
+ * in another lane, or in a lane while the earlier is in the radix heap. The writes place them
+ * so (sim/eventq.c: best fit, 4 lanes): 'a' behind 0.2 in a lane that then takes 6, 'b' in an
+ * emptied lane; then 'c' in the radix heap as every lane's tail is later, 'd' in a lane
+ * emptied after it. */
+static void test_ties_across_lanes(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    uint32_t x, id10;
+    assert_int_equal(dt_eventq_schedule(q, 0.5, 0, 'x', &x, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 0.2, 0, 'e', NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_cancel(q, x, NULL), DT_OK); /* its lane is empty again */
+    assert_int_equal(dt_eventq_schedule(q, 5, 0, 'a', NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 6, 0, 'f', NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 5, 0, 'b', NULL, NULL), DT_OK);
+    const double later[] = {13, 12, 11, 10}; /* one lane's tail each */
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(dt_eventq_schedule(q, later[k], 0, 'g', k == 3 ? &id10 : NULL, NULL),
+                         DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 7, 0, 'c', NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_cancel(q, id10, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 20, 0, 'g', NULL, NULL), DT_OK);
+    assert_int_equal(dt_eventq_schedule(q, 7, 0, 'd', NULL, NULL), DT_OK);
+    const char want[] = "eabfcd";
+    struct dt_event ev;
+    for (int k = 0; want[k]; k++) {
+        assert_true(dt_eventq_pop(q, &ev));
+        assert_int_equal(ev.data, want[k]);
+    }
+    dt_eventq_destroy(q);
+}
+
 /* Ensure that moving an event to the time it already has puts it behind the others there,
  * and that cancelling the only event of a time leaves the queue consistent. */
 static void test_same_time_moves(void **state)
@@ -256,6 +337,8 @@ int main(void)
         cmocka_unit_test(test_relative_to_now),
         cmocka_unit_test(test_reschedule_cancel),
         cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_streams_against_reference),
+        cmocka_unit_test(test_ties_across_lanes),
         cmocka_unit_test(test_same_time_moves),
         cmocka_unit_test(test_set_data),
     };
