@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dt/collective.h"
+#include "dt/plan.h"
 
 /* One in-flight message: a copy of the sender's floats at the time it posted the round. */
 struct msg {
@@ -409,6 +410,60 @@ static void test_ring_round_fast(void **state)
     dt_schedule_free(&one);
 }
 
+/* The widest round's receives of member me, summed, from its expanded schedule: what
+ * dt_coll_scratch_floats gives in closed form for some algorithms (the reference). */
+static long expanded_scratch(const struct dt_op *op, int p, int me)
+{
+    struct dt_schedule s;
+    dt_schedule_init(&s);
+    long widest = 0;
+    assert_int_equal(dt_coll_schedule(op->coll, op->alg, p, me, op->root, op->region.count, &s,
+                                      NULL), DT_OK);
+    for (int r = 0; r < s.n_rounds; r++) {
+        long f = 0;
+        for (int i = s.round_start[r]; i < s.round_start[r + 1]; i++)
+            f += s.xfers[i].send ? 0 : s.xfers[i].count;
+        widest = f > widest ? f : widest;
+    }
+    dt_schedule_free(&s);
+    return widest;
+}
+
+/* Ensure that a member's receive scratch (closed forms for the ring, rail-ring and direct
+ * collectives) is its expanded schedule's widest round, for every member of groups of 2-9,
+ * 16, 17 and 64, counts below and above the group size. */
+static void test_scratch_closed_forms(void **state)
+{
+    (void)state;
+    const struct {
+        enum dt_coll_kind kind;
+        enum dt_coll_alg alg;
+    } cases[] = {{DT_COLL_ALLREDUCE, DT_ALG_RING},           {DT_COLL_REDUCE_SCATTER, DT_ALG_RING},
+                 {DT_COLL_ALLGATHER, DT_ALG_RING},           {DT_COLL_ALLREDUCE, DT_ALG_DIRECT},
+                 {DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT},    {DT_COLL_ALLGATHER, DT_ALG_DIRECT},
+                 {DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING},      {DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER}};
+    const int ps[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    const long ns[] = {0, 1, 3, 7, 64, 1001};
+    long checked = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+            for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
+                for (int me = 0; me < ps[i]; me++) {
+                    struct dt_op op = {.kind = DT_OP_COLL, .coll = cases[c].kind,
+                                       .alg = cases[c].alg, .region = {.count = ns[k]}};
+                    if (cases[c].alg == DT_ALG_RAIL_RING) /* nodes of 2 where they divide */
+                        op.root = ps[i] % 2 || ps[i] == 2 ? 0 : 2;
+                    long got = dt_coll_scratch_floats(&op, ps[i], me);
+                    long want = expanded_scratch(&op, ps[i], me);
+                    if (got != want)
+                        fail_msg("%s/%s p=%d me=%d n=%ld: scratch %ld, schedule %ld",
+                                 dt_coll_kind_name(op.coll), dt_coll_alg_name(op.alg), ps[i],
+                                 me, ns[k], got, want);
+                    checked++;
+                }
+    print_message("%ld members' scratch checked\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_unknown_combination),
         cmocka_unit_test(test_lazy_rounds),
         cmocka_unit_test(test_ring_round_fast),
+        cmocka_unit_test(test_scratch_closed_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
