@@ -400,7 +400,30 @@ struct walk {
     struct dtc_span *read; /* where each one's region lies (dtc_span_of, once per send) */
     int n_sends;
     bool *early;         /* per handle: waited before a recomputed forward, not at its WAIT */
+    int *seg_at;         /* segment x's layers re-run: seg_layers[seg_at[x] .. seg_at[x + 1]) */
+    int *seg_layers;     /* ascending within a segment (a walk of every layer per segment
+                            re-run made a 175B stage's walk layers x micro-batches x parts) */
 };
+
+/* The layers each segment re-runs (its own with an output or kept state in the workspace),
+ * grouped by segment in layer order. */
+static void segment_layers(const struct dt_recompute_layout *rc, int *at, int *layers)
+{
+    int n = rc->n_layers;
+    for (int x = 0; x <= n; x++)
+        at[x] = 0;
+    for (int l = 0; l < n; l++)
+        if (rc->segment[l] >= 0 && (rc->act_ws[l] || rc->keep_ws[l]))
+            at[rc->segment[l] + 1]++;
+    for (int x = 0; x < n; x++) /* at[x]: where segment x starts */
+        at[x + 1] += at[x];
+    for (int l = 0; l < n; l++) /* at[x] moves to where segment x ends */
+        if (rc->segment[l] >= 0 && (rc->act_ws[l] || rc->keep_ws[l]))
+            layers[at[rc->segment[l]]++] = l;
+    for (int x = n; x > 0; x--) /* where x - 1 ends is where x starts */
+        at[x] = at[x - 1];
+    at[0] = 0;
+}
 
 /* Pushes op after the WAITs of the pending sends that read what it writes: a recomputed
  * forward rewrites its layer's rows, which a send of the layer's output (kept as the end of
@@ -459,14 +482,12 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
 /* Re-runs segment s's recomputed layers for the micro-batch at row of the walk: each one's
  * fill (a new one), its forward (flagged) and the collectives that followed it. *last_fill:
  * the first op of the last fill pushed, if any. */
-static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
-                        const struct dt_recompute_layout *rc, int s, struct walk *w,
-                        size_t row, int *last_fill)
+static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp, int s,
+                        struct walk *w, size_t row, int *last_fill)
 {
     int rcode = DT_OK;
-    for (int l = 0; l < rc->n_layers && !rcode; l++) {
-        if (rc->segment[l] != s || !(rc->act_ws[l] || rc->keep_ws[l]))
-            continue;
+    for (int i = w->seg_at[s]; i < w->seg_at[s + 1] && !rcode; i++) {
+        int l = w->seg_layers[i];
         int f = w->fwd[row + (size_t)l];
         if (f < 0)
             continue;
@@ -489,13 +510,13 @@ static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
  * reads a unit filled earlier that the recomputation's last fill replaced, with the latest
  * fill pushed again after it. */
 static int recompute_before(struct dt_program *out, const struct dt_plan *plan,
-                            const struct dt_rank_plan *rp, const struct dt_recompute_layout *rc,
-                            int s, int b, struct walk *w, size_t row)
+                            const struct dt_rank_plan *rp, int s, int b, struct walk *w,
+                            size_t row)
 {
     int j = w->fill ? fill_start(rp, b) : b;
     int last_fill = -1;
     out->n_ops -= b - j;
-    int rcode = emit_segment(out, rp, rc, s, w, row, &last_fill);
+    int rcode = emit_segment(out, rp, s, w, row, &last_fill);
     if (!rcode && last_fill >= 0 && j == b && w->latest >= 0 &&
         !same_fill(rp, last_fill, w->latest) && reads_staging(plan, rp, b))
         rcode = push_fill(out, rp, w->latest);
@@ -543,10 +564,14 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
                      .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1,
                      .plan = plan, .rank = r, .sends = malloc(((size_t)sends + 1) * sizeof *w.sends),
                      .read = malloc(((size_t)sends + 1) * sizeof *w.read),
-                     .early = calloc((size_t)handles + 1, sizeof *w.early)};
+                     .early = calloc((size_t)handles + 1, sizeof *w.early),
+                     .seg_at = malloc(((size_t)rc->n_layers + 1) * sizeof *w.seg_at),
+                     .seg_layers = malloc(((size_t)rc->n_layers + 1) * sizeof *w.seg_layers)};
     struct dt_program out = {0};
-    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read && w.early
-                    ? DT_OK : DT_ENOMEM;
+    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read && w.early &&
+                        w.seg_at && w.seg_layers ? DT_OK : DT_ENOMEM;
+    if (!rcode)
+        segment_layers(rc, w.seg_at, w.seg_layers);
     for (size_t c = 0; !rcode && c < cells; c++)
         w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
@@ -557,7 +582,7 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
                     ? rc->segment[op->layer] : -1;
         if (s >= 0 && !w.done[row + (size_t)s]) {
             w.done[row + (size_t)s] = true;
-            rcode = recompute_before(&out, plan, rp, rc, s, i, &w, row);
+            rcode = recompute_before(&out, plan, rp, s, i, &w, row);
         }
         if (!rcode)
             rcode = push_step_op(&out, &w, op);
@@ -565,6 +590,8 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     free(w.sends);
     free(w.read);
     free(w.early);
+    free(w.seg_at);
+    free(w.seg_layers);
     free(w.done);
     free(w.fwd);
     free(w.fill);
