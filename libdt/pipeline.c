@@ -166,17 +166,6 @@ int dt_pipeline_slots(const struct dt_plan_options *o, int s)
 
 /* ---- layer geometry ---- */
 
-static bool chunk_reads(const struct pipe *p, int c, int o)
-{
-    /* a layer of chunk c reads storage owner o (directly or through a view) */
-    const struct dt_model *m = p->m;
-    for (int j = p->plan->chunk_first[c]; j < p->plan->chunk_first[c + 1]; j++)
-        for (int k = 0; k < m->layers[j].n_in; k++)
-            if (m->layers[j].in[k] >= 0 && p->owner[m->layers[j].in[k]] == o)
-                return true;
-    return false;
-}
-
 /* For every stage and storage owner o running on another stage, the lowest chunk of the
  * stage that reads o; computed once, the emitters ask for it on every schedule unit. */
 /* The first readers (p->reader) indexed both ways: by chunk (recv_at, recvs) and by owner
@@ -214,23 +203,31 @@ static int index_readers(struct pipe *p, int total)
     return 0;
 }
 
+/* p->reader[s * n + o]: the lowest chunk of stage s with a layer that reads storage owner o
+ * (directly or through a view) when o runs on another stage, else -1. One pass over the
+ * chunks in order, so the first chunk of a stage to read o is its lowest (a search per
+ * stage and owner rescanned the chunks' layers: quadratic in the layers). */
 static int first_readers(struct pipe *p)
 {
-    int n = p->m->n_layers, total = 0;
+    const struct dt_model *m = p->m;
+    int n = m->n_layers, total = 0;
     p->reader = malloc((size_t)p->S * (size_t)n * sizeof *p->reader);
     if (!p->reader)
         return -1;
-    for (int s = 0; s < p->S; s++)
-        for (int o = 0; o < n; o++) {
-            int *r = &p->reader[s * n + o];
-            *r = -1;
-            if (p->owner[o] != o || stage_of_chunk(p, p->chunk_of[o]) == s)
-                continue;
-            for (int c = s; c < p->C && *r < 0; c += p->S)
-                if (chunk_reads(p, c, o))
-                    *r = c;
-            total += *r >= 0;
-        }
+    for (int i = 0; i < p->S * n; i++)
+        p->reader[i] = -1;
+    for (int c = 0; c < p->C; c++) {
+        int s = stage_of_chunk(p, c);
+        for (int j = p->plan->chunk_first[c]; j < p->plan->chunk_first[c + 1]; j++)
+            for (int k = 0; k < m->layers[j].n_in; k++) {
+                int o = m->layers[j].in[k] >= 0 ? p->owner[m->layers[j].in[k]] : -1;
+                if (o < 0 || p->owner[o] != o || stage_of_chunk(p, p->chunk_of[o]) == s ||
+                    p->reader[s * n + o] >= 0)
+                    continue;
+                p->reader[s * n + o] = c;
+                total++;
+            }
+    }
     return index_readers(p, total);
 }
 
