@@ -70,6 +70,12 @@ struct emit {
     bool *loaded;         /* per micro-batch */
     bool eval;
     const struct dt_dact_layout *dact; /* the rank's gradient pool (dt_plan_dact) */
+    struct early_recvs {  /* the step's early receives (recv_early) by peer and tag, for
+                             wait_recv (a search back through the ops was quadratic) */
+        long *key;        /* peer x 2^32 + tag, -1: empty (open addressing) */
+        int *handle;
+        int cap, n;
+    } early;
 };
 
 static int stage_of_chunk(const struct pipe *p, int c) { return c % p->S; }
@@ -334,26 +340,72 @@ static int zero_dact(const struct pipe *p, const struct emit *e, int o, int slot
                                            .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
 }
 
+static void early_clear(struct early_recvs *x)
+{
+    for (int i = 0; i < x->cap; i++)
+        x->key[i] = -1;
+    x->n = 0;
+}
+
+/* The slot of key: where it is, else the empty one it goes in. */
+static int early_slot(const struct early_recvs *x, long key)
+{
+    unsigned long h = (unsigned long)key * 0x9E3779B97F4A7C15UL;
+    int i = (int)(h >> 40) & (x->cap - 1);
+    while (x->key[i] >= 0 && x->key[i] != key)
+        i = (i + 1) & (x->cap - 1);
+    return i;
+}
+
+static int early_put(struct early_recvs *x, long key, int handle)
+{
+    if (2 * (x->n + 1) > x->cap) {
+        struct early_recvs y = {malloc(sizeof *y.key * (size_t)(x->cap ? 2 * x->cap : 256)),
+                                malloc(sizeof *y.handle * (size_t)(x->cap ? 2 * x->cap : 256)),
+                                x->cap ? 2 * x->cap : 256, 0};
+        if (!y.key || !y.handle) {
+            free(y.key);
+            free(y.handle);
+            return DT_ENOMEM;
+        }
+        early_clear(&y);
+        for (int i = 0; i < x->cap; i++)
+            if (x->key[i] >= 0)
+                early_put(&y, x->key[i], x->handle[i]);
+        free(x->key);
+        free(x->handle);
+        *x = y;
+    }
+    int i = early_slot(x, key);
+    x->n += x->key[i] < 0;
+    x->key[i] = key;
+    x->handle[i] = handle;
+    return DT_OK;
+}
+
+static long early_key(int peer, int tag) { return (long)peer << 32 | (long)(unsigned)tag; }
+
 /* The early, non-blocking summing receive of a gradient (see the top of the file). */
 static int recv_early(struct dt_plan *plan, struct emit *e, int peer, int tag,
                       struct dt_region r)
 {
-    return push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
-                                        .tag = tag, .region = r, .sum = true,
-                                        .nonblocking = true, .handle = e->next_handle++});
+    int rc = early_put(&e->early, early_key(peer, tag), e->next_handle);
+    return rc ? rc : push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
+                                                  .tag = tag, .region = r, .sum = true,
+                                                  .nonblocking = true,
+                                                  .handle = e->next_handle++});
 }
 
 /* The WAIT for the receive recv_early posted from peer with tag. */
 static int wait_recv(struct dt_plan *plan, const struct emit *e, int peer, int tag)
 {
-    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
     if (dt_plan_dropped(plan, e->rank)) /* a probe holds no ops of this rank */
         return DT_OK;
-    for (int j = rp->n_ops - 1; j >= 0; j--)
-        if (rp->ops[j].kind == DT_OP_RECV && rp->ops[j].peer == peer && rp->ops[j].tag == tag)
-            return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
-                                                .handle = rp->ops[j].handle});
-    return DT_EINTERNAL;
+    int i = e->early.cap ? early_slot(&e->early, early_key(peer, tag)) : -1;
+    if (i < 0 || e->early.key[i] < 0)
+        return DT_EINTERNAL;
+    return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
+                                        .handle = e->early.handle[i]});
 }
 
 static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows, int row0)
@@ -808,6 +860,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->d = d;
     e->k = k;
     e->n_slots = e->n_pending = e->next_handle = 0;
+    early_clear(&e->early);
     e->eval = false; /* rank r placed by the caller (place_rank) */
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
@@ -1036,5 +1089,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     free(e.slot_busy);
     free(e.loaded);
     free(e.pending);
+    free(e.early.key);
+    free(e.early.handle);
     return rc;
 }
