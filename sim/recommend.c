@@ -216,18 +216,49 @@ static int enumerate(struct search *s)
 /* The busiest rank's local ops alone: a lower bound of the iteration the player computes
  * (it charges these same costs, at shared rates no faster, one op at a time per rank).
  * dt_cost_op is 0 for communication ops: the network's, not the device's. */
+/* Each layer's forward and backward costed once per rank while they repeat (the same op
+ * every micro-batch but for where in the step it runs: dt_op_same_cost). */
+struct op_costs {
+    const struct dt_op **last; /* per layer and phase: the last compute op costed */
+    int *rank;                 /* ... on this rank (+1; 0: none yet) */
+    double *cost;
+    int n;
+};
+
+static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *cp,
+                      const struct dt_device_spec *dev, const struct dt_model *m,
+                      const struct dt_op *op)
+{
+    int at = 2 * op->layer + (op->phase == DT_PH_BACKWARD);
+    if (op->kind != DT_OP_COMPUTE || op->layer < 0 || at >= oc->n)
+        return dt_cost_op(cp, dev, m, op);
+    if (oc->rank[at] != r + 1 || !dt_op_same_cost(oc->last[at], op)) {
+        oc->rank[at] = r + 1;
+        oc->last[at] = op;
+        oc->cost[at] = dt_cost_op(cp, dev, m, op);
+    }
+    return oc->cost[at];
+}
+
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
+    int n = 2 * plan->model->n_layers;
+    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.rank),
+                          malloc((size_t)n * sizeof *oc.cost), 0};
+    oc.n = oc.last && oc.rank && oc.cost ? n : 0; /* without memory: every op costed */
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_node_group *g = dt_topology_group_of_rank(plan->topo, r);
         const struct dt_device_spec *dev = &g->device;
         const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
         double t = 0;
         for (int i = 0; i < plan->ranks[r].n_ops; i++)
-            t += dt_cost_op(cp, dev, plan->model, &plan->ranks[r].ops[i]);
+            t += op_cost(&oc, r, cp, dev, plan->model, &plan->ranks[r].ops[i]);
         worst = t > worst ? t : worst;
     }
+    free(oc.last);
+    free(oc.rank);
+    free(oc.cost);
     return worst;
 }
 
