@@ -386,8 +386,9 @@ static bool reads_staging(const struct dt_plan *plan, const struct dt_rank_plan 
     return false;
 }
 
-/* Per micro-batch mb and segment or layer x (both < n_layers), at [mb x n_layers + x], as the
- * walk over the step program goes (one pass, not a search back from every backward). */
+/* Per micro-batch mb and segment or layer x of the rank (both < n_layers), at [mb x width +
+ * local[x]] (cell), as the walk over the step program goes (one pass, not a search back from
+ * every backward). */
 struct walk {
     bool *done; /* segment x of mb recomputed */
     int *fwd;   /* the index of layer x's latest forward of mb (-1: none) */
@@ -396,14 +397,41 @@ struct walk {
     int latest; /* ZeRO-3: the first op of the latest fill (-1: none) */
     const struct dt_plan *plan;
     int rank;
-    struct dt_op *sends; /* non-blocking SENDs pushed and not yet waited */
+    int *sends;          /* handles of the non-blocking SENDs pushed and not yet waited */
     struct dtc_span *read; /* where each one's region lies (dtc_span_of, once per send) */
     int n_sends;
     bool *early;         /* per handle: waited before a recomputed forward, not at its WAIT */
+    int *local;          /* layer or segment x's column in a micro-batch's row (-1: none) */
     int *seg_at;         /* segment x's layers re-run: seg_layers[seg_at[x] .. seg_at[x + 1]) */
     int *seg_layers;     /* ascending within a segment (a walk of every layer per segment
                             re-run made a 175B stage's walk layers x micro-batches x parts) */
 };
+
+static size_t cell(const struct walk *w, size_t row, int x)
+{
+    return row + (size_t)w->local[x];
+}
+
+/* Columns for the layers the rank computes, the layers any segment re-runs and the segments:
+ * local[x] for each (ascending), -1 for the others; returns how many. Only these are
+ * walked, so a stage's rows hold its own layers, not the model's. */
+static int local_columns(const struct dt_recompute_layout *rc, const struct dt_rank_plan *rp,
+                         int *local)
+{
+    int n = rc->n_layers, width = 0;
+    for (int x = 0; x < n; x++)
+        local[x] = -1;
+    for (int i = 0; i < rp->n_ops; i++)
+        if (rp->ops[i].kind == DT_OP_COMPUTE && rp->ops[i].layer >= 0 && rp->ops[i].layer < n)
+            local[rp->ops[i].layer] = 0;
+    for (int l = 0; l < n; l++)
+        if (rc->segment[l] >= 0)
+            local[l] = local[rc->segment[l]] = 0;
+    for (int x = 0; x < n; x++)
+        if (local[x] == 0)
+            local[x] = width++;
+    return width;
+}
 
 /* The layers each segment re-runs (its own with an output or kept state in the workspace),
  * grouped by segment in layer order. */
@@ -439,18 +467,18 @@ static int push_after_sends(struct dt_program *out, struct walk *w, const struct
     for (int k = 0; k < n_wr; k++)
         ws[k] = dtc_span_of(w->plan, w->rank, &wr[k]);
     for (int k = 0; k < w->n_sends; k++) {
-        const struct dt_op *s = &w->sends[k];
+        int handle = w->sends[k];
         bool hit = false;
         for (int j = 0; j < n_wr && !hit; j++)
             hit = dtc_spans_overlap(&ws[j], &w->read[k]);
         if (!rc && hit) {
-            w->early[s->handle] = true;
+            w->early[handle] = true;
             rc = dt_program_push(out, &(struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
-                                                      .handle = s->handle});
+                                                      .handle = handle});
             continue;
         }
         w->read[kept] = w->read[k];
-        w->sends[kept++] = *s;
+        w->sends[kept++] = handle;
     }
     w->n_sends = kept;
     return rc ? rc : dt_program_push(out, op);
@@ -463,7 +491,7 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
     if (op->kind == DT_OP_WAIT) {
         int kept = 0;
         for (int k = 0; k < w->n_sends; k++)
-            if (w->sends[k].handle != op->handle) {
+            if (w->sends[k] != op->handle) {
                 w->read[kept] = w->read[k];
                 w->sends[kept++] = w->sends[k];
             }
@@ -474,7 +502,7 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
     int rc = push_after_sends(out, w, op);
     if (!rc && op->kind == DT_OP_SEND && op->nonblocking) {
         w->read[w->n_sends] = dtc_span_of(w->plan, w->rank, &op->region);
-        w->sends[w->n_sends++] = *op;
+        w->sends[w->n_sends++] = op->handle;
     }
     return rc;
 }
@@ -488,10 +516,10 @@ static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp, i
     int rcode = DT_OK;
     for (int i = w->seg_at[s]; i < w->seg_at[s + 1] && !rcode; i++) {
         int l = w->seg_layers[i];
-        int f = w->fwd[row + (size_t)l];
+        int f = w->fwd[cell(w, row, l)];
         if (f < 0)
             continue;
-        int fill = w->fill ? w->fill[row + (size_t)l] : -1;
+        int fill = w->fill ? w->fill[cell(w, row, l)] : -1;
         if (fill >= 0 && fill != *last_fill) {
             rcode = push_fill(out, rp, fill);
             *last_fill = fill;
@@ -534,9 +562,9 @@ static void walk_op(struct walk *w, const struct dt_plan *plan, const struct dt_
         w->latest = i;
     if (op->kind != DT_OP_COMPUTE || op->phase != DT_PH_FORWARD)
         return;
-    w->fwd[row + (size_t)op->layer] = i;
+    w->fwd[cell(w, row, op->layer)] = i;
     if (w->fill)
-        w->fill[row + (size_t)op->layer] =
+        w->fill[cell(w, row, op->layer)] =
             dt_shard_params(plan->model, plan->views[rp->view], op->layer) > 0 ? w->latest : -1;
 }
 
@@ -558,30 +586,37 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
         handles = rp->ops[i].handle >= handles ? rp->ops[i].handle + 1 : handles;
         sends += rp->ops[i].kind == DT_OP_SEND;
     }
-    size_t cells = (size_t)rc->n_layers * (size_t)micros;
+    int *local = malloc(((size_t)rc->n_layers + 1) * sizeof *local);
+    int width = local ? local_columns(rc, rp, local) : 0;
+    size_t cells = (size_t)width * (size_t)micros;
     bool zero3 = plan->opt.zero == 3;
-    struct walk w = {.done = calloc(cells, sizeof *w.done), .fwd = malloc(cells * sizeof *w.fwd),
-                     .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1,
-                     .plan = plan, .rank = r, .sends = malloc(((size_t)sends + 1) * sizeof *w.sends),
-                     .read = malloc(((size_t)sends + 1) * sizeof *w.read),
+    size_t n_layers = (size_t)rc->n_layers, n_sends = (size_t)sends;
+    struct walk w = {.done = calloc(cells + 1, sizeof *w.done),
+                     .fwd = malloc((cells + 1) * sizeof *w.fwd),
+                     .fill = zero3 ? malloc((cells + 1) * sizeof *w.fill) : NULL, .latest = -1,
+                     .plan = plan, .rank = r, .local = local,
+                     .sends = malloc((n_sends + 1) * sizeof *w.sends),
+                     .read = malloc((n_sends + 1) * sizeof *w.read),
                      .early = calloc((size_t)handles + 1, sizeof *w.early),
-                     .seg_at = malloc(((size_t)rc->n_layers + 1) * sizeof *w.seg_at),
-                     .seg_layers = malloc(((size_t)rc->n_layers + 1) * sizeof *w.seg_layers)};
-    struct dt_program out = {0};
-    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read && w.early &&
-                        w.seg_at && w.seg_layers ? DT_OK : DT_ENOMEM;
+                     .seg_at = malloc((n_layers + 1) * sizeof *w.seg_at),
+                     .seg_layers = malloc((n_layers + 1) * sizeof *w.seg_layers)};
+    /* room for the re-run forwards at once (growing by doubling copied the program) */
+    int cap = rp->n_ops + rp->n_ops / 2 + 64;
+    struct dt_program out = {.ops = malloc((size_t)cap * sizeof *out.ops), .cap_ops = cap};
+    int rcode = local && w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read &&
+                        w.early && w.seg_at && w.seg_layers && out.ops ? DT_OK : DT_ENOMEM;
     if (!rcode)
         segment_layers(rc, w.seg_at, w.seg_layers);
     for (size_t c = 0; !rcode && c < cells; c++)
         w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
         const struct dt_op *op = &rp->ops[i];
-        size_t row = (size_t)op->micro * (size_t)rc->n_layers;
+        size_t row = (size_t)op->micro * (size_t)width;
         walk_op(&w, plan, rp, i, row);
         int s = op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD
                     ? rc->segment[op->layer] : -1;
-        if (s >= 0 && !w.done[row + (size_t)s]) {
-            w.done[row + (size_t)s] = true;
+        if (s >= 0 && !w.done[cell(&w, row, s)]) {
+            w.done[cell(&w, row, s)] = true;
             rcode = recompute_before(&out, plan, rp, s, i, &w, row);
         }
         if (!rcode)
@@ -592,6 +627,7 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     free(w.early);
     free(w.seg_at);
     free(w.seg_layers);
+    free(local);
     free(w.done);
     free(w.fwd);
     free(w.fill);
