@@ -326,6 +326,31 @@ static bool same_options(const struct dt_plan_options *a, const struct dt_plan_o
     return same;
 }
 
+/* Whether play() plays tensor rank 0 of each stage alone: every group across tensor ranks is
+ * a tensor group the closed form covers. */
+static bool plays_tensor_rank_0(const struct dt_plan *plan, int T)
+{
+    for (int g = 0; g < plan->n_groups; g++)
+        if (!tensor_group(plan, g, T) && across_tensor_ranks(&plan->groups[g], T))
+            return false;
+    return true;
+}
+
+/* The replica's plan: where only tensor rank 0 of each stage is played, a probe that builds
+ * those alone (the others run the same emission: probe_tensor.c), else the whole plan. */
+static int replica_plan(const struct dt_model *m, const struct dt_topology *topo,
+                        const struct dt_plan_options *one, struct dt_plan **plan,
+                        struct dt_error *err)
+{
+    if (one->tp <= 1)
+        return dt_plan_build(m, topo, one, plan, err);
+    int rc = dt_plan_probe(m, topo, one, plan, err);
+    if (rc || ((*plan)->probe_tensor > 1 && plays_tensor_rank_0(*plan, one->tp)))
+        return rc;
+    dt_plan_destroy(*plan);
+    return dt_plan_build(m, topo, one, plan, err);
+}
+
 /* The replica of options one simulated (through the cache when there is one). */
 static int replica(const struct dt_model *m, const struct dt_topology *topo,
                    const struct dt_cost_params *group_cp, const struct dt_plan_options *one,
@@ -337,7 +362,7 @@ static int replica(const struct dt_model *m, const struct dt_topology *topo,
             return DT_OK;
         }
     struct dt_plan *plan;
-    int rc = dt_plan_build(m, topo, one, &plan, err);
+    int rc = replica_plan(m, topo, one, &plan, err);
     if (rc)
         return rc;
     struct dt_memory peak;
