@@ -410,8 +410,8 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
 
 int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
                        const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                       struct dt_sym_cache *cache, struct dt_sym_result *out,
-                       struct dt_error *err)
+                       const struct dt_plan *probe, struct dt_sym_cache *cache,
+                       struct dt_sym_result *out, struct dt_error *err)
 {
     struct dt_symround *own = NULL, *world = cache ? cache->world : NULL;
     int rc = world ? DT_OK : dt_symround_create(topo, &group_cp[0], &world, err);
@@ -421,11 +421,11 @@ int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
         cache->world = world;
     else
         own = world;
-    struct dt_plan *plan; /* rank 0 is all the estimate plays: a probe has its ops */
-    rc = dt_plan_probe(m, topo, o, &plan, err);
+    struct dt_plan *plan = NULL; /* rank 0 is all the estimate plays: a probe has its ops */
+    rc = probe ? DT_OK : dt_plan_probe(m, topo, o, &plan, err);
     struct dt_step st;
     if (!rc) {
-        rc = dt_sym_dp_step(plan, group_cp, world, &st, err);
+        rc = dt_sym_dp_step(probe ? probe : plan, group_cp, world, &st, err);
         dt_plan_destroy(plan);
     }
     if (!rc)
