@@ -412,18 +412,35 @@ static size_t cell(const struct walk *w, size_t row, int x)
     return row + (size_t)w->local[x];
 }
 
-/* Columns for the layers the rank computes, the layers any segment re-runs and the segments:
- * local[x] for each (ascending), -1 for the others; returns how many. Only these are
- * walked, so a stage's rows hold its own layers, not the model's. */
-static int local_columns(const struct dt_recompute_layout *rc, const struct dt_rank_plan *rp,
-                         int *local)
+/* What the walk sizes its tables by, in one pass over the step program (a pass per quantity
+ * read a large program from memory again): micro-batches, handles and SENDs; and local[x]
+ * marked 0 for each layer the rank computes. */
+struct program_sizes {
+    int micros, handles, sends;
+};
+
+static struct program_sizes scan_program(const struct dt_rank_plan *rp, int n_layers, int *local)
+{
+    struct program_sizes z = {1, 0, 0};
+    for (int x = 0; x < n_layers; x++)
+        local[x] = -1;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        z.micros = op->micro + 1 > z.micros ? op->micro + 1 : z.micros;
+        z.handles = op->handle >= z.handles ? op->handle + 1 : z.handles;
+        z.sends += op->kind == DT_OP_SEND;
+        if (op->kind == DT_OP_COMPUTE && op->layer >= 0 && op->layer < n_layers)
+            local[op->layer] = 0;
+    }
+    return z;
+}
+
+/* Columns for the layers the rank computes (marked by scan_program), the layers any segment
+ * re-runs and the segments: local[x] for each (ascending), -1 for the others; returns how
+ * many. Only these are walked, so a stage's rows hold its own layers, not the model's. */
+static int local_columns(const struct dt_recompute_layout *rc, int *local)
 {
     int n = rc->n_layers, width = 0;
-    for (int x = 0; x < n; x++)
-        local[x] = -1;
-    for (int i = 0; i < rp->n_ops; i++)
-        if (rp->ops[i].kind == DT_OP_COMPUTE && rp->ops[i].layer >= 0 && rp->ops[i].layer < n)
-            local[rp->ops[i].layer] = 0;
     for (int l = 0; l < n; l++)
         if (rc->segment[l] >= 0)
             local[l] = local[rc->segment[l]] = 0;
@@ -578,17 +595,11 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
         return DT_ENOMEM;
     if (!rc->any)
         return DT_OK;
-    int micros = 1;
-    for (int i = 0; i < rp->n_ops; i++)
-        micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
-    int handles = 0, sends = 0;
-    for (int i = 0; i < rp->n_ops; i++) {
-        handles = rp->ops[i].handle >= handles ? rp->ops[i].handle + 1 : handles;
-        sends += rp->ops[i].kind == DT_OP_SEND;
-    }
     int *local = malloc(((size_t)rc->n_layers + 1) * sizeof *local);
-    int width = local ? local_columns(rc, rp, local) : 0;
-    size_t cells = (size_t)width * (size_t)micros;
+    struct program_sizes z = local ? scan_program(rp, rc->n_layers, local)
+                                   : (struct program_sizes){1, 0, 0};
+    int width = local ? local_columns(rc, local) : 0, handles = z.handles, sends = z.sends;
+    size_t cells = (size_t)width * (size_t)z.micros;
     bool zero3 = plan->opt.zero == 3;
     size_t n_layers = (size_t)rc->n_layers, n_sends = (size_t)sends;
     struct walk w = {.done = calloc(cells + 1, sizeof *w.done),
