@@ -118,6 +118,8 @@ static void place(struct dt_recompute_layout *rc, const struct dt_model *m, cons
     for (int l = 0; l < m->n_layers; l++) {
         if (l > 0 && rc->segment[l] != rc->segment[l - 1])
             f = i = 0;
+        if (!rc->act_ws[l] && !rc->keep_ws[l])
+            continue; /* in no workspace: not sized (a stage's view runs few of the layers) */
         long act, kf, ki;
         sizes(m, v, l, &act, &kf, &ki);
         if (rc->act_ws[l]) {
