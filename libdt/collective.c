@@ -625,6 +625,19 @@ enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long coun
     }
 }
 
+int dt_coll_ring_repeats(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, long count,
+                         int r)
+{
+    if (alg == DT_ALG_LIBRARY)
+        alg = dt_coll_library_choice(kind, p, count);
+    bool ring_kind = kind == DT_COLL_ALLREDUCE || kind == DT_COLL_REDUCE_SCATTER ||
+                     kind == DT_COLL_ALLGATHER;
+    int phases = kind == DT_COLL_ALLREDUCE ? 2 : 1;
+    if (alg != DT_ALG_RING || !ring_kind || p < 2 || r < 0 || r >= phases * (p - 1))
+        return 0;
+    return p - 2 - r % (p - 1);
+}
+
 int dt_coll_schedule(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, int me, int root,
                      long count, struct dt_schedule *s, struct dt_error *err)
 {

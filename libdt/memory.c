@@ -109,6 +109,22 @@ static long rail_ring_widest(long n, int p, int g, int me)
     return g > 1 && w > rail ? w : rail;
 }
 
+/* Direct (collective.c): one round per phase in which a member receives its own chunk from
+ * every other member (reduce-scatter) or every other member's chunk (allgather); an
+ * allreduce runs both. Closed form: expanding the schedule of a 1,024-member ZeRO-3 gather
+ * for each member made sizing it quadratic. */
+static long direct_widest(enum dt_coll_kind kind, long n, int p, int me)
+{
+    long off, own;
+    dt_chunk(n, p, me, &off, &own);
+    long rs = (long)(p - 1) * own, ag = n - own;
+    switch (kind) {
+    case DT_COLL_REDUCE_SCATTER: return rs;
+    case DT_COLL_ALLGATHER: return ag;
+    default: return rs > ag ? rs : ag;
+    }
+}
+
 long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
 {
     if (op->kind == DT_OP_SEND)
@@ -128,6 +144,10 @@ long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
         (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
          op->coll == DT_COLL_ALLGATHER))
         return ring_widest(op->coll, op->region.count, group_size, me);
+    if (op->alg == DT_ALG_DIRECT && group_size > 1 &&
+        (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
+         op->coll == DT_COLL_ALLGATHER))
+        return direct_widest(op->coll, op->region.count, group_size, me);
     struct dt_schedule s;
     dt_schedule_init(&s);
     long widest = 0;

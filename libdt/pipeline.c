@@ -70,6 +70,12 @@ struct emit {
     bool *loaded;         /* per micro-batch */
     bool eval;
     const struct dt_dact_layout *dact; /* the rank's gradient pool (dt_plan_dact) */
+    struct early_recvs {  /* the step's early receives (recv_early) by peer and tag, for
+                             wait_recv (a search back through the ops was quadratic) */
+        long *key;        /* peer x 2^32 + tag, -1: empty (open addressing) */
+        int *handle;
+        int cap, n;
+    } early;
 };
 
 static int stage_of_chunk(const struct pipe *p, int c) { return c % p->S; }
@@ -166,17 +172,6 @@ int dt_pipeline_slots(const struct dt_plan_options *o, int s)
 
 /* ---- layer geometry ---- */
 
-static bool chunk_reads(const struct pipe *p, int c, int o)
-{
-    /* a layer of chunk c reads storage owner o (directly or through a view) */
-    const struct dt_model *m = p->m;
-    for (int j = p->plan->chunk_first[c]; j < p->plan->chunk_first[c + 1]; j++)
-        for (int k = 0; k < m->layers[j].n_in; k++)
-            if (m->layers[j].in[k] >= 0 && p->owner[m->layers[j].in[k]] == o)
-                return true;
-    return false;
-}
-
 /* For every stage and storage owner o running on another stage, the lowest chunk of the
  * stage that reads o; computed once, the emitters ask for it on every schedule unit. */
 /* The first readers (p->reader) indexed both ways: by chunk (recv_at, recvs) and by owner
@@ -214,23 +209,31 @@ static int index_readers(struct pipe *p, int total)
     return 0;
 }
 
+/* p->reader[s * n + o]: the lowest chunk of stage s with a layer that reads storage owner o
+ * (directly or through a view) when o runs on another stage, else -1. One pass over the
+ * chunks in order, so the first chunk of a stage to read o is its lowest (a search per
+ * stage and owner rescanned the chunks' layers: quadratic in the layers). */
 static int first_readers(struct pipe *p)
 {
-    int n = p->m->n_layers, total = 0;
+    const struct dt_model *m = p->m;
+    int n = m->n_layers, total = 0;
     p->reader = malloc((size_t)p->S * (size_t)n * sizeof *p->reader);
     if (!p->reader)
         return -1;
-    for (int s = 0; s < p->S; s++)
-        for (int o = 0; o < n; o++) {
-            int *r = &p->reader[s * n + o];
-            *r = -1;
-            if (p->owner[o] != o || stage_of_chunk(p, p->chunk_of[o]) == s)
-                continue;
-            for (int c = s; c < p->C && *r < 0; c += p->S)
-                if (chunk_reads(p, c, o))
-                    *r = c;
-            total += *r >= 0;
-        }
+    for (int i = 0; i < p->S * n; i++)
+        p->reader[i] = -1;
+    for (int c = 0; c < p->C; c++) {
+        int s = stage_of_chunk(p, c);
+        for (int j = p->plan->chunk_first[c]; j < p->plan->chunk_first[c + 1]; j++)
+            for (int k = 0; k < m->layers[j].n_in; k++) {
+                int o = m->layers[j].in[k] >= 0 ? p->owner[m->layers[j].in[k]] : -1;
+                if (o < 0 || p->owner[o] != o || stage_of_chunk(p, p->chunk_of[o]) == s ||
+                    p->reader[s * n + o] >= 0)
+                    continue;
+                p->reader[s * n + o] = c;
+                total++;
+            }
+    }
     return index_readers(p, total);
 }
 
@@ -337,26 +340,72 @@ static int zero_dact(const struct pipe *p, const struct emit *e, int o, int slot
                                            .region = act_region(p, e, DT_BUF_DACT, o, slot, rows)});
 }
 
+static void early_clear(struct early_recvs *x)
+{
+    for (int i = 0; i < x->cap; i++)
+        x->key[i] = -1;
+    x->n = 0;
+}
+
+/* The slot of key: where it is, else the empty one it goes in. */
+static int early_slot(const struct early_recvs *x, long key)
+{
+    unsigned long h = (unsigned long)key * 0x9E3779B97F4A7C15UL;
+    int i = (int)(h >> 40) & (x->cap - 1);
+    while (x->key[i] >= 0 && x->key[i] != key)
+        i = (i + 1) & (x->cap - 1);
+    return i;
+}
+
+static int early_put(struct early_recvs *x, long key, int handle)
+{
+    if (2 * (x->n + 1) > x->cap) {
+        struct early_recvs y = {malloc(sizeof *y.key * (size_t)(x->cap ? 2 * x->cap : 256)),
+                                malloc(sizeof *y.handle * (size_t)(x->cap ? 2 * x->cap : 256)),
+                                x->cap ? 2 * x->cap : 256, 0};
+        if (!y.key || !y.handle) {
+            free(y.key);
+            free(y.handle);
+            return DT_ENOMEM;
+        }
+        early_clear(&y);
+        for (int i = 0; i < x->cap; i++)
+            if (x->key[i] >= 0)
+                early_put(&y, x->key[i], x->handle[i]);
+        free(x->key);
+        free(x->handle);
+        *x = y;
+    }
+    int i = early_slot(x, key);
+    x->n += x->key[i] < 0;
+    x->key[i] = key;
+    x->handle[i] = handle;
+    return DT_OK;
+}
+
+static long early_key(int peer, int tag) { return (long)peer << 32 | (long)(unsigned)tag; }
+
 /* The early, non-blocking summing receive of a gradient (see the top of the file). */
 static int recv_early(struct dt_plan *plan, struct emit *e, int peer, int tag,
                       struct dt_region r)
 {
-    return push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
-                                        .tag = tag, .region = r, .sum = true,
-                                        .nonblocking = true, .handle = e->next_handle++});
+    int rc = early_put(&e->early, early_key(peer, tag), e->next_handle);
+    return rc ? rc : push(plan, e, (struct dt_op){.kind = DT_OP_RECV, .layer = -1, .peer = peer,
+                                                  .tag = tag, .region = r, .sum = true,
+                                                  .nonblocking = true,
+                                                  .handle = e->next_handle++});
 }
 
 /* The WAIT for the receive recv_early posted from peer with tag. */
 static int wait_recv(struct dt_plan *plan, const struct emit *e, int peer, int tag)
 {
-    const struct dt_rank_plan *rp = &plan->ranks[e->rank];
     if (dt_plan_dropped(plan, e->rank)) /* a probe holds no ops of this rank */
         return DT_OK;
-    for (int j = rp->n_ops - 1; j >= 0; j--)
-        if (rp->ops[j].kind == DT_OP_RECV && rp->ops[j].peer == peer && rp->ops[j].tag == tag)
-            return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
-                                                .handle = rp->ops[j].handle});
-    return DT_EINTERNAL;
+    int i = e->early.cap ? early_slot(&e->early, early_key(peer, tag)) : -1;
+    if (i < 0 || e->early.key[i] < 0)
+        return DT_EINTERNAL;
+    return push(plan, e, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
+                                        .handle = e->early.handle[i]});
 }
 
 static int forward(const struct pipe *p, struct emit *e, int i, int c, int rows, int row0)
@@ -811,6 +860,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->d = d;
     e->k = k;
     e->n_slots = e->n_pending = e->next_handle = 0;
+    early_clear(&e->early);
     e->eval = false; /* rank r placed by the caller (place_rank) */
     int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
@@ -1039,5 +1089,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
     free(e.slot_busy);
     free(e.loaded);
     free(e.pending);
+    free(e.early.key);
+    free(e.early.handle);
     return rc;
 }

@@ -76,11 +76,17 @@ bool dt_plan_dropped(const struct dt_plan *plan, int rank)
                            (plan->probe_tensor > 1 && rank % plan->probe_tensor));
 }
 
+/* The plan's precision on an op already in a program (a stamped copy pushed copied it twice). */
+static void stamp(const struct dt_plan *plan, struct dt_op *op)
+{
+    op->precision = plan->opt.precision;
+    op->grads_f32 = dt_plan_grad_dtype(&plan->opt) != dt_precision_storage(op->precision);
+}
+
 struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op)
 {
     struct dt_op stamped = *op;
-    stamped.precision = plan->opt.precision;
-    stamped.grads_f32 = dt_plan_grad_dtype(&plan->opt) != dt_precision_storage(stamped.precision);
+    stamp(plan, &stamped);
     return stamped;
 }
 
@@ -92,8 +98,9 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
     if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
         return DT_ENOMEM;
     struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
-    struct dt_op stamped = dt_plan_stamp(plan, op);
-    int rc = dt_program_push(&p, &stamped);
+    int rc = dt_program_push(&p, op);
+    if (!rc)
+        stamp(plan, &p.ops[p.n_ops - 1]);
     r->n_ops = p.n_ops;
     r->cap_ops = p.cap_ops;
     r->ops = p.ops;
@@ -107,8 +114,10 @@ int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op)
     struct dt_rank_plan *r = &plan->ranks[rank];
     if (dt_plan_unshare_rank(plan, rank)) /* copy on write */
         return DT_ENOMEM;
-    struct dt_op stamped = dt_plan_stamp(plan, op);
-    return dt_program_push(&r->eval, &stamped);
+    int rc = dt_program_push(&r->eval, op);
+    if (!rc)
+        stamp(plan, &r->eval.ops[r->eval.n_ops - 1]);
+    return rc;
 }
 
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks)

@@ -34,15 +34,27 @@ static bool is_tensor_group(const struct dt_group *g, int base, int T)
     return true;
 }
 
+/* Whether two collectives on groups of one size receive alike at every member's index: the
+ * same collective, algorithm, root and count (all that dt_coll_scratch_floats reads). */
+static bool same_scratch(const struct dt_op *a, const struct dt_op *b)
+{
+    return a->coll == b->coll && a->alg == b->alg && a->root == b->root &&
+           a->region.count == b->region.count;
+}
+
 /* Whether each collective of ops on the tensor group of rank r (tensor rank 0) receives as
- * much at every member's index as at r's. */
+ * much at every member's index as at r's. A collective like the last one checked is not
+ * checked again (a stage's tensor allreduces repeat every micro-batch). */
 static bool scratch_alike(const struct dt_plan *plan, int r, const struct dt_op *ops, int n)
 {
     int T = plan->probe_tensor;
+    const struct dt_op *last = NULL;
     for (int i = 0; i < n; i++) {
         const struct dt_op *op = &ops[i];
-        if (op->kind != DT_OP_COLL || !is_tensor_group(&plan->groups[op->group], r, T))
+        if (op->kind != DT_OP_COLL || (last && same_scratch(op, last)) ||
+            !is_tensor_group(&plan->groups[op->group], r, T))
             continue;
+        last = op;
         long own = dt_coll_scratch_floats(op, T, 0);
         for (int k = 1; k < T; k++)
             if (dt_coll_scratch_floats(op, T, k) != own)

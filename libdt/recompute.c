@@ -118,6 +118,8 @@ static void place(struct dt_recompute_layout *rc, const struct dt_model *m, cons
     for (int l = 0; l < m->n_layers; l++) {
         if (l > 0 && rc->segment[l] != rc->segment[l - 1])
             f = i = 0;
+        if (!rc->act_ws[l] && !rc->keep_ws[l])
+            continue; /* in no workspace: not sized (a stage's view runs few of the layers) */
         long act, kf, ki;
         sizes(m, v, l, &act, &kf, &ki);
         if (rc->act_ws[l]) {
@@ -386,8 +388,9 @@ static bool reads_staging(const struct dt_plan *plan, const struct dt_rank_plan 
     return false;
 }
 
-/* Per micro-batch mb and segment or layer x (both < n_layers), at [mb x n_layers + x], as the
- * walk over the step program goes (one pass, not a search back from every backward). */
+/* Per micro-batch mb and segment or layer x of the rank (both < n_layers), at [mb x width +
+ * local[x]] (cell), as the walk over the step program goes (one pass, not a search back from
+ * every backward). */
 struct walk {
     bool *done; /* segment x of mb recomputed */
     int *fwd;   /* the index of layer x's latest forward of mb (-1: none) */
@@ -396,11 +399,78 @@ struct walk {
     int latest; /* ZeRO-3: the first op of the latest fill (-1: none) */
     const struct dt_plan *plan;
     int rank;
-    struct dt_op *sends; /* non-blocking SENDs pushed and not yet waited */
+    int *sends;          /* handles of the non-blocking SENDs pushed and not yet waited */
     struct dtc_span *read; /* where each one's region lies (dtc_span_of, once per send) */
     int n_sends;
     bool *early;         /* per handle: waited before a recomputed forward, not at its WAIT */
+    int *local;          /* layer or segment x's column in a micro-batch's row (-1: none) */
+    int *seg_at;         /* segment x's layers re-run: seg_layers[seg_at[x] .. seg_at[x + 1]) */
+    int *seg_layers;     /* ascending within a segment (a walk of every layer per segment
+                            re-run made a 175B stage's walk layers x micro-batches x parts) */
 };
+
+static size_t cell(const struct walk *w, size_t row, int x)
+{
+    return row + (size_t)w->local[x];
+}
+
+/* What the walk sizes its tables by, in one pass over the step program (a pass per quantity
+ * read a large program from memory again): micro-batches, handles and SENDs; and local[x]
+ * marked 0 for each layer the rank computes. */
+struct program_sizes {
+    int micros, handles, sends;
+};
+
+static struct program_sizes scan_program(const struct dt_rank_plan *rp, int n_layers, int *local)
+{
+    struct program_sizes z = {1, 0, 0};
+    for (int x = 0; x < n_layers; x++)
+        local[x] = -1;
+    for (int i = 0; i < rp->n_ops; i++) {
+        const struct dt_op *op = &rp->ops[i];
+        z.micros = op->micro + 1 > z.micros ? op->micro + 1 : z.micros;
+        z.handles = op->handle >= z.handles ? op->handle + 1 : z.handles;
+        z.sends += op->kind == DT_OP_SEND;
+        if (op->kind == DT_OP_COMPUTE && op->layer >= 0 && op->layer < n_layers)
+            local[op->layer] = 0;
+    }
+    return z;
+}
+
+/* Columns for the layers the rank computes (marked by scan_program), the layers any segment
+ * re-runs and the segments: local[x] for each (ascending), -1 for the others; returns how
+ * many. Only these are walked, so a stage's rows hold its own layers, not the model's. */
+static int local_columns(const struct dt_recompute_layout *rc, int *local)
+{
+    int n = rc->n_layers, width = 0;
+    for (int l = 0; l < n; l++)
+        if (rc->segment[l] >= 0)
+            local[l] = local[rc->segment[l]] = 0;
+    for (int x = 0; x < n; x++)
+        if (local[x] == 0)
+            local[x] = width++;
+    return width;
+}
+
+/* The layers each segment re-runs (its own with an output or kept state in the workspace),
+ * grouped by segment in layer order. */
+static void segment_layers(const struct dt_recompute_layout *rc, int *at, int *layers)
+{
+    int n = rc->n_layers;
+    for (int x = 0; x <= n; x++)
+        at[x] = 0;
+    for (int l = 0; l < n; l++)
+        if (rc->segment[l] >= 0 && (rc->act_ws[l] || rc->keep_ws[l]))
+            at[rc->segment[l] + 1]++;
+    for (int x = 0; x < n; x++) /* at[x]: where segment x starts */
+        at[x + 1] += at[x];
+    for (int l = 0; l < n; l++) /* at[x] moves to where segment x ends */
+        if (rc->segment[l] >= 0 && (rc->act_ws[l] || rc->keep_ws[l]))
+            layers[at[rc->segment[l]]++] = l;
+    for (int x = n; x > 0; x--) /* where x - 1 ends is where x starts */
+        at[x] = at[x - 1];
+    at[0] = 0;
+}
 
 /* Pushes op after the WAITs of the pending sends that read what it writes: a recomputed
  * forward rewrites its layer's rows, which a send of the layer's output (kept as the end of
@@ -416,18 +486,18 @@ static int push_after_sends(struct dt_program *out, struct walk *w, const struct
     for (int k = 0; k < n_wr; k++)
         ws[k] = dtc_span_of(w->plan, w->rank, &wr[k]);
     for (int k = 0; k < w->n_sends; k++) {
-        const struct dt_op *s = &w->sends[k];
+        int handle = w->sends[k];
         bool hit = false;
         for (int j = 0; j < n_wr && !hit; j++)
             hit = dtc_spans_overlap(&ws[j], &w->read[k]);
         if (!rc && hit) {
-            w->early[s->handle] = true;
+            w->early[handle] = true;
             rc = dt_program_push(out, &(struct dt_op){.kind = DT_OP_WAIT, .layer = -1,
-                                                      .handle = s->handle});
+                                                      .handle = handle});
             continue;
         }
         w->read[kept] = w->read[k];
-        w->sends[kept++] = *s;
+        w->sends[kept++] = handle;
     }
     w->n_sends = kept;
     return rc ? rc : dt_program_push(out, op);
@@ -440,7 +510,7 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
     if (op->kind == DT_OP_WAIT) {
         int kept = 0;
         for (int k = 0; k < w->n_sends; k++)
-            if (w->sends[k].handle != op->handle) {
+            if (w->sends[k] != op->handle) {
                 w->read[kept] = w->read[k];
                 w->sends[kept++] = w->sends[k];
             }
@@ -451,7 +521,7 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
     int rc = push_after_sends(out, w, op);
     if (!rc && op->kind == DT_OP_SEND && op->nonblocking) {
         w->read[w->n_sends] = dtc_span_of(w->plan, w->rank, &op->region);
-        w->sends[w->n_sends++] = *op;
+        w->sends[w->n_sends++] = op->handle;
     }
     return rc;
 }
@@ -459,18 +529,16 @@ static int push_step_op(struct dt_program *out, struct walk *w, const struct dt_
 /* Re-runs segment s's recomputed layers for the micro-batch at row of the walk: each one's
  * fill (a new one), its forward (flagged) and the collectives that followed it. *last_fill:
  * the first op of the last fill pushed, if any. */
-static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
-                        const struct dt_recompute_layout *rc, int s, struct walk *w,
-                        size_t row, int *last_fill)
+static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp, int s,
+                        struct walk *w, size_t row, int *last_fill)
 {
     int rcode = DT_OK;
-    for (int l = 0; l < rc->n_layers && !rcode; l++) {
-        if (rc->segment[l] != s || !(rc->act_ws[l] || rc->keep_ws[l]))
-            continue;
-        int f = w->fwd[row + (size_t)l];
+    for (int i = w->seg_at[s]; i < w->seg_at[s + 1] && !rcode; i++) {
+        int l = w->seg_layers[i];
+        int f = w->fwd[cell(w, row, l)];
         if (f < 0)
             continue;
-        int fill = w->fill ? w->fill[row + (size_t)l] : -1;
+        int fill = w->fill ? w->fill[cell(w, row, l)] : -1;
         if (fill >= 0 && fill != *last_fill) {
             rcode = push_fill(out, rp, fill);
             *last_fill = fill;
@@ -489,13 +557,13 @@ static int emit_segment(struct dt_program *out, const struct dt_rank_plan *rp,
  * reads a unit filled earlier that the recomputation's last fill replaced, with the latest
  * fill pushed again after it. */
 static int recompute_before(struct dt_program *out, const struct dt_plan *plan,
-                            const struct dt_rank_plan *rp, const struct dt_recompute_layout *rc,
-                            int s, int b, struct walk *w, size_t row)
+                            const struct dt_rank_plan *rp, int s, int b, struct walk *w,
+                            size_t row)
 {
     int j = w->fill ? fill_start(rp, b) : b;
     int last_fill = -1;
     out->n_ops -= b - j;
-    int rcode = emit_segment(out, rp, rc, s, w, row, &last_fill);
+    int rcode = emit_segment(out, rp, s, w, row, &last_fill);
     if (!rcode && last_fill >= 0 && j == b && w->latest >= 0 &&
         !same_fill(rp, last_fill, w->latest) && reads_staging(plan, rp, b))
         rcode = push_fill(out, rp, w->latest);
@@ -513,9 +581,9 @@ static void walk_op(struct walk *w, const struct dt_plan *plan, const struct dt_
         w->latest = i;
     if (op->kind != DT_OP_COMPUTE || op->phase != DT_PH_FORWARD)
         return;
-    w->fwd[row + (size_t)op->layer] = i;
+    w->fwd[cell(w, row, op->layer)] = i;
     if (w->fill)
-        w->fill[row + (size_t)op->layer] =
+        w->fill[cell(w, row, op->layer)] =
             dt_shard_params(plan->model, plan->views[rp->view], op->layer) > 0 ? w->latest : -1;
 }
 
@@ -529,35 +597,40 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
         return DT_ENOMEM;
     if (!rc->any)
         return DT_OK;
-    int micros = 1;
-    for (int i = 0; i < rp->n_ops; i++)
-        micros = rp->ops[i].micro + 1 > micros ? rp->ops[i].micro + 1 : micros;
-    int handles = 0, sends = 0;
-    for (int i = 0; i < rp->n_ops; i++) {
-        handles = rp->ops[i].handle >= handles ? rp->ops[i].handle + 1 : handles;
-        sends += rp->ops[i].kind == DT_OP_SEND;
-    }
-    size_t cells = (size_t)rc->n_layers * (size_t)micros;
+    int *local = malloc(((size_t)rc->n_layers + 1) * sizeof *local);
+    struct program_sizes z = local ? scan_program(rp, rc->n_layers, local)
+                                   : (struct program_sizes){1, 0, 0};
+    int width = local ? local_columns(rc, local) : 0, handles = z.handles, sends = z.sends;
+    size_t cells = (size_t)width * (size_t)z.micros;
     bool zero3 = plan->opt.zero == 3;
-    struct walk w = {.done = calloc(cells, sizeof *w.done), .fwd = malloc(cells * sizeof *w.fwd),
-                     .fill = zero3 ? malloc(cells * sizeof *w.fill) : NULL, .latest = -1,
-                     .plan = plan, .rank = r, .sends = malloc(((size_t)sends + 1) * sizeof *w.sends),
-                     .read = malloc(((size_t)sends + 1) * sizeof *w.read),
-                     .early = calloc((size_t)handles + 1, sizeof *w.early)};
-    struct dt_program out = {0};
-    int rcode = w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read && w.early
-                    ? DT_OK : DT_ENOMEM;
+    size_t n_layers = (size_t)rc->n_layers, n_sends = (size_t)sends;
+    struct walk w = {.done = calloc(cells + 1, sizeof *w.done),
+                     .fwd = malloc((cells + 1) * sizeof *w.fwd),
+                     .fill = zero3 ? malloc((cells + 1) * sizeof *w.fill) : NULL, .latest = -1,
+                     .plan = plan, .rank = r, .local = local,
+                     .sends = malloc((n_sends + 1) * sizeof *w.sends),
+                     .read = malloc((n_sends + 1) * sizeof *w.read),
+                     .early = calloc((size_t)handles + 1, sizeof *w.early),
+                     .seg_at = malloc((n_layers + 1) * sizeof *w.seg_at),
+                     .seg_layers = malloc((n_layers + 1) * sizeof *w.seg_layers)};
+    /* room for the re-run forwards at once (growing by doubling copied the program) */
+    int cap = rp->n_ops + rp->n_ops / 2 + 64;
+    struct dt_program out = {.ops = malloc((size_t)cap * sizeof *out.ops), .cap_ops = cap};
+    int rcode = local && w.done && w.fwd && (w.fill || !zero3) && w.sends && w.read &&
+                        w.early && w.seg_at && w.seg_layers && out.ops ? DT_OK : DT_ENOMEM;
+    if (!rcode)
+        segment_layers(rc, w.seg_at, w.seg_layers);
     for (size_t c = 0; !rcode && c < cells; c++)
         w.fwd[c] = -1;
     for (int i = 0; i < rp->n_ops && !rcode; i++) {
         const struct dt_op *op = &rp->ops[i];
-        size_t row = (size_t)op->micro * (size_t)rc->n_layers;
+        size_t row = (size_t)op->micro * (size_t)width;
         walk_op(&w, plan, rp, i, row);
         int s = op->kind == DT_OP_COMPUTE && op->phase == DT_PH_BACKWARD
                     ? rc->segment[op->layer] : -1;
-        if (s >= 0 && !w.done[row + (size_t)s]) {
-            w.done[row + (size_t)s] = true;
-            rcode = recompute_before(&out, plan, rp, rc, s, i, &w, row);
+        if (s >= 0 && !w.done[cell(&w, row, s)]) {
+            w.done[cell(&w, row, s)] = true;
+            rcode = recompute_before(&out, plan, rp, s, i, &w, row);
         }
         if (!rcode)
             rcode = push_step_op(&out, &w, op);
@@ -565,6 +638,9 @@ int dtc_recompute_program(struct dt_plan *plan, int r)
     free(w.sends);
     free(w.read);
     free(w.early);
+    free(w.seg_at);
+    free(w.seg_layers);
+    free(local);
     free(w.done);
     free(w.fwd);
     free(w.fill);

@@ -358,7 +358,8 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm);
     if (comm32 > 0)
         rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
-    rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
+    if (!plan->probe) /* a probe's kept ranks name their own peers: rarely alike */
+        rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
     return rc ? DT_ENOMEM : DT_OK;
 }
 
@@ -656,7 +657,7 @@ static int compile(const struct dt_model *model, const struct dt_topology *topo,
     plan->floor = mode == BUILD_FLOOR;
     plan->probe_tensor = plan->probe && one_tensor_rank ? dtc_probe_tensor_width(plan) : 0;
     int rc = registry[opt->strategy].compile(plan, err);
-    if (!rc && dt_plan_share(plan))
+    if (!rc && !plan->probe && dt_plan_share(plan))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     if (!rc && !probe)
         rc = dt_plan_check(plan, err);

@@ -216,18 +216,49 @@ static int enumerate(struct search *s)
 /* The busiest rank's local ops alone: a lower bound of the iteration the player computes
  * (it charges these same costs, at shared rates no faster, one op at a time per rank).
  * dt_cost_op is 0 for communication ops: the network's, not the device's. */
+/* Each layer's forward and backward costed once per rank while they repeat (the same op
+ * every micro-batch but for where in the step it runs: dt_op_same_cost). */
+struct op_costs {
+    const struct dt_op **last; /* per layer and phase: the last compute op costed */
+    int *rank;                 /* ... on this rank (+1; 0: none yet) */
+    double *cost;
+    int n;
+};
+
+static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *cp,
+                      const struct dt_device_spec *dev, const struct dt_model *m,
+                      const struct dt_op *op)
+{
+    int at = 2 * op->layer + (op->phase == DT_PH_BACKWARD);
+    if (op->kind != DT_OP_COMPUTE || op->layer < 0 || at >= oc->n)
+        return dt_cost_op(cp, dev, m, op);
+    if (oc->rank[at] != r + 1 || !dt_op_same_cost(oc->last[at], op)) {
+        oc->rank[at] = r + 1;
+        oc->last[at] = op;
+        oc->cost[at] = dt_cost_op(cp, dev, m, op);
+    }
+    return oc->cost[at];
+}
+
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
+    int n = 2 * plan->model->n_layers;
+    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.rank),
+                          malloc((size_t)n * sizeof *oc.cost), 0};
+    oc.n = oc.last && oc.rank && oc.cost ? n : 0; /* without memory: every op costed */
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_node_group *g = dt_topology_group_of_rank(plan->topo, r);
         const struct dt_device_spec *dev = &g->device;
         const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
         double t = 0;
         for (int i = 0; i < plan->ranks[r].n_ops; i++)
-            t += dt_cost_op(cp, dev, plan->model, &plan->ranks[r].ops[i]);
+            t += op_cost(&oc, r, cp, dev, plan->model, &plan->ranks[r].ops[i]);
         worst = t > worst ? t : worst;
     }
+    free(oc.last);
+    free(oc.rank);
+    free(oc.cost);
     return worst;
 }
 
@@ -272,9 +303,10 @@ static int floor_plan(const struct search *s, struct candidate *c, bool *over)
     return DT_OK;
 }
 
-/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound. */
+/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound; the
+ * probe in *keep when keep is given and the candidate fits (else destroyed). */
 static int compile_probe(const struct search *s, struct candidate *c, double *bound,
-                         struct dt_error *err)
+                         struct dt_plan **keep, struct dt_error *err)
 {
     struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
     int rc = dt_plan_probe(s->rq->model, s->rq->topo, &c->opt, &plan, err);
@@ -290,30 +322,36 @@ static int compile_probe(const struct search *s, struct candidate *c, double *bo
     bool over = s->rq->memory_limit > 0 && peak.total > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
     *bound = over ? 0 : compiled_bound(s, c, plan);
-    dt_plan_destroy(plan);
+    if (keep && !over)
+        *keep = plan;
+    else
+        dt_plan_destroy(plan);
     return DT_OK;
 }
 
 /* A candidate's memory: over the limit by its floor plan, else by its compiled probe (with
- * *bound, its compiled bound). */
+ * *bound, its compiled bound; *probe: the probe of one that fits, for its estimate). */
 static int measure(const struct search *s, struct candidate *c, double *bound,
-                   struct dt_error *err)
+                   struct dt_plan **probe, struct dt_error *err)
 {
     bool over;
     int rc = floor_plan(s, c, &over);
     if (rc)
         return dt_fail(err, rc, NULL, 0, 0, "out of memory");
-    return over ? DT_OK : compile_probe(s, c, bound, err);
+    return over ? DT_OK : compile_probe(s, c, bound, probe, err);
 }
 
 /* The symmetric estimate (symmetry.h) of a large pipeline (V_ESTIMATE 1) or data-parallel
- * strategy (2). */
-static int estimate(struct search *s, struct candidate *c, bool dp, struct dt_error *err)
+ * strategy (2; from the candidate's probe, which it plays). */
+static int estimate(struct search *s, struct candidate *c, bool dp, const struct dt_plan *probe,
+                    struct dt_error *err)
 {
     struct dt_sym_result r;
-    int rc = (dp ? dt_sym_dp_estimate : dt_sym_estimate)(s->rq->model, s->rq->topo,
-                                                         s->rq->group_cp, &c->opt,
-                                                         &s->replicas, &r, err);
+    const struct dt_rec_request *rq = s->rq;
+    int rc = dp ? dt_sym_dp_estimate(rq->model, rq->topo, rq->group_cp, &c->opt, probe,
+                                     &s->replicas, &r, err)
+                : dt_sym_estimate(rq->model, rq->topo, rq->group_cp, &c->opt, &s->replicas, &r,
+                                  err);
     if (!rc) {
         c->v[V_ITER] = r.iter_s;
         c->v[V_COMPUTE] = r.compute_s;
@@ -324,10 +362,11 @@ static int estimate(struct search *s, struct candidate *c, bool dp, struct dt_er
     return rc;
 }
 
-static int simulate(struct search *s, struct candidate *c, struct dt_error *err)
+static int simulate(struct search *s, struct candidate *c, const struct dt_plan *probe,
+                    struct dt_error *err)
 {
     if (dt_sym_used(&c->opt, s->rq->topo) || dt_sym_dp_used(&c->opt, s->rq->topo))
-        return estimate(s, c, !dt_sym_used(&c->opt, s->rq->topo), err);
+        return estimate(s, c, !dt_sym_used(&c->opt, s->rq->topo), probe, err);
     struct dt_plan *plan;
     int rc = dt_plan_build(s->rq->model, s->rq->topo, &c->opt, &plan, err);
     if (rc)
@@ -407,10 +446,13 @@ static int evaluate_one(struct search *s, struct candidate *c, double nth,
                         struct dt_error *err)
 {
     double bound = 0;
-    int rc = measure(s, c, &bound, err);
-    if (rc || !fits(c) || (bound > nth && !s->rq->no_prune))
-        return rc;
-    return simulate(s, c, err);
+    struct dt_plan *probe = NULL; /* kept for a data-parallel estimate, which plays it */
+    bool dp_estimate = !dt_sym_used(&c->opt, s->rq->topo) && dt_sym_dp_used(&c->opt, s->rq->topo);
+    int rc = measure(s, c, &bound, dp_estimate ? &probe : NULL, err);
+    if (!rc && fits(c) && !(bound > nth && !s->rq->no_prune))
+        rc = simulate(s, c, probe, err);
+    dt_plan_destroy(probe);
+    return rc;
 }
 
 /* A candidate's index under a key: the search's orders (ties: enumeration order). */
@@ -726,7 +768,7 @@ static int settle_group(struct search *s, int key, bool (*member)(const struct c
     double bound;
     int rc = DT_OK;
     while (!rc && (c = smallest_over(s, key, member)) && c->v[V_STATUS] == 1 + ST_OVER_BY_PLAN)
-        rc = compile_probe(s, c, &bound, err);
+        rc = compile_probe(s, c, &bound, NULL, err);
     return rc;
 }
 

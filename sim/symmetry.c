@@ -326,6 +326,31 @@ static bool same_options(const struct dt_plan_options *a, const struct dt_plan_o
     return same;
 }
 
+/* Whether play() plays tensor rank 0 of each stage alone: every group across tensor ranks is
+ * a tensor group the closed form covers. */
+static bool plays_tensor_rank_0(const struct dt_plan *plan, int T)
+{
+    for (int g = 0; g < plan->n_groups; g++)
+        if (!tensor_group(plan, g, T) && across_tensor_ranks(&plan->groups[g], T))
+            return false;
+    return true;
+}
+
+/* The replica's plan: where only tensor rank 0 of each stage is played, a probe that builds
+ * those alone (the others run the same emission: probe_tensor.c), else the whole plan. */
+static int replica_plan(const struct dt_model *m, const struct dt_topology *topo,
+                        const struct dt_plan_options *one, struct dt_plan **plan,
+                        struct dt_error *err)
+{
+    if (one->tp <= 1)
+        return dt_plan_build(m, topo, one, plan, err);
+    int rc = dt_plan_probe(m, topo, one, plan, err);
+    if (rc || ((*plan)->probe_tensor > 1 && plays_tensor_rank_0(*plan, one->tp)))
+        return rc;
+    dt_plan_destroy(*plan);
+    return dt_plan_build(m, topo, one, plan, err);
+}
+
 /* The replica of options one simulated (through the cache when there is one). */
 static int replica(const struct dt_model *m, const struct dt_topology *topo,
                    const struct dt_cost_params *group_cp, const struct dt_plan_options *one,
@@ -337,7 +362,7 @@ static int replica(const struct dt_model *m, const struct dt_topology *topo,
             return DT_OK;
         }
     struct dt_plan *plan;
-    int rc = dt_plan_build(m, topo, one, &plan, err);
+    int rc = replica_plan(m, topo, one, &plan, err);
     if (rc)
         return rc;
     struct dt_memory peak;
@@ -385,8 +410,8 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
 
 int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
                        const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                       struct dt_sym_cache *cache, struct dt_sym_result *out,
-                       struct dt_error *err)
+                       const struct dt_plan *probe, struct dt_sym_cache *cache,
+                       struct dt_sym_result *out, struct dt_error *err)
 {
     struct dt_symround *own = NULL, *world = cache ? cache->world : NULL;
     int rc = world ? DT_OK : dt_symround_create(topo, &group_cp[0], &world, err);
@@ -396,11 +421,11 @@ int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
         cache->world = world;
     else
         own = world;
-    struct dt_plan *plan; /* rank 0 is all the estimate plays: a probe has its ops */
-    rc = dt_plan_probe(m, topo, o, &plan, err);
+    struct dt_plan *plan = NULL; /* rank 0 is all the estimate plays: a probe has its ops */
+    rc = probe ? DT_OK : dt_plan_probe(m, topo, o, &plan, err);
     struct dt_step st;
     if (!rc) {
-        rc = dt_sym_dp_step(plan, group_cp, world, &st, err);
+        rc = dt_sym_dp_step(probe ? probe : plan, group_cp, world, &st, err);
         dt_plan_destroy(plan);
     }
     if (!rc)

@@ -83,10 +83,11 @@ int dt_sym_estimate(const struct dt_model *m, const struct dt_topology *topo,
 int dt_sym_dp_step(const struct dt_plan *plan, const struct dt_cost_params *group_cp,
                    struct dt_symround *world, struct dt_step *out, struct dt_error *err);
 /* As dt_sym_estimate for the data-parallel mode (allreduce_s 0: its collectives are in the
- * play); cache: NULL, or shared as there (its fabric kept for the next calls). */
+ * play); cache: NULL, or shared as there (its fabric kept for the next calls); probe: o's
+ * probe (dt_plan_probe) when the caller has it, else NULL (compiled here). */
 int dt_sym_dp_estimate(const struct dt_model *m, const struct dt_topology *topo,
                        const struct dt_cost_params *group_cp, const struct dt_plan_options *o,
-                       struct dt_sym_cache *cache, struct dt_sym_result *out,
-                       struct dt_error *err);
+                       const struct dt_plan *probe, struct dt_sym_cache *cache,
+                       struct dt_sym_result *out, struct dt_error *err);
 
 #endif

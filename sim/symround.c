@@ -192,10 +192,23 @@ static int latencies(struct dt_symround *sr, double *lat, struct dt_error *err)
     return rc;
 }
 
+/* The rounds after r of a ring phase that have r's key unbuilt: each is r but for which chunk
+ * a member sends (dt_coll_ring_repeats), and where no chunk is empty every count is within
+ * one float of the widest, which round_key takes as the widest. */
+static int ring_repeats(const struct dt_op *op, const struct dt_group *g, int r)
+{
+    if (op->region.count < g->n)
+        return 0;
+    return dt_coll_ring_repeats(op->coll, op->alg, g->n, op->region.count, r);
+}
+
 static struct dt_memo_key coll_key(const struct dt_op *op, const struct dt_group *g,
                                    const int *shifts, int n_shifts, double elem_bytes)
 {
-    const uint64_t shape[] = {(uint64_t)op->coll, (uint64_t)op->alg, (uint64_t)op->root,
+    enum dt_coll_alg alg = op->alg == DT_ALG_LIBRARY /* the same schedule as its choice's */
+                               ? dt_coll_library_choice(op->coll, g->n, op->region.count)
+                               : op->alg;
+    const uint64_t shape[] = {(uint64_t)op->coll, (uint64_t)alg, (uint64_t)op->root,
                               (uint64_t)op->region.count, (uint64_t)elem_bytes, (uint64_t)g->n};
     struct dt_memo_key h = dt_memo_start();
     for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
@@ -238,6 +251,10 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         }
         busy += link;
         total += t;
+        for (int k = ring_repeats(op, g, r); k > 0; k--, r++) { /* their keys are r's */
+            busy += link;
+            total += t;
+        }
     }
     if (!rc && dt_memo_remember(&sr->colls, key, total, busy))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dt/collective.h"
+#include "dt/plan.h"
 
 /* One in-flight message: a copy of the sender's floats at the time it posted the round. */
 struct msg {
@@ -409,6 +410,136 @@ static void test_ring_round_fast(void **state)
     dt_schedule_free(&one);
 }
 
+/* The widest round's receives of member me, summed, from its expanded schedule: what
+ * dt_coll_scratch_floats gives in closed form for some algorithms (the reference). */
+static long expanded_scratch(const struct dt_op *op, int p, int me)
+{
+    struct dt_schedule s;
+    dt_schedule_init(&s);
+    long widest = 0;
+    assert_int_equal(dt_coll_schedule(op->coll, op->alg, p, me, op->root, op->region.count, &s,
+                                      NULL), DT_OK);
+    for (int r = 0; r < s.n_rounds; r++) {
+        long f = 0;
+        for (int i = s.round_start[r]; i < s.round_start[r + 1]; i++)
+            f += s.xfers[i].send ? 0 : s.xfers[i].count;
+        widest = f > widest ? f : widest;
+    }
+    dt_schedule_free(&s);
+    return widest;
+}
+
+/* Ensure that a member's receive scratch (closed forms for the ring, rail-ring and direct
+ * collectives) is its expanded schedule's widest round, for every member of groups of 2-9,
+ * 16, 17 and 64, counts below and above the group size. */
+static void test_scratch_closed_forms(void **state)
+{
+    (void)state;
+    const struct {
+        enum dt_coll_kind kind;
+        enum dt_coll_alg alg;
+    } cases[] = {{DT_COLL_ALLREDUCE, DT_ALG_RING},           {DT_COLL_REDUCE_SCATTER, DT_ALG_RING},
+                 {DT_COLL_ALLGATHER, DT_ALG_RING},           {DT_COLL_ALLREDUCE, DT_ALG_DIRECT},
+                 {DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT},    {DT_COLL_ALLGATHER, DT_ALG_DIRECT},
+                 {DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING},      {DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER}};
+    const int ps[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    const long ns[] = {0, 1, 3, 7, 64, 1001};
+    long checked = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+            for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
+                for (int me = 0; me < ps[i]; me++) {
+                    struct dt_op op = {.kind = DT_OP_COLL, .coll = cases[c].kind,
+                                       .alg = cases[c].alg, .region = {.count = ns[k]}};
+                    if (cases[c].alg == DT_ALG_RAIL_RING) /* nodes of 2 where they divide */
+                        op.root = ps[i] % 2 || ps[i] == 2 ? 0 : 2;
+                    long got = dt_coll_scratch_floats(&op, ps[i], me);
+                    long want = expanded_scratch(&op, ps[i], me);
+                    if (got != want)
+                        fail_msg("%s/%s p=%d me=%d n=%ld: scratch %ld, schedule %ld",
+                                 dt_coll_kind_name(op.coll), dt_coll_alg_name(op.alg), ps[i],
+                                 me, ns[k], got, want);
+                    checked++;
+                }
+    print_message("%ld members' scratch checked\n", checked);
+}
+
+/* Whether round b of every member is round a but for which chunk each sends and receives:
+ * the same transfers (direction, peer, sum), and over the group the same chunk sizes sent. */
+static bool same_but_chunks(const struct dt_schedule *m, int p, int a, int b)
+{
+    long sent_a = 0, sent_b = 0;
+    for (int me = 0; me < p; me++) {
+        const struct dt_schedule *s = &m[me];
+        if (a >= s->n_rounds || b >= s->n_rounds)
+            return false;
+        int na = s->round_start[a + 1] - s->round_start[a];
+        if (na != s->round_start[b + 1] - s->round_start[b])
+            return false;
+        for (int i = 0; i < na; i++) {
+            const struct dt_xfer *x = &s->xfers[s->round_start[a] + i];
+            const struct dt_xfer *y = &s->xfers[s->round_start[b] + i];
+            if (x->send != y->send || x->peer != y->peer || x->sum != y->sum)
+                return false;
+            sent_a += x->send ? x->count * x->count : 0; /* the sizes' multiset, summarised */
+            sent_b += y->send ? y->count * y->count : 0;
+        }
+    }
+    return sent_a == sent_b;
+}
+
+/* Ensure that the rounds dt_coll_ring_repeats says repeat round r do (every member, groups of
+ * 2-9, 16 and 17, counts with no empty chunk), that no round repeats past its phase or its
+ * collective, and that other algorithms repeat nothing. */
+static void test_ring_repeats(void **state)
+{
+    (void)state;
+    const enum dt_coll_kind kinds[] = {DT_COLL_ALLREDUCE, DT_COLL_REDUCE_SCATTER,
+                                       DT_COLL_ALLGATHER};
+    const enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_LIBRARY};
+    const int ps[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17};
+    const long ns[] = {17, 64, 1001};
+    long checked = 0;
+    for (size_t k = 0; k < 3; k++)
+        for (size_t a = 0; a < 2; a++)
+            for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+                for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
+                    int p = ps[i];
+                    if (algs[a] == DT_ALG_LIBRARY &&
+                        dt_coll_library_choice(kinds[k], p, ns[c]) != DT_ALG_RING) {
+                        assert_int_equal(dt_coll_ring_repeats(kinds[k], algs[a], p, ns[c], 0), 0);
+                        continue;
+                    }
+                    struct dt_schedule *m = calloc((size_t)p, sizeof *m);
+                    assert_non_null(m);
+                    for (int me = 0; me < p; me++) {
+                        dt_schedule_init(&m[me]);
+                        assert_int_equal(dt_coll_schedule(kinds[k], algs[a], p, me, 0, ns[c],
+                                                          &m[me], NULL), DT_OK);
+                    }
+                    int rounds = m[0].n_rounds;
+                    for (int r = 0; r <= rounds; r++) {
+                        int rep = dt_coll_ring_repeats(kinds[k], algs[a], p, ns[c], r);
+                        if (r + rep >= rounds && rep > 0)
+                            fail_msg("%s p=%d: round %d repeats %d past the last round %d",
+                                     dt_coll_kind_name(kinds[k]), p, r, rep, rounds - 1);
+                        for (int j = 1; j <= rep; j++, checked++)
+                            if (!same_but_chunks(m, p, r, r + j))
+                                fail_msg("%s/%s p=%d n=%ld: round %d is not round %d again",
+                                         dt_coll_kind_name(kinds[k]),
+                                         dt_coll_alg_name(algs[a]), p, ns[c], r + j, r);
+                    }
+                    for (int me = 0; me < p; me++)
+                        dt_schedule_free(&m[me]);
+                    free(m);
+                }
+    assert_int_equal(dt_coll_ring_repeats(DT_COLL_ALLREDUCE, DT_ALG_DIRECT, 8, 64, 0), 0);
+    assert_int_equal(dt_coll_ring_repeats(DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING, 8, 64, 0), 0);
+    assert_int_equal(dt_coll_ring_repeats(DT_COLL_ALLREDUCE, DT_ALG_RECURSIVE_DOUBLING, 8, 64,
+                                          0), 0);
+    print_message("%ld repeated rounds checked\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +554,8 @@ int main(void)
         cmocka_unit_test(test_unknown_combination),
         cmocka_unit_test(test_lazy_rounds),
         cmocka_unit_test(test_ring_round_fast),
+        cmocka_unit_test(test_scratch_closed_forms),
+        cmocka_unit_test(test_ring_repeats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,6 +70,13 @@ int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedul
 long dt_tree_chunks(long count);
 int dt_tree_rounds(int p, long count);
 
+/* How many rounds after round r of a flat ring (DT_ALG_RING, or the library's choice of it:
+ * allreduce, reduce-scatter, allgather) are round r again but for which chunk each member
+ * sends and receives: the rest of r's phase (each of its p - 1 rounds sends every chunk once,
+ * to and from the same neighbours). 0 for other collectives and past the last round. */
+int dt_coll_ring_repeats(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, long count,
+                         int r);
+
 /* The algorithm MPICH 4.0 uses by default for this collective and message size. */
 enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long count);
 

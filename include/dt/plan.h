@@ -496,7 +496,8 @@ int dt_pipeline_slots(const struct dt_plan_options *o, int s);
 void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). dt_plan_push, dt_plan_push_eval and
- * dt_plan_add_buffer add nothing to a probe's dropped rank (dt_plan_dropped). */
+ * dt_plan_add_buffer add nothing to a probe's dropped rank (dt_plan_dropped). The op pushed
+ * is copied as it is, then stamped in place: it must not lie in the program it goes to. */
 int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op);
 /* op with what its cost reads from the plan's options (dt_plan_push stamps every op so):
  * the precision, and whether the gradients are f32 apart from it (grads_f32). */
