@@ -184,6 +184,12 @@ static int cur(const struct activity *a)
     return a->s.n_rounds == a->n_rounds ? a->round : 0;
 }
 
+/* The current round's transfers: a->s.xfers[*lo .. *hi). */
+static void round_span(const struct activity *a, int *lo, int *hi)
+{
+    dt_schedule_round(&a->s, cur(a), lo, hi);
+}
+
 /* The activity completed: its rounds are no longer needed. */
 static void activity_done(struct activity *a)
 {
@@ -213,7 +219,9 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
         received(a, x, t_start);
         return true;
     }
-    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++) {
+    int lo, hi;
+    round_span(a, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
             received(a, x, t_start);
@@ -397,7 +405,8 @@ static int post_loaded_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
     int rc;
-    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
+    int lo, hi;
+    round_span(a, &lo, &hi);
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
@@ -455,7 +464,9 @@ static int sum_then_post(struct player *p, int ai, double d)
     if (rc)
         return rc;
     bool sends = false;
-    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++)
+    int lo, hi;
+    round_span(a, &lo, &hi);
+    for (int i = lo; i < hi; i++)
         sends |= a->s.xfers[i].send;
     if (!sends) { /* the round is loaded again when the sum's event posts it */
         a->outstanding = -1;
@@ -476,7 +487,8 @@ static int sum_then_post(struct player *p, int ai, double d)
 static int finish_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
+    int lo, hi;
+    round_span(a, &lo, &hi);
     for (int i = lo; i < hi; i++)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
