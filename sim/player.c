@@ -272,7 +272,6 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
     }
     p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
     double bytes = a->elem_bytes * x->count;
-    p->res->rank[a->rank].bytes_sent += bytes;
     uint64_t tag = make_tag(TAG_FLOW, (uint32_t)fi);
     if (a->route_peer != peer) { /* a ring sends to one peer every round: route it once */
         int route[DT_SIM_MAX_HOPS];
@@ -766,7 +765,6 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     const struct flowrec *f = &fr;
     p->flows[fi].act = p->flow_free; /* the record is free again */
     p->flow_free = fi;
-    p->res->rank[f->dst].bytes_recv += c->bytes;
     if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
         /* one track per link the flow crossed */
         int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
@@ -936,9 +934,14 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         if (res->rank[r].end_s > res->iter_s)
             res->iter_s = res->rank[r].end_s;
     }
-    /* Ranks that finish early wait for the slowest: idle until the iteration ends. */
-    for (int r = 0; r < n && !rc; r++)
+    /* Ranks that finish early wait for the slowest: idle until the iteration ends. Their
+     * bytes are the engine's endpoint counts (ranks are the endpoints): the same sums in the
+     * same order, kept apart from the rank's other figures, a line away, once per flow. */
+    for (int r = 0; r < n && !rc; r++) {
         res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
+        res->rank[r].bytes_sent = dt_sim_endpoint_sent(p.sim, r);
+        res->rank[r].bytes_recv = dt_sim_endpoint_received(p.sim, r);
+    }
     if (!rc && opt && opt->on_links)
         rc = opt->on_links(opt->links_ctx, p.sim, &p.net, res->iter_s, err);
     if (!rc && opt && opt->trace) {
