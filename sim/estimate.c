@@ -22,8 +22,9 @@ static double coll_flows(const struct dt_op *op, int p, int me, struct dt_schedu
                                 &total, NULL) != DT_OK ||
         s->n_rounds < 1)
         return 0;
-    int sends = 0;
-    for (int x = s->round_start[0]; x < s->round_start[1]; x++)
+    int sends = 0, lo, hi;
+    dt_schedule_round(s, 0, &lo, &hi);
+    for (int x = lo; x < hi; x++)
         sends += s->xfers[x].send;
     return (double)sends * total;
 }

@@ -184,6 +184,12 @@ static int cur(const struct activity *a)
     return a->s.n_rounds == a->n_rounds ? a->round : 0;
 }
 
+/* The current round's transfers: a->s.xfers[*lo .. *hi). */
+static void round_span(const struct activity *a, int *lo, int *hi)
+{
+    dt_schedule_round(&a->s, cur(a), lo, hi);
+}
+
 /* The activity completed: its rounds are no longer needed. */
 static void activity_done(struct activity *a)
 {
@@ -213,7 +219,9 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
         received(a, x, t_start);
         return true;
     }
-    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++) {
+    int lo, hi;
+    round_span(a, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
             received(a, x, t_start);
@@ -264,7 +272,6 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
     }
     p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
     double bytes = a->elem_bytes * x->count;
-    p->res->rank[a->rank].bytes_sent += bytes;
     uint64_t tag = make_tag(TAG_FLOW, (uint32_t)fi);
     if (a->route_peer != peer) { /* a ring sends to one peer every round: route it once */
         int route[DT_SIM_MAX_HOPS];
@@ -397,7 +404,8 @@ static int post_loaded_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
     int rc;
-    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
+    int lo, hi;
+    round_span(a, &lo, &hi);
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
@@ -455,7 +463,9 @@ static int sum_then_post(struct player *p, int ai, double d)
     if (rc)
         return rc;
     bool sends = false;
-    for (int i = a->s.round_start[cur(a)]; i < a->s.round_start[cur(a) + 1]; i++)
+    int lo, hi;
+    round_span(a, &lo, &hi);
+    for (int i = lo; i < hi; i++)
         sends |= a->s.xfers[i].send;
     if (!sends) { /* the round is loaded again when the sum's event posts it */
         a->outstanding = -1;
@@ -476,7 +486,8 @@ static int sum_then_post(struct player *p, int ai, double d)
 static int finish_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo = a->s.round_start[cur(a)], hi = a->s.round_start[cur(a) + 1];
+    int lo, hi;
+    round_span(a, &lo, &hi);
     for (int i = lo; i < hi; i++)
         if (a->s.xfers[i].count < 0)
             a->s.xfers[i].count = -a->s.xfers[i].count;
@@ -754,7 +765,6 @@ static int on_flow(struct player *p, const struct dt_sim_completion *c)
     const struct flowrec *f = &fr;
     p->flows[fi].act = p->flow_free; /* the record is free again */
     p->flow_free = fi;
-    p->res->rank[f->dst].bytes_recv += c->bytes;
     if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
         /* one track per link the flow crossed */
         int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
@@ -924,9 +934,14 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         if (res->rank[r].end_s > res->iter_s)
             res->iter_s = res->rank[r].end_s;
     }
-    /* Ranks that finish early wait for the slowest: idle until the iteration ends. */
-    for (int r = 0; r < n && !rc; r++)
+    /* Ranks that finish early wait for the slowest: idle until the iteration ends. Their
+     * bytes are the engine's endpoint counts (ranks are the endpoints): the same sums in the
+     * same order, kept apart from the rank's other figures, a line away, once per flow. */
+    for (int r = 0; r < n && !rc; r++) {
         res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
+        res->rank[r].bytes_sent = dt_sim_endpoint_sent(p.sim, r);
+        res->rank[r].bytes_recv = dt_sim_endpoint_received(p.sim, r);
+    }
     if (!rc && opt && opt->on_links)
         rc = opt->on_links(opt->links_ctx, p.sim, &p.net, res->iter_s, err);
     if (!rc && opt && opt->trace) {

@@ -141,7 +141,9 @@ static int build_round(struct dt_symround *sr, const struct dt_op *op, const str
             continue;
         *any = true;
         long sum = 0;
-        for (int i = sch.round_start[0]; i < sch.round_start[1] && !rc; i++) {
+        int lo, hi;
+        dt_schedule_round(&sch, 0, &lo, &hi);
+        for (int i = lo; i < hi && !rc; i++) {
             const struct dt_xfer *x = &sch.xfers[i];
             sum += !x->send && x->sum ? x->count : 0;
             if (!x->send || x->count <= 0)

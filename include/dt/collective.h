@@ -24,7 +24,10 @@ struct dt_xfer {
 /* A schedule for ONE member of the group: rounds of transfers. Round r holds
  * xfers[round_start[r] .. round_start[r+1]-1] (linear algorithms post p-1 in one round).
  * A window (dt_coll_schedule_rounds) keeps only some rounds: the others are counted in
- * `seen` but not stored, so a simulator can hold one round of each member at a time. */
+ * `seen` but not stored, so a simulator can hold one round of each member at a time.
+ * A schedule that stores one round holds its transfers from 0 and may leave round_start
+ * unset (a lazily filled ring round, a line apart from the transfers, is written and read
+ * millions of times): read a round's span with dt_schedule_round. */
 struct dt_schedule {
     int n_rounds, cap_rounds;
     int *round_start;   /* n_rounds + 1 entries */
@@ -33,6 +36,18 @@ struct dt_schedule {
     int first, last;    /* the window: rounds first <= r < last are stored */
     int seen;           /* rounds generated so far, stored or not */
 };
+
+/* Stored round r's transfers: xfers[*lo .. *hi). */
+static inline void dt_schedule_round(const struct dt_schedule *s, int r, int *lo, int *hi)
+{
+    if (s->n_rounds == 1) {
+        *lo = 0;
+        *hi = s->n_xfers;
+        return;
+    }
+    *lo = s->round_start[r];
+    *hi = s->round_start[r + 1];
+}
 
 void dt_schedule_init(struct dt_schedule *s);
 void dt_schedule_free(struct dt_schedule *s);
