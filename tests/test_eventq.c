@@ -131,6 +131,24 @@ static void test_reschedule_cancel(void **state)
     dt_eventq_destroy(q);
 }
 
+/* Pop one event from q and check it is the reference's next among the first `made`: the live
+ * one of least (time, sequence), which is then marked gone. Returns its index. */
+static int pop_reference_earliest(struct dt_eventq *q, int made, int *live, const double *t_of,
+                                  const uint64_t *seq_of)
+{
+    int best = -1;
+    for (int i = 0; i < made; i++)
+        if (live[i] && (best < 0 || t_of[i] < t_of[best] ||
+                        (t_of[i] == t_of[best] && seq_of[i] < seq_of[best])))
+            best = i;
+    struct dt_event ev;
+    assert_true(dt_eventq_pop(q, &ev));
+    assert_int_equal(ev.data, (uint32_t)best);
+    assert_true(ev.t == t_of[best]);
+    live[best] = 0;
+    return best;
+}
+
 /* Ensure that a random mix of schedules, moves, cancels and pops always pops what a plain
  * reference (a linear scan for the smallest (time, sequence)) says is next, and that a peek
  * between them sees the earliest time. Times are drawn from a few values so that many events
@@ -184,16 +202,7 @@ static void test_against_reference(void **state)
             if (n_live > 0)
                 assert_true(t == want);
         } else if (n_live > 0) { /* pop and compare with the reference */
-            int best = -1;
-            for (int i = 0; i < made; i++)
-                if (live[i] && (best < 0 || t_of[i] < t_of[best] ||
-                                (t_of[i] == t_of[best] && seq_of[i] < seq_of[best])))
-                    best = i;
-            struct dt_event ev;
-            assert_true(dt_eventq_pop(q, &ev));
-            assert_int_equal(ev.data, (uint32_t)best);
-            assert_true(ev.t == t_of[best]);
-            live[best] = 0;
+            pop_reference_earliest(q, made, live, t_of, seq_of);
             n_live--;
         }
         assert_int_equal(dt_eventq_size(q), (size_t)n_live);
@@ -230,19 +239,10 @@ static void test_streams_against_reference(void **state)
         }
         if (n_live == 0)
             continue;
-        int best = -1, at_best = 0;
-        for (int i = 0; i < made; i++)
-            if (live[i] && (best < 0 || t_of[i] < t_of[best] ||
-                            (t_of[i] == t_of[best] && seq_of[i] < seq_of[best])))
-                best = i;
-        for (int i = 0; i < made; i++)
-            at_best += live[i] && t_of[i] == t_of[best];
-        ties += at_best > 1;
-        struct dt_event ev;
-        assert_true(dt_eventq_pop(q, &ev));
-        assert_int_equal(ev.data, (uint32_t)best);
-        assert_true(ev.t == t_of[best]);
-        live[best] = 0;
+        int best = pop_reference_earliest(q, made, live, t_of, seq_of), also_then = 0;
+        for (int i = 0; i < made; i++) /* live events at the popped one's time */
+            also_then += live[i] && t_of[i] == t_of[best];
+        ties += also_then > 0;
         n_live--;
     }
 #undef NEXT
