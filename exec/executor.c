@@ -165,8 +165,9 @@ static int schedule_requests(const struct dt_schedule *s)
 {
     int reqs = 1;
     for (int r = 0; r < s->n_rounds; r++) {
-        int q = 0;
-        for (int i = s->round_start[r]; i < s->round_start[r + 1]; i++)
+        int q = 0, lo, hi;
+        dt_schedule_round(s, r, &lo, &hi);
+        for (int i = lo; i < hi; i++)
             q += pieces(s->xfers[i].count);
         reqs = q > reqs ? q : reqs;
     }
@@ -529,7 +530,8 @@ static void post_round(struct dtx_exec *ex, struct comm_state *c)
 {
     const struct dt_schedule *s = &c->sched;
     char *base = at(ex, &c->where);
-    int a = s->round_start[c->round], b = s->round_start[c->round + 1];
+    int a, b;
+    dt_schedule_round(s, c->round, &a, &b);
     long roff = 0;
     c->n_req = 0;
     /* receives first, so that a message finds its buffer posted */
@@ -582,7 +584,9 @@ static void finish_round(struct dtx_exec *ex, struct comm_state *c)
     const struct dt_schedule *s = &c->sched;
     char *base = at(ex, &c->where);
     long roff = 0;
-    for (int i = s->round_start[c->round]; i < s->round_start[c->round + 1]; i++) {
+    int lo, hi;
+    dt_schedule_round(s, c->round, &lo, &hi);
+    for (int i = lo; i < hi; i++) {
         const struct dt_xfer *t = &s->xfers[i];
         if (t->send)
             continue;

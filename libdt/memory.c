@@ -155,7 +155,9 @@ long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
                          NULL) == DT_OK)
         for (int r = 0; r < s.n_rounds; r++) {
             long f = 0;
-            for (int i = s.round_start[r]; i < s.round_start[r + 1]; i++)
+            int lo, hi;
+            dt_schedule_round(&s, r, &lo, &hi);
+            for (int i = lo; i < hi; i++)
                 if (!s.xfers[i].send)
                     f += s.xfers[i].count;
             widest = f > widest ? f : widest;

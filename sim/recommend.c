@@ -213,9 +213,6 @@ static int enumerate(struct search *s)
     return 0;
 }
 
-/* The busiest rank's local ops alone: a lower bound of the iteration the player computes
- * (it charges these same costs, at shared rates no faster, one op at a time per rank).
- * dt_cost_op is 0 for communication ops: the network's, not the device's. */
 /* Each layer's forward and backward costed once per rank while they repeat (the same op
  * every micro-batch but for where in the step it runs: dt_op_same_cost). */
 struct op_costs {
@@ -240,6 +237,9 @@ static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *c
     return oc->cost[at];
 }
 
+/* The busiest rank's local ops alone: a lower bound of the iteration the player computes
+ * (it charges these same costs, at shared rates no faster, one op at a time per rank).
+ * dt_cost_op is 0 for communication ops: the network's, not the device's. */
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;

@@ -145,7 +145,9 @@ static double coll_closed_form(const struct dt_cost_params *cp, const struct dt_
         t = 0;
         for (int r = 0; r < sch.n_rounds; r++) {
             long widest = 0, summed = 0;
-            for (int i = sch.round_start[r]; i < sch.round_start[r + 1]; i++) {
+            int lo, hi;
+            dt_schedule_round(&sch, r, &lo, &hi);
+            for (int i = lo; i < hi; i++) {
                 const struct dt_xfer *x = &sch.xfers[i];
                 widest = x->count > widest ? x->count : widest;
                 summed += x->sum ? x->count : 0;
