@@ -160,13 +160,13 @@ static int build_round(struct dt_symround *sr, const struct dt_op *op, const str
 }
 
 /* The round's key: its transfers, counts one float below the largest taken as the largest
- * (chunks of a region split unevenly), and its sum. */
-static struct dt_memo_key round_key(struct dt_symround *sr, long summed)
+ * (chunks of a region split unevenly). */
+static struct dt_memo_key round_key(struct dt_symround *sr)
 {
     long widest = 0;
     for (int i = 0; i < sr->n_t; i++)
         widest = sr->t[i].count > widest ? sr->t[i].count : widest;
-    struct dt_memo_key h = dt_memo_mix(dt_memo_start(), (uint64_t)summed);
+    struct dt_memo_key h = dt_memo_start();
     for (int i = 0; i < sr->n_t; i++) {
         if (sr->t[i].count >= widest - 1)
             sr->t[i].count = widest;
@@ -239,18 +239,20 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
         if (rc || !any)
             break;
-        struct dt_memo_key rk = dt_memo_mix(round_key(sr, summed), (uint64_t)elem_bytes);
+        /* keyed by its transfers alone: a reduce-scatter's round and an allgather's on the
+         * same pairs and counts differ only in the sums, added after */
+        struct dt_memo_key rk = dt_memo_mix(round_key(sr), (uint64_t)elem_bytes);
         double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
         if (!dt_memo_recall(&sr->rounds, rk, &t, &link)) {
             rc = solve(sr, elem_bytes, &t, err);
             if (!rc)
                 rc = latencies(sr, &lat, err);
             link = t - lat;
-            if (!rc && summed > 0)
-                t += dt_cost_reduce(cp, dev, summed, elem_bytes);
             if (!rc && dt_memo_remember(&sr->rounds, rk, t, link))
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         }
+        if (!rc && summed > 0)
+            t += dt_cost_reduce(cp, dev, summed, elem_bytes);
         busy += link;
         total += t;
         for (int k = ring_repeats(op, g, r); k > 0; k--, r++) { /* their keys are r's */

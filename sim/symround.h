@@ -5,9 +5,10 @@
  * fabric and shared max-min by the engine (NIC sharing, rails, oversubscription count; the
  * engine's time found by classes of flows where the fabric shares evenly, evenshare.h); a
  * round lasts until its last transfer ends, plus the largest sum a member runs after it.
- * Rounds alike are solved once (chunks one float apart taken as equal: a ring's 2 (p - 1)
- * rounds are one solve), and collectives by (kind, algorithm, group, count, bytes), both in
- * hash tables (memo.h). */
+ * Rounds alike are solved once whatever their sums (chunks one float apart taken as equal:
+ * a ring's 2 (p - 1) rounds are one solve, a direct reduce-scatter's and allgather's of one
+ * size too), and collectives by (kind, algorithm, group, count, bytes), both in hash tables
+ * (memo.h). */
 #ifndef DT_SIM_SYMROUND_H
 #define DT_SIM_SYMROUND_H
 
