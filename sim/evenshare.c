@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "evenform.h"
 #include "grow.h"
 
 enum class_state { WAITING, MOVING, DONE };
@@ -45,6 +46,9 @@ struct dt_evenshare {
     unsigned char *flow_cls;
     int *byclass;
     long even, played;
+    /* the last round's form (evenform.h): its classes and moments; lost: one not kept */
+    struct dt_evenform form;
+    bool form_lost;
 };
 
 static int oom(struct dt_error *err)
@@ -73,6 +77,7 @@ void dt_evenshare_destroy(struct dt_evenshare *es)
                       es->byclass};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
         free(arrays[i]);
+    dt_evenform_free(&es->form);
     free(es);
 }
 
@@ -232,13 +237,19 @@ static bool classes(struct dt_evenshare *es, int c)
         int i = es->order[k], j = 0;
         while (j < es->n_cls && (es->cls[j].lat != es->lat[i] || es->cls[j].bytes != es->bytes[i]))
             j++;
-        if (j == DT_EVENSHARE_MAX_CLASSES)
+        if (j == DT_EVENSHARE_MAX_CLASSES) {
+            es->form_lost = true; /* the form's components would be numbered wrong */
             return false;
+        }
         if (j == es->n_cls)
             es->cls[es->n_cls++] = (struct flow_class){.lat = es->lat[i], .bytes = es->bytes[i]};
         es->flow_cls[k - a] = (unsigned char)j;
         count[j]++;
     }
+    double lat[DT_EVENSHARE_MAX_CLASSES];
+    for (int j = 0; j < es->n_cls; j++)
+        lat[j] = es->cls[j].lat;
+    es->form_lost |= dt_evenform_add_comp(&es->form, lat, es->n_cls) != 0;
     for (int j = 0, w = 0; j < es->n_cls; w += count[j], j++) {
         es->cls[j].first = w;
         es->cls[j].n = 0;
@@ -314,12 +325,20 @@ static void set_rate(struct flow_class *cl, double r, double now)
     cl->has_end = true;
 }
 
-/* The next event of the component's classes: a start or an end; INFINITY: none left. */
-static double next_event(const struct dt_evenshare *es)
+/* Who plays a component's classes: the round's flows (es: the links' counts moved, the
+ * shares found and kept as moments of its form) or a form's moments (form). */
+struct player {
+    struct dt_evenshare *es;
+    const struct dt_evenform *form;
+    int c; /* the component */
+};
+
+/* The next event of the classes: a start or an end; INFINITY: none left. */
+static double next_event(const struct flow_class *cls, int n_cls)
 {
     double t = INFINITY;
-    for (int j = 0; j < es->n_cls; j++) {
-        const struct flow_class *cl = &es->cls[j];
+    for (int j = 0; j < n_cls; j++) {
+        const struct flow_class *cl = &cls[j];
         if (cl->state == WAITING && cl->lat < t)
             t = cl->lat;
         if (cl->state == MOVING && cl->end < t)
@@ -328,25 +347,66 @@ static double next_event(const struct dt_evenshare *es)
     return t;
 }
 
-/* The classes whose start or end is at now start or end; whether any is in transfer after. */
-static bool step_classes(struct dt_evenshare *es, double now)
+/* The classes whose start or end is at now start or end; the classes in transfer after. */
+static uint32_t step_classes(const struct player *p, struct flow_class *cls, int n_cls,
+                             double now)
 {
-    bool moving = false;
-    for (int j = 0; j < es->n_cls; j++) {
-        struct flow_class *cl = &es->cls[j];
+    uint32_t moving = 0;
+    for (int j = 0; j < n_cls; j++) {
+        struct flow_class *cl = &cls[j];
         if (cl->state == WAITING && cl->lat == now) {
-            move_class(es, j, +1);
+            if (p->es)
+                move_class(p->es, j, +1);
             cl->state = MOVING;
             cl->t_upd = now;
             cl->rate = 0;
             cl->has_end = false;
         } else if (cl->state == MOVING && cl->end == now) {
-            move_class(es, j, -1);
+            if (p->es)
+                move_class(p->es, j, -1);
             cl->state = DONE;
         }
-        moving |= cl->state == MOVING;
+        moving |= (uint32_t)(cl->state == MOVING) << j;
     }
     return moving;
+}
+
+/* *r: the share of every class of `moving` now; false where the shares are not even (or, by
+ * a form, where the moment was not seen). By the flows, the moment is kept in es's form. */
+static bool share(const struct player *p, uint32_t moving, double *r)
+{
+    if (p->form) {
+        const struct dt_even_moment *m = dt_evenform_moment(p->form, p->c, moving);
+        *r = m ? m->r : 0;
+        return m && m->even;
+    }
+    struct dt_evenshare *es = p->es;
+    *r = smallest_share(es, p->c);
+    bool even = shares_even(es);
+    struct dt_even_moment m = {p->c, moving, *r, even};
+    es->form_lost |= dt_evenform_add_moment(&es->form, m) != 0;
+    return even;
+}
+
+/* The classes played from their starts: *end the last one's end; false when some moment's
+ * shares are not even (or not in the form). */
+static bool play_classes(const struct player *p, struct flow_class *cls, int n_cls,
+                         double *end)
+{
+    double now;
+    while ((now = next_event(cls, n_cls)) < INFINITY) {
+        *end = now;
+        uint32_t moving = step_classes(p, cls, n_cls, now);
+        if (!moving)
+            continue;
+        double r;
+        if (!share(p, moving, &r))
+            return false;
+        for (int j = 0; j < n_cls; j++)
+            if (cls[j].state == MOVING)
+                set_rate(&cls[j], r, now);
+    }
+    return true;
 }
 
 /* Component c played by classes: *end its last flow's end; false (its links' counts back to
@@ -355,22 +415,12 @@ static bool play_component(struct dt_evenshare *es, int c, double *end)
 {
     if (!classes(es, c))
         return false;
-    double now;
-    while ((now = next_event(es)) < INFINITY) {
-        *end = now;
-        if (!step_classes(es, now))
-            continue;
-        double r = smallest_share(es, c);
-        if (!shares_even(es)) {
-            for (int k = es->lstart[c]; k < es->lstart[c + 1]; k++)
-                es->cnt[es->lorder[k]] = 0;
-            return false;
-        }
-        for (int j = 0; j < es->n_cls; j++)
-            if (es->cls[j].state == MOVING)
-                set_rate(&es->cls[j], r, now);
-    }
-    return true;
+    struct player p = {es, NULL, c};
+    if (play_classes(&p, es->cls, es->n_cls, end))
+        return true;
+    for (int k = es->lstart[c]; k < es->lstart[c + 1]; k++)
+        es->cnt[es->lorder[k]] = 0;
+    return false;
 }
 
 /* The uneven components' flows, in their order, on the engine from a fresh start. */
@@ -403,6 +453,9 @@ int dt_evenshare_time(struct dt_evenshare *es, struct dt_sim *sim, double *s,
         rc = oom(err);
     if (rc)
         return rc;
+    dt_evenform_clear(&es->form);
+    es->form.free_end = es->free_end;
+    es->form_lost = false;
     double last = es->free_end;
     bool any_uneven = false;
     for (int c = 0; c < es->n_comps; c++) {
@@ -414,11 +467,42 @@ int dt_evenshare_time(struct dt_evenshare *es, struct dt_sim *sim, double *s,
             last = end > last ? end : last;
         }
     }
+    es->form_lost |= any_uneven;
+    dt_evenform_sort(&es->form);
     double played = 0;
     if (any_uneven)
         rc = play_uneven(es, sim, &played, err);
     *s = played > last ? played : last;
     return rc;
+}
+
+const struct dt_evenform *dt_evenshare_form(const struct dt_evenshare *es)
+{
+    if (es->form_lost || es->n_flows == 0 || !(es->bytes[0] > 0))
+        return NULL;
+    for (int i = 1; i < es->n_flows; i++)
+        if (es->bytes[i] != es->bytes[0])
+            return NULL;
+    return &es->form;
+}
+
+bool dt_evenshare_form_time(const struct dt_evenform *f, double bytes, double *s)
+{
+    double last = f->free_end;
+    struct flow_class cls[DT_EVENSHARE_MAX_CLASSES];
+    for (int c = 0; c < f->n_comps; c++) {
+        int a = f->cls_start[c], n = f->cls_start[c + 1] - a;
+        for (int j = 0; j < n; j++)
+            cls[j] = (struct flow_class){.lat = f->lat[a + j], .bytes = bytes, .left = bytes,
+                                         .state = WAITING};
+        struct player p = {NULL, f, c};
+        double end = 0;
+        if (!play_classes(&p, cls, n, &end))
+            return false;
+        last = end > last ? end : last;
+    }
+    *s = last;
+    return true;
 }
 
 void dt_evenshare_counts(const struct dt_evenshare *es, long *even, long *played)

@@ -35,6 +35,7 @@
 
 #include "dt/error.h"
 #include "engine.h"
+#include "evenform.h"
 
 #define DT_EVENSHARE_MAX_CLASSES 16 /* more in a component: played on the engine */
 
@@ -54,6 +55,14 @@ int dt_evenshare_flow(struct dt_evenshare *es, const struct dt_sim *sim, double 
  * flows played (nothing on it when every component was even). */
 int dt_evenshare_time(struct dt_evenshare *es, struct dt_sim *sim, double *s,
                       struct dt_error *err);
+
+/* The last dt_evenshare_time's form (evenform.h) where its flows all carried the same bytes
+ * (> 0) and every component was even; else NULL. Valid until the next round. */
+const struct dt_evenform *dt_evenshare_form(const struct dt_evenshare *es);
+/* *s: the time dt_evenshare_time gives the form's round with every flow carrying `bytes`
+ * (> 0), from the form alone; false where it reaches a moment the form has not seen (or not
+ * even): then time the round from its flows. */
+bool dt_evenshare_form_time(const struct dt_evenform *f, double bytes, double *s);
 
 /* Flows of the last dt_evenshare_time: in even components, and played on the engine. */
 void dt_evenshare_counts(const struct dt_evenshare *es, long *even, long *played);

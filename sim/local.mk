@@ -5,7 +5,7 @@ sim_libdtsimengine_a_SOURCES = \
 	sim/grow.c sim/grow.h \
 	sim/maxmin.c sim/maxmin.h \
 	sim/engine.c sim/engine.h sim/batch.c sim/batch.h \
-	sim/evenshare.c sim/evenshare.h
+	sim/evenshare.c sim/evenshare.h sim/evenform.c sim/evenform.h
 # What a program or test that uses the engine adds to its flags.
 DTSIM_ENGINE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 DTSIM_ENGINE_LIBS = sim/libdtsimengine.a

@@ -7,6 +7,7 @@
 
 #include "dt/collective.h"
 #include "engine.h"
+#include "evenform.h"
 #include "evenshare.h"
 #include "grow.h"
 #include "memo.h"
@@ -21,9 +22,12 @@ struct dt_symround {
     const struct dt_topology *topo;
     struct dt_cost_params cp;
     struct dt_memo rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
+    struct dt_memo form_of;  /* a round's pairs -> its form's index in forms */
+    struct dt_evenform *forms; /* of rounds whose transfers all carry one count */
+    int n_forms, cap_forms;
     struct transfer *t;      /* the round being built */
     int n_t, cap_t;
-    long solves, collectives;
+    long solves, collectives, by_form;
     struct dt_sim *sim;      /* the fabric, built at the first solve */
     struct dt_simnet net;
     struct dt_evenshare *even; /* a round's time by classes, the engine where it must */
@@ -76,15 +80,21 @@ void dt_symround_destroy(struct dt_symround *sr)
     dt_memo_free(&sr->rounds);
     dt_memo_free(&sr->colls);
     dt_memo_free(&sr->latencies);
+    dt_memo_free(&sr->form_of);
+    for (int i = 0; i < sr->n_forms; i++)
+        dt_evenform_free(&sr->forms[i]);
+    free(sr->forms);
     free(sr->t);
     drop_fabric(sr);
     dt_evenshare_destroy(sr->even);
     free(sr);
 }
 
-void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collectives)
+void dt_symround_counts(const struct dt_symround *sr, long *solves, long *by_form,
+                        long *collectives)
 {
     *solves = sr->solves;
+    *by_form = sr->by_form;
     *collectives = sr->collectives;
 }
 
@@ -110,6 +120,59 @@ static int solve(struct dt_symround *sr, double elem_bytes, double *s, struct dt
     sr->solves++;
     if (rc)
         drop_fabric(sr); /* left mid-run: the next solve builds anew */
+    return rc;
+}
+
+/* The count every transfer of the round carries; 0 where they differ. */
+static long one_count(const struct dt_symround *sr)
+{
+    for (int i = 1; i < sr->n_t; i++)
+        if (sr->t[i].count != sr->t[0].count)
+            return 0;
+    return sr->n_t > 0 ? sr->t[0].count : 0;
+}
+
+/* Keeps (or adds to) the form of the round just solved under its pairs' key. */
+static int keep_form(struct dt_symround *sr, struct dt_memo_key pairs)
+{
+    const struct dt_evenform *f = dt_evenshare_form(sr->even);
+    double at, unused;
+    if (!f)
+        return 0;
+    if (dt_memo_recall(&sr->form_of, pairs, &at, &unused))
+        return dt_evenform_merge(&sr->forms[(int)at], f);
+    if (dt_grow((void **)&sr->forms, &sr->cap_forms, sr->n_forms + 1, sizeof *sr->forms))
+        return -1;
+    struct dt_evenform *copy = &sr->forms[sr->n_forms];
+    *copy = (struct dt_evenform){0};
+    int rc = dt_evenform_copy(copy, f);
+    if (!rc)
+        rc = dt_memo_remember(&sr->form_of, pairs, sr->n_forms, 0);
+    if (rc) {
+        dt_evenform_free(copy);
+        return -1;
+    }
+    sr->n_forms++;
+    return 0;
+}
+
+/* The round's time (solve), from the form of a round on the same pairs where its transfers
+ * all carry one count and the form has seen what this size reaches: the flows' routes,
+ * components and classes are the same whatever that count (evenform.h). */
+static int solve_by_form(struct dt_symround *sr, struct dt_memo_key pairs, double elem_bytes,
+                         double *s, struct dt_error *err)
+{
+    long count = one_count(sr);
+    double at, unused;
+    bool uniform = count > 0 && elem_bytes > 0;
+    if (uniform && dt_memo_recall(&sr->form_of, pairs, &at, &unused) &&
+        dt_evenshare_form_time(&sr->forms[(int)at], elem_bytes * (double)count, s)) {
+        sr->by_form++;
+        return DT_OK;
+    }
+    int rc = solve(sr, elem_bytes, s, err);
+    if (!rc && uniform && keep_form(sr, pairs))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     return rc;
 }
 
@@ -180,12 +243,18 @@ static struct dt_memo_key round_key(struct dt_symround *sr)
 /* The round's time with no bytes (its latencies alone): a solve at 0 bytes per float, which
  * depends on its transfers' pairs only, so rounds of any counts and bytes on the same pairs
  * (a ring's collectives of every size) share it. */
-static int latencies(struct dt_symround *sr, double *lat, struct dt_error *err)
+static struct dt_memo_key pairs_key(const struct dt_symround *sr)
 {
     struct dt_memo_key key = dt_memo_start();
-    double unused;
     for (int i = 0; i < sr->n_t; i++)
         key = dt_memo_mix(dt_memo_mix(key, (uint64_t)sr->t[i].src), (uint64_t)sr->t[i].dst);
+    return key;
+}
+
+static int latencies(struct dt_symround *sr, struct dt_memo_key key, double *lat,
+                     struct dt_error *err)
+{
+    double unused;
     if (dt_memo_recall(&sr->latencies, key, lat, &unused))
         return DT_OK;
     int rc = solve(sr, 0, lat, err);
@@ -244,9 +313,10 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
         struct dt_memo_key rk = dt_memo_mix(round_key(sr), (uint64_t)elem_bytes);
         double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
         if (!dt_memo_recall(&sr->rounds, rk, &t, &link)) {
-            rc = solve(sr, elem_bytes, &t, err);
+            struct dt_memo_key pairs = pairs_key(sr);
+            rc = solve_by_form(sr, pairs, elem_bytes, &t, err);
             if (!rc)
-                rc = latencies(sr, &lat, err);
+                rc = latencies(sr, pairs, &lat, err);
             link = t - lat;
             if (!rc && dt_memo_remember(&sr->rounds, rk, t, link))
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");

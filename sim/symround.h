@@ -8,7 +8,9 @@
  * Rounds alike are solved once whatever their sums (chunks one float apart taken as equal:
  * a ring's 2 (p - 1) rounds are one solve, a direct reduce-scatter's and allgather's of one
  * size too), and collectives by (kind, algorithm, group, count, bytes), both in hash tables
- * (memo.h). */
+ * (memo.h). A round whose transfers all carry one count is timed from the form of an earlier
+ * round on the same pairs (evenform.h) where that form has seen what its size reaches: its
+ * flows are not routed nor classed again. */
 #ifndef DT_SIM_SYMROUND_H
 #define DT_SIM_SYMROUND_H
 
@@ -30,7 +32,9 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
                      const struct dt_cost_params *cp, const struct dt_device_spec *dev,
                      double *s, double *busy_s, struct dt_error *err);
 
-/* Round solves and collectives timed so far (for the tests and the bench's counts). */
-void dt_symround_counts(const struct dt_symround *sr, long *solves, long *collectives);
+/* Round solves, rounds timed by a form of an earlier solve (evenform.h) and collectives
+ * timed so far (for the tests and the bench's counts). */
+void dt_symround_counts(const struct dt_symround *sr, long *solves, long *by_form,
+                        long *collectives);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "dt/topology.h"
 #include "engine.h"
+#include "evenform.h"
 #include "evenshare.h"
 #include "network.h"
 
@@ -273,9 +274,117 @@ static void wrong_share_fails(void **state)
     assert_true(all_fabrics(0.9).worst > 1e-3);
 }
 
+struct form_tally {
+    int timings, by_form, retimed, exact;
+    double worst; /* against the engine */
+};
+
+/* A uniform round's form (evenform.h) taken at 1 kB a flow on `form_net`, then every size
+ * timed by the form on n: where the form has seen what the size reaches, against the classes
+ * and the engine playing every flow; where not, the round solved, its moments added, and the
+ * form asked again (it must answer then). */
+static void forms_on(struct net *n, struct net *form_net, struct dt_evenshare *es,
+                     struct form_tally *t)
+{
+    int p = n->topo->n_ranks, local = p / n->topo->n_nodes;
+    const double sizes_bytes[] = {1, 48, 1e3, 3.3e4, 1e6, 3.3e6, 1e8};
+    struct round r = {0};
+    struct dt_evenform f = {0};
+    long played;
+    for (int pattern = 0; pattern <= 4; pattern++)
+        for (int k = 1; k <= p; k *= 2) {
+            if ((pattern == 2 && (p % k || k < 2)) || (pattern == 4 && k > 1))
+                continue;
+            make_round(&r, pattern, p, k, 0, 1e3, local);
+            even_time(form_net, es, &r, &played);
+            if (!dt_evenshare_form(es))
+                continue; /* an uneven round: no form */
+            assert_int_equal(dt_evenform_copy(&f, dt_evenshare_form(es)), 0);
+            for (size_t b = 0; b < sizeof sizes_bytes / sizeof *sizes_bytes; b++) {
+                make_round(&r, pattern, p, k, 0, sizes_bytes[b], local);
+                double got, want = even_time(n, es, &r, &played);
+                bool known = dt_evenshare_form_time(&f, sizes_bytes[b], &got);
+                if (!known && dt_evenshare_form(es) && form_net == n) {
+                    assert_int_equal(dt_evenform_merge(&f, dt_evenshare_form(es)), 0);
+                    assert_true(dt_evenshare_form_time(&f, sizes_bytes[b], &got));
+                    t->retimed++;
+                } else if (!known)
+                    continue;
+                double rel = fabs(got / engine_time(n, &r) - 1);
+                t->timings++;
+                t->by_form += known;
+                t->exact += got == want;
+                t->worst = rel > t->worst ? rel : t->worst;
+            }
+        }
+    dt_evenform_free(&f);
+    free(r.src);
+    free(r.dst);
+    free(r.bytes);
+}
+
+/* Forms on the fabrics of all_fabrics, taken at nic_scale (1: the engine's fabric). */
+static struct form_tally all_forms(double nic_scale)
+{
+    const struct {
+        int nodes, devices, nics;
+        const char *sharing, *network;
+    } fabrics[] = {
+        {16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8}"},
+        {16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8, oversubscription: 2}"},
+        {16, 2, 1, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 4, routing: ecmp}"},
+        {8, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8, rail_optimized: true}"},
+        {8, 4, 4, "crossbar", "{kind: rail, latency: 100 ns}"},
+        {16, 2, 1, "crossbar", "{kind: torus, latency: 100 ns, dims: [4, 4]}"},
+        {4, 8, 1, "shared", "{kind: switch, latency: 100 ns}"},
+    };
+    struct form_tally t = {0};
+    struct dt_evenshare *es;
+    assert_int_equal(dt_evenshare_create(&es, NULL), DT_OK);
+    for (size_t i = 0; i < sizeof fabrics / sizeof *fabrics; i++) {
+        struct net n, other;
+        build(&n, fabric(fabrics[i].nodes, fabrics[i].devices, fabrics[i].nics,
+                         fabrics[i].sharing, 1, fabrics[i].network));
+        if (nic_scale != 1)
+            build(&other, fabric(fabrics[i].nodes, fabrics[i].devices, fabrics[i].nics,
+                                 fabrics[i].sharing, nic_scale, fabrics[i].network));
+        forms_on(&n, nic_scale != 1 ? &other : &n, es, &t);
+        if (nic_scale != 1)
+            teardown(&other);
+        teardown(&n);
+    }
+    dt_evenshare_destroy(es);
+    printf("# forms, NIC x %g: %d timings (%d by the form as taken, %d after adding the "
+           "round's moments), %d equal to the classes bit for bit, worst %.3g relative to the "
+           "engine\n",
+           nic_scale, t.timings, t.by_form, t.retimed, t.exact, t.worst);
+    return t;
+}
+
+/* Ensure that a form times every size of its round as the classes do, bit for bit, and
+ * that both cases (the form as taken, the form after adding moments) occur. */
+static void forms_match_the_classes(void **state)
+{
+    (void)state;
+    struct form_tally t = all_forms(1);
+    assert_int_equal(t.exact, t.timings);
+    assert_true(t.worst <= 1e-12);
+    assert_true(t.by_form > 0 && t.retimed > 0);
+}
+
+/* Control: forms taken on NICs at 0.9 x the engine's bandwidth are caught. */
+static void wrong_form_fails(void **state)
+{
+    (void)state;
+    struct form_tally t = all_forms(0.9);
+    assert_true(t.by_form > 0 && t.exact < t.timings && t.worst > 1e-3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(classes_match_the_engine),
-                                       cmocka_unit_test(wrong_share_fails)};
+                                       cmocka_unit_test(wrong_share_fails),
+                                       cmocka_unit_test(forms_match_the_classes),
+                                       cmocka_unit_test(wrong_form_fails)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

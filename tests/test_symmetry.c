@@ -227,10 +227,11 @@ static double dp_shapes(const char *model, const char *topology, const char *ext
                     n++;
                     dt_plan_destroy(plan);
                 }
-    long solves, colls;
-    dt_symround_counts(world, &solves, &colls);
-    printf("# %s on %s: %d shapes, worst %+.2f %% (%ld collectives, %ld round solves)\n",
-           model, topology, n, 100 * worst, colls, solves);
+    long solves, by_form, colls;
+    dt_symround_counts(world, &solves, &by_form, &colls);
+    printf("# %s on %s: %d shapes, worst %+.2f %% (%ld collectives, %ld round solves, %ld "
+           "rounds by a form)\n",
+           model, topology, n, 100 * worst, colls, solves, by_form);
     dt_symround_destroy(world);
     dt_model_destroy(m);
     dt_topology_destroy(t);
