@@ -619,6 +619,19 @@ enum dt_coll_alg dt_coll_library_choice(enum dt_coll_kind kind, int p, long coun
     }
 }
 
+int dt_coll_direct_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, long count,
+                          long *widest, long summed[2])
+{
+    bool reduce = kind == DT_COLL_REDUCE_SCATTER || kind == DT_COLL_ALLREDUCE;
+    if (alg != DT_ALG_DIRECT || p < 2 || count < p ||
+        !(reduce || kind == DT_COLL_ALLGATHER))
+        return 0;
+    *widest = count / p + (count % p > 0); /* dt_chunk: the first count % p take one more */
+    summed[0] = reduce ? (p - 1) * *widest : 0; /* its own chunk from every other member */
+    summed[1] = 0;
+    return kind == DT_COLL_ALLREDUCE ? 2 : 1;
+}
+
 int dt_coll_ring_repeats(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, long count,
                          int r)
 {

@@ -23,6 +23,10 @@ struct dt_symround {
     struct dt_cost_params cp;
     struct dt_memo rounds, colls, latencies; /* latencies: by the rounds' pairs alone */
     struct dt_memo form_of;  /* a round's pairs -> its form's index in forms */
+    struct dt_memo direct_of, direct_rounds; /* a direct collective's group -> its pairs'
+                                                index in direct_pairs; its rounds' times */
+    struct dt_memo_key *direct_pairs;
+    int n_direct, cap_direct;
     struct dt_evenform *forms; /* of rounds whose transfers all carry one count */
     int n_forms, cap_forms;
     struct transfer *t;      /* the round being built */
@@ -81,6 +85,9 @@ void dt_symround_destroy(struct dt_symround *sr)
     dt_memo_free(&sr->colls);
     dt_memo_free(&sr->latencies);
     dt_memo_free(&sr->form_of);
+    dt_memo_free(&sr->direct_of);
+    dt_memo_free(&sr->direct_rounds);
+    free(sr->direct_pairs);
     for (int i = 0; i < sr->n_forms; i++)
         dt_evenform_free(&sr->forms[i]);
     free(sr->forms);
@@ -291,6 +298,77 @@ static struct dt_memo_key coll_key(const struct dt_op *op, const struct dt_group
     return h;
 }
 
+/* The round just built (sr->t): *t its time, *link the part its links are busy. */
+static int built_round_time(struct dt_symround *sr, double elem_bytes, double *t, double *link,
+                            struct dt_error *err)
+{
+    /* keyed by its transfers alone: a reduce-scatter's round and an allgather's on the same
+     * pairs and counts differ only in the sums, added after */
+    struct dt_memo_key rk = dt_memo_mix(round_key(sr), (uint64_t)elem_bytes);
+    double lat = 0; /* the round's latencies alone */
+    if (dt_memo_recall(&sr->rounds, rk, t, link))
+        return DT_OK;
+    struct dt_memo_key pairs = pairs_key(sr);
+    int rc = solve_by_form(sr, pairs, elem_bytes, t, err);
+    if (!rc)
+        rc = latencies(sr, pairs, &lat, err);
+    *link = *t - lat;
+    if (!rc && dt_memo_remember(&sr->rounds, rk, *t, *link))
+        rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    return rc;
+}
+
+/* A direct collective's group with its shifted copies: what its rounds' pairs depend on. */
+static struct dt_memo_key group_key(const struct dt_group *g, const int *shifts, int n_shifts)
+{
+    struct dt_memo_key h = dt_memo_mix(dt_memo_start(), (uint64_t)g->n);
+    for (int i = 0; i < g->n; i++)
+        h = dt_memo_mix(h, (uint64_t)g->ranks[i]);
+    for (int k = 0; k < n_shifts; k++)
+        h = dt_memo_mix(h, (uint64_t)shifts[k]);
+    return h;
+}
+
+/* Remembers the pairs of the direct round just built under its group's key. */
+static int remember_direct_pairs(struct dt_symround *sr, struct dt_memo_key group)
+{
+    double at, unused;
+    if (dt_memo_recall(&sr->direct_of, group, &at, &unused))
+        return 0;
+    if (dt_grow((void **)&sr->direct_pairs, &sr->cap_direct, sr->n_direct + 1,
+                sizeof *sr->direct_pairs))
+        return -1;
+    sr->direct_pairs[sr->n_direct] = pairs_key(sr);
+    if (dt_memo_remember(&sr->direct_of, group, sr->n_direct, 0))
+        return -1;
+    sr->n_direct++;
+    return 0;
+}
+
+/* A round of a direct collective (dt_coll_direct_rounds: every member sends every other one
+ * chunk, all within a float of `widest`) timed unbuilt, where an earlier round of its group
+ * was built: its pairs are that round's, its counts all `widest` as round_key takes them, so
+ * its time is the pairs' form's at widest floats (with their latencies known). False: build
+ * it. */
+static bool direct_round_time(struct dt_symround *sr, struct dt_memo_key group, long widest,
+                              double elem_bytes, double *t, double *link)
+{
+    double at, fi, lat, unused;
+    if (!dt_memo_recall(&sr->direct_of, group, &at, &unused))
+        return false;
+    struct dt_memo_key pairs = sr->direct_pairs[(int)at];
+    struct dt_memo_key rk = dt_memo_mix(dt_memo_mix(pairs, (uint64_t)widest), (uint64_t)elem_bytes);
+    if (dt_memo_recall(&sr->direct_rounds, rk, t, link))
+        return true;
+    if (!dt_memo_recall(&sr->latencies, pairs, &lat, &unused) ||
+        !dt_memo_recall(&sr->form_of, pairs, &fi, &unused) ||
+        !dt_evenshare_form_time(&sr->forms[(int)fi], elem_bytes * (double)widest, t))
+        return false;
+    sr->by_form++;
+    *link = *t - lat;
+    return dt_memo_remember(&sr->direct_rounds, rk, *t, *link) == 0;
+}
+
 int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const struct dt_op *op,
                      const int *shifts, int n_shifts, double elem_bytes,
                      const struct dt_cost_params *cp, const struct dt_device_spec *dev,
@@ -300,25 +378,22 @@ int dt_symround_time(struct dt_symround *sr, const struct dt_plan *plan, const s
     struct dt_memo_key key = coll_key(op, g, shifts, n_shifts, elem_bytes);
     if (dt_memo_recall(&sr->colls, key, s, busy_s))
         return DT_OK;
+    long widest, direct_sums[2];
+    int direct = dt_coll_direct_rounds(op->coll, op->alg, g->n, op->region.count, &widest,
+                                       direct_sums);
+    struct dt_memo_key group = direct ? group_key(g, shifts, n_shifts) : dt_memo_start();
     int rc = DT_OK;
     double total = 0, busy = 0;
     bool any = true;
-    for (int r = 0; any && !rc; r++) {
-        long summed;
-        rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
-        if (rc || !any)
-            break;
-        /* keyed by its transfers alone: a reduce-scatter's round and an allgather's on the
-         * same pairs and counts differ only in the sums, added after */
-        struct dt_memo_key rk = dt_memo_mix(round_key(sr), (uint64_t)elem_bytes);
-        double t = 0, lat = 0, link = 0; /* the round, its latencies alone, its links busy */
-        if (!dt_memo_recall(&sr->rounds, rk, &t, &link)) {
-            struct dt_memo_key pairs = pairs_key(sr);
-            rc = solve_by_form(sr, pairs, elem_bytes, &t, err);
-            if (!rc)
-                rc = latencies(sr, pairs, &lat, err);
-            link = t - lat;
-            if (!rc && dt_memo_remember(&sr->rounds, rk, t, link))
+    for (int r = 0; any && !rc && (!direct || r < direct); r++) {
+        long summed = direct ? direct_sums[r] : 0;
+        double t = 0, link = 0; /* the round, its links busy */
+        if (!direct || !direct_round_time(sr, group, widest, elem_bytes, &t, &link)) {
+            rc = build_round(sr, op, g, shifts, n_shifts, r, &summed, &any, err);
+            if (rc || !any)
+                break;
+            rc = built_round_time(sr, elem_bytes, &t, &link, err);
+            if (!rc && direct && remember_direct_pairs(sr, group))
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         }
         if (!rc && summed > 0)

@@ -541,6 +541,80 @@ static void test_ring_repeats(void **state)
     print_message("%ld repeated rounds checked\n", checked);
 }
 
+/* Whether round r of the members' schedules m is dt_coll_direct_rounds's: every member sends
+ * every other one chunk, peers in rank order, the largest widest and none below widest - 1,
+ * and the most a member sums is summed. */
+static bool direct_round_as_said(const struct dt_schedule *m, int p, int r, long widest,
+                                 long summed)
+{
+    long most = 0, most_sum = 0;
+    for (int me = 0; me < p; me++) {
+        int lo, hi, next = me == 0 ? 1 : 0;
+        long sum = 0;
+        dt_schedule_round(&m[me], r, &lo, &hi);
+        for (int i = lo; i < hi; i++) {
+            const struct dt_xfer *x = &m[me].xfers[i];
+            sum += !x->send && x->sum ? x->count : 0;
+            if (!x->send)
+                continue;
+            if (x->peer != next || x->count < widest - 1 || x->count > widest)
+                return false;
+            most = x->count > most ? x->count : most;
+            next = next + 1 == me ? next + 2 : next + 1;
+        }
+        if (next != p)
+            return false; /* a peer left out */
+        most_sum = sum > most_sum ? sum : most_sum;
+    }
+    return most == widest && most_sum == summed;
+}
+
+/* Ensure that dt_coll_direct_rounds describes the direct collectives' expanded schedules
+ * (every member, groups of 2-9, 16, 17 and 64, counts from one float a member to many, with
+ * and without a remainder) and says 0 where a chunk is empty and for other algorithms. */
+static void test_direct_rounds(void **state)
+{
+    (void)state;
+    const enum dt_coll_kind kinds[] = {DT_COLL_ALLREDUCE, DT_COLL_REDUCE_SCATTER,
+                                       DT_COLL_ALLGATHER};
+    const int ps[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    long checked = 0;
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+            int p = ps[i];
+            const long ns[] = {1, p - 1, p, p + 1, 2L * p - 1, 3L * p, 1001, 100003};
+            for (size_t c = 0; c < sizeof ns / sizeof *ns; c++) {
+                long widest, summed[2];
+                int rounds = dt_coll_direct_rounds(kinds[k], DT_ALG_DIRECT, p, ns[c], &widest,
+                                                   summed);
+                assert_int_equal(rounds > 0, ns[c] >= p);
+                if (!rounds)
+                    continue;
+                struct dt_schedule *m = calloc((size_t)p, sizeof *m);
+                assert_non_null(m);
+                for (int me = 0; me < p; me++) {
+                    dt_schedule_init(&m[me]);
+                    assert_int_equal(dt_coll_schedule(kinds[k], DT_ALG_DIRECT, p, me, 0, ns[c],
+                                                      &m[me], NULL), DT_OK);
+                    assert_int_equal(m[me].n_rounds, rounds);
+                }
+                for (int r = 0; r < rounds; r++, checked++)
+                    if (!direct_round_as_said(m, p, r, widest, summed[r]))
+                        fail_msg("%s p=%d n=%ld: round %d is not as said (widest %ld, summed "
+                                 "%ld)", dt_coll_kind_name(kinds[k]), p, ns[c], r, widest,
+                                 summed[r]);
+                for (int me = 0; me < p; me++)
+                    dt_schedule_free(&m[me]);
+                free(m);
+            }
+        }
+    long w, sm[2];
+    assert_int_equal(dt_coll_direct_rounds(DT_COLL_ALLREDUCE, DT_ALG_RING, 8, 64, &w, sm), 0);
+    assert_int_equal(dt_coll_direct_rounds(DT_COLL_ALLGATHER, DT_ALG_LIBRARY, 8, 64, &w, sm), 0);
+    assert_int_equal(dt_coll_direct_rounds(DT_COLL_BCAST, DT_ALG_DIRECT, 8, 64, &w, sm), 0);
+    print_message("%ld direct rounds checked\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_ring_round_fast),
         cmocka_unit_test(test_scratch_closed_forms),
         cmocka_unit_test(test_ring_repeats),
+        cmocka_unit_test(test_direct_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,14 @@ int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedul
 long dt_tree_chunks(long count);
 int dt_tree_rounds(int p, long count);
 
+/* The rounds of a direct collective (DT_ALG_DIRECT: reduce-scatter, allgather, or the two as
+ * an allreduce) over p members of count floats when in each every member sends every other
+ * member one chunk (peers in rank order), none empty (count >= p): its rounds (1 or 2), with
+ * *widest the largest chunk (the others one float less at most) and summed[r] the most floats
+ * a member sums after round r. 0 for other collectives, and where a chunk is empty. */
+int dt_coll_direct_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, long count,
+                          long *widest, long summed[2]);
+
 /* How many rounds after round r of a flat ring (DT_ALG_RING, or the library's choice of it:
  * allreduce, reduce-scatter, allgather) are round r again but for which chunk each member
  * sends and receives: the rest of r's phase (each of its p - 1 rounds sends every chunk once,
