@@ -18,6 +18,7 @@
 #include "dt/units.h"
 #include "epoch.h"
 #include "estimate.h"
+#include "heap.h"
 #include "links.h"
 #include "player.h"
 #include "recommend.h"
@@ -1272,6 +1273,7 @@ static int recommend(const struct options *o, const struct dt_model *model,
         .combine = parts > 1 ? dt_split_sum : NULL};
     struct dt_error err;
     dt_error_clear(&err);
+    dt_heap_keep_freed(); /* the search frees each candidate's plans: their pages kept */
     int rc = dt_recommend(&rq, o->out, &err);
     if (rc)
         dt_error_print(prog, &err);

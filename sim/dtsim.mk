@@ -4,7 +4,8 @@ dtsim_SOURCES = sim/dtsim.c sim/epoch.c sim/epoch.h sim/recommend.c sim/recommen
 	sim/split.h sim/ranklist.c sim/ranklist.h sim/player.c sim/player.h sim/matchindex.c \
 	sim/matchindex.h sim/network.c sim/network.h sim/fabric.c sim/fabric.h \
 	sim/links.c sim/links.h sim/estimate.c sim/estimate.h sim/bound.c sim/bound.h \
-	sim/symmetry.c sim/symmetry.h sim/symround.c sim/symround.h sim/memo.c sim/memo.h
+	sim/symmetry.c sim/symmetry.h sim/symround.c sim/symround.h sim/memo.c sim/memo.h \
+	sim/heap.c sim/heap.h
 dtsim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 dtsim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 dtsim_LDADD = sim/libdtsimengine.a $(DTCORE_LIBS) $(MPI_LIBS)
