@@ -7,7 +7,9 @@
  * share a bus. Counts how many rounds had every component even (no flow on the engine), some
  * (both), none; the test asks for each kind to occur, and for the two times to agree to the
  * last bit or 1e-12 relative (evenshare.h: the engine's max-min can round a rate an ulp away).
- * The control solves the classes on a fabric whose NIC bandwidth is 0.9 x the engine's. */
+ * The control solves the classes on a fabric whose NIC bandwidth is 0.9 x the engine's.
+ * A uniform round's form (evenform.h) times the round at other sizes as the classes do, bit
+ * for bit; its control takes the forms on the 0.9 x fabric. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
