@@ -1,13 +1,14 @@
 /* The engine: an event queue, devices, and the flow network with incremental max-min.
  *
  * A flow's life: dt_sim_flow schedules EV_FLOW_START after the route's latency; at that event
- * the flow enters its links' lists and marks one shared link dirty. An end event takes it out
- * of its links and marks the shared ones that still carry flows dirty. When the next event lies
- * after the current time (every change at this timestamp is in), each dirty link's connected
- * component (shared links and the flows in transfer on them) is gathered breadth-first and
- * solved once: one flow alone gets its slowest link, flows on a single link equal shares, and
- * anything else goes to the progressive-filling solver. A flow whose rate changed has its
- * remaining bytes brought up to date and its end event moved; the others are not touched.
+ * the flow enters its shared links' lists (an unshared link only counts it) and marks one
+ * shared link dirty. An end event takes it out of its links and marks the shared ones that
+ * still carry flows dirty. When the next event lies after the current time (every change at
+ * this timestamp is in), each dirty link's connected component (shared links and the flows in
+ * transfer on them) is gathered breadth-first and solved once: one flow alone gets its slowest
+ * link, flows on a single link equal shares, and anything else goes to the progressive-filling
+ * solver. A flow whose rate changed has its remaining bytes brought up to date and its end
+ * event moved; the others are not touched.
  * Work per event is thus proportional to the component it touches, never to all flows.
  * A flow's start or end event written right after one of the same kind and time, with nothing
  * written in between, joins that one's batch instead of the queue (batch.h): the ends of a
@@ -70,7 +71,7 @@ enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
 
 struct hop {
     int32_t link;
-    int32_t pos;          /* index of this flow in the link's list */
+    int32_t pos;          /* index of this flow in the link's list (a shared link's) */
 };
 
 struct flow {
