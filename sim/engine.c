@@ -145,7 +145,7 @@ static int oom(struct dt_error *err, const char *what)
 }
 
 /* A link's record as when added: no flow, nothing carried; many: a list of capf > 1 entries
- * kept (empty) from an earlier run, or NULL with capf 0. */
+ * kept (empty) from an earlier run, or NULL with capf 1 (the record's own entry). */
 static void link_init(struct link *l, double bw_Bps, int capf, struct lref *many)
 {
     memset(l, 0, sizeof *l);
@@ -247,7 +247,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
         dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
-    link_init(l, bw_Bps, 0, NULL);
+    link_init(l, bw_Bps, 1, NULL); /* its first flow goes in the record itself */
     sim->lroute[sim->n_links] = (struct link_route){lat_s, l->shared};
     if (id)
         *id = sim->n_links;
