@@ -124,7 +124,7 @@ static struct ring flat_ring(int p, int me, long n) { return (struct ring){p, me
  * reduce-scatter (sum: shift 1) adds what it receives and an allgather (shift 0) keeps it.
  * Lazy expansion asks for one step at a time, a million times on a large ring: O(1), with one
  * division (the chunk size) and no mod. */
-static void ring_xfers(const struct ring *r, int step, bool sum, struct dt_xfer x[2])
+static inline void ring_xfers(const struct ring *r, int step, bool sum, struct dt_xfer x[2])
 {
     int p = r->p, me = r->me;
     long q = r->n / p, extra = r->n % p;

@@ -1,13 +1,14 @@
 /* The engine: an event queue, devices, and the flow network with incremental max-min.
  *
  * A flow's life: dt_sim_flow schedules EV_FLOW_START after the route's latency; at that event
- * the flow enters its links' lists and marks one shared link dirty. An end event takes it out
- * of its links and marks the shared ones that still carry flows dirty. When the next event lies
- * after the current time (every change at this timestamp is in), each dirty link's connected
- * component (shared links and the flows in transfer on them) is gathered breadth-first and
- * solved once: one flow alone gets its slowest link, flows on a single link equal shares, and
- * anything else goes to the progressive-filling solver. A flow whose rate changed has its
- * remaining bytes brought up to date and its end event moved; the others are not touched.
+ * the flow enters its shared links' lists (an unshared link only counts it) and marks one
+ * shared link dirty. An end event takes it out of its links and marks the shared ones that
+ * still carry flows dirty. When the next event lies after the current time (every change at
+ * this timestamp is in), each dirty link's connected component (shared links and the flows in
+ * transfer on them) is gathered breadth-first and solved once: one flow alone gets its slowest
+ * link, flows on a single link equal shares, and anything else goes to the progressive-filling
+ * solver. A flow whose rate changed has its remaining bytes brought up to date and its end
+ * event moved; the others are not touched.
  * Work per event is thus proportional to the component it touches, never to all flows.
  * A flow's start or end event written right after one of the same kind and time, with nothing
  * written in between, joins that one's batch instead of the queue (batch.h): the ends of a
@@ -44,7 +45,9 @@ struct link {
     union {
         struct lref one;  /* capf <= 1: the list is this one entry */
         struct lref *many; /* capf > 1 */
-    } fl;                 /* flows in their transfer phase on this link */
+    } fl;                 /* flows in their transfer phase on this link; an unshared link keeps
+                           * no list, only their count (nothing reads its flows but the
+                           * statistics, which find them among all flows) */
     int nf, capf, max_flows;
     uint32_t stamp;       /* component search: visited in search number stamp */
     int local;            /* index in the current component's problem */
@@ -68,7 +71,7 @@ enum flow_state { FL_FREE, FL_LATENCY, FL_ACTIVE };
 
 struct hop {
     int32_t link;
-    int32_t pos;          /* index of this flow in the link's list */
+    int32_t pos;          /* index of this flow in the link's list (a shared link's) */
 };
 
 struct flow {
@@ -142,7 +145,7 @@ static int oom(struct dt_error *err, const char *what)
 }
 
 /* A link's record as when added: no flow, nothing carried; many: a list of capf > 1 entries
- * kept (empty) from an earlier run, or NULL with capf 0. */
+ * kept (empty) from an earlier run, or NULL with capf 1 (the record's own entry). */
 static void link_init(struct link *l, double bw_Bps, int capf, struct lref *many)
 {
     memset(l, 0, sizeof *l);
@@ -244,7 +247,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
         dt_grow((void **)&sim->lroute, &sim->cap_lroute, sim->n_links + 1, sizeof *sim->lroute))
         return oom(err, "links");
     struct link *l = &sim->links[sim->n_links];
-    link_init(l, bw_Bps, 0, NULL);
+    link_init(l, bw_Bps, 1, NULL); /* its first flow goes in the record itself */
     sim->lroute[sim->n_links] = (struct link_route){lat_s, l->shared};
     if (id)
         *id = sim->n_links;
@@ -613,16 +616,18 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     for (int h = 0; h < f->n_hops; h++) {
         struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
-        if (l->nf == l->capf && grow_list(l))
-            return oom(err, "link flow list");
-        if (l->nf == 0)
+        if (l->shared) {
+            if (l->nf == l->capf && grow_list(l))
+                return oom(err, "link flow list");
+            hp->pos = l->nf;
+            refs(l)[l->nf] = (struct lref){i, (uint32_t)h};
+            if (seed < 0)
+                seed = hp->link;
+        }
+        if (l->nf++ == 0)
             l->busy_since = now;
-        hp->pos = l->nf;
-        refs(l)[l->nf++] = (struct lref){i, (uint32_t)h};
         if (l->nf > l->max_flows)
             l->max_flows = l->nf;
-        if (seed < 0 && l->shared)
-            seed = hp->link;
     }
     /* one shared link suffices: the search from it finds the whole component */
     return seed >= 0 ? mark_dirty(sim, seed, err) : DT_OK;
@@ -637,6 +642,11 @@ static int flow_end_transfer(struct dt_sim *sim, uint32_t i, double now, struct 
         const struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         l->bytes += f->remaining; /* the exact rest, not rate * dt: conservation stays exact */
+        if (!l->shared) {
+            if (--l->nf == 0)
+                l->busy_s += now - l->busy_since;
+            continue;
+        }
         int p = hp->pos;
         struct lref *fl = refs(l), last = fl[--l->nf];
         if (p != l->nf) {
@@ -971,20 +981,34 @@ int dt_sim_active_flows(const struct dt_sim *sim)
     return sim->active_flows;
 }
 
+/* Bytes flow i (in transfer) moved since its last update. */
+static double in_flight(const struct dt_sim *sim, uint32_t i)
+{
+    const struct flow *f = &sim->flows[i];
+    double moved = f->rate * (sim->now - f->t_upd);
+    return moved < f->remaining ? moved : f->remaining;
+}
+
 void dt_sim_link_stats(const struct dt_sim *sim, int link, struct dt_sim_link_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (link < 0 || link >= sim->n_links)
         return;
     const struct link *l = &sim->links[link];
-    double now = sim->now;
     out->bytes = l->bytes;
-    const struct lref *fl = refs(l);
-    for (int k = 0; k < l->nf; k++) {
-        const struct flow *f = &sim->flows[fl[k].flow];
-        double moved = f->rate * (now - f->t_upd);
-        out->bytes += moved < f->remaining ? moved : f->remaining;
+    if (l->shared) {
+        const struct lref *fl = refs(l);
+        for (int k = 0; k < l->nf; k++)
+            out->bytes += in_flight(sim, fl[k].flow);
+    } else if (l->nf > 0) { /* no list: its flows among all, once per crossing */
+        for (uint32_t i = 0; i < sim->n_flows; i++) {
+            const struct hop *hops = hops_of(sim, i);
+            for (int h = 0; sim->flows[i].state == FL_ACTIVE && h < sim->flows[i].n_hops; h++)
+                if (hops[h].link == link)
+                    out->bytes += in_flight(sim, i);
+        }
     }
+    double now = sim->now;
     out->busy_s = l->busy_s + (l->nf > 0 ? now - l->busy_since : 0);
     out->max_flows = l->max_flows;
 }

@@ -19,7 +19,7 @@
 #include "matchindex.h"
 #include "network.h"
 
-enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_FLOW, TAG_CLOSED };
+enum tag_kind { TAG_COMPUTE = 1, TAG_REDUCE, TAG_CLOSED }; /* flows: flow_tag */
 
 #define LINK_TID 100000 /* trace tracks of links come after those of ranks */
 
@@ -72,12 +72,21 @@ struct mail {
     int next;
 };
 
+/* A delivered flow, from its completion: nothing is kept per flow in flight, as the engine
+ * hands back the endpoints and the tag names both activities (flow_tag). */
 struct flowrec {
-    int act;                 /* the sender's activity; next free record when unused */
+    int act;                 /* the sender's activity */
     int src, dst, group, seq;
     int rcv_act;             /* the receiving activity when it was posted at the send, else -1
                               * (looked up at delivery) */
 };
+
+/* A flow's tag: the sender's activity ai and the receiving one (rcv_act, -1 while it is not
+ * posted) in one word. */
+static uint64_t flow_tag(int ai, int rcv_act)
+{
+    return (uint64_t)(uint32_t)(rcv_act + 1) << 32 | (uint32_t)ai;
+}
 
 struct rankstate {
     int pc;
@@ -106,8 +115,6 @@ struct player {
     int n_mail, cap_mail, mail_free;
     struct dt_match_index ix;   /* activities and undelivered messages by key; counters */
     bool eager;                 /* expand every round of a collective when it starts */
-    struct flowrec *flows;      /* flows in flight (records are reused) */
-    int n_flows, cap_flows, flow_free;
     struct dt_sim_result *res;
     struct dt_error *err;
     long trace_events;
@@ -262,17 +269,8 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
 {
     struct activity *a = &p->acts[ai];
     int peer = peer_rank(p, a, x);
-    int fi = p->flow_free;
-    if (fi >= 0) {
-        p->flow_free = p->flows[fi].act;
-    } else {
-        if (dt_grow((void **)&p->flows, &p->cap_flows, p->n_flows + 1, sizeof *p->flows))
-            return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        fi = p->n_flows++;
-    }
-    p->flows[fi] = (struct flowrec){ai, a->rank, peer, a->group, a->seq, receiver(p, ai, peer)};
     double bytes = a->elem_bytes * x->count;
-    uint64_t tag = make_tag(TAG_FLOW, (uint32_t)fi);
+    uint64_t tag = flow_tag(ai, receiver(p, ai, peer));
     if (a->route_peer != peer) { /* a ring sends to one peer every round: route it once */
         int route[DT_SIM_MAX_HOPS];
         int hops = dt_simnet_route(&p->net, a->rank, peer, route);
@@ -759,12 +757,11 @@ static int activity_progress(struct player *p, int ai)
 
 static int on_flow(struct player *p, const struct dt_sim_completion *c)
 {
-    /* a copy: what follows may grow p->flows and p->acts */
-    int fi = (int)(c->tag & 0xffffffffu);
-    const struct flowrec fr = p->flows[fi];
+    /* read before the sender goes on: what follows may grow p->acts */
+    int act = (int)(c->tag & 0xffffffffu);
+    const struct flowrec fr = {act, c->src, c->dst, p->acts[act].group, p->acts[act].seq,
+                               (int)(c->tag >> 32) - 1};
     const struct flowrec *f = &fr;
-    p->flows[fi].act = p->flow_free; /* the record is free again */
-    p->flow_free = fi;
     if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
         /* one track per link the flow crossed */
         int route[DT_SIM_MAX_HOPS], hops = dt_simnet_route(&p->net, f->src, f->dst, route);
@@ -866,7 +863,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
 {
     memset(res, 0, sizeof *res);
     struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err,
-                       .mail_free = -1, .flow_free = -1, .eager = opt && opt->eager};
+                       .mail_free = -1, .eager = opt && opt->eager};
     int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
     if (rc)
         return rc;
@@ -961,7 +958,6 @@ done:
     free(p.acts);
     free(p.mail);
     dt_match_free(&p.ix);
-    free(p.flows);
     free(p.link_seen);
     free(p.cpr);
     if (p.rs)

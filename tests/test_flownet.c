@@ -447,6 +447,37 @@ static void test_unshared_link(void **state)
     dt_sim_destroy(sim);
 }
 
+/* Ensure that an unshared link's statistics count the flows in transfer on it mid-way (it
+ * keeps no list of them): bytes moved so far, once per crossing, busy time and most flows. */
+static void test_unshared_link_mid_flight(void **state)
+{
+    (void)state;
+    struct dt_sim *sim = new_sim();
+    int sw = link(sim, INFINITY, 0);
+    int a = link(sim, 10, 0), b = link(sim, 20, 0);
+    int ra[2] = {a, sw}, rb[3] = {sw, b, sw}; /* the second crosses the switch twice */
+    assert_int_equal(dt_sim_flow(sim, 100, ra, 2, -1, -1, 1, NULL), DT_OK);
+    assert_int_equal(dt_sim_flow(sim, 100, rb, 3, -1, -1, 2, NULL), DT_OK);
+    assert_int_equal(dt_sim_timer(sim, 2.0, 3, NULL), DT_OK);
+    struct dt_sim_completion c;
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != DT_SIM_TIMER);
+    /* at 2 s: 20 B of the first, 40 B of the second counted twice */
+    struct dt_sim_link_stats st;
+    dt_sim_link_stats(sim, sw, &st);
+    assert_close(st.bytes, 100);
+    assert_close(st.busy_s, 2);
+    assert_int_equal(st.max_flows, 3);
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != DT_SIM_END);
+    dt_sim_link_stats(sim, sw, &st);
+    assert_close(st.bytes, 300);
+    assert_close(st.busy_s, 10); /* the first ends at 10 s, the second at 5 s */
+    dt_sim_destroy(sim);
+}
+
 /* Ensure that starts at one timestamp are solved together, and that only the component a
  * change touches is solved again. */
 static void test_batched_and_local_solves(void **state)
@@ -675,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_conservation),
         cmocka_unit_test(test_link_stats),
         cmocka_unit_test(test_unshared_link),
+        cmocka_unit_test(test_unshared_link_mid_flight),
         cmocka_unit_test(test_batched_and_local_solves),
         cmocka_unit_test(test_long_route_crowded_link),
         cmocka_unit_test(test_alone_on_one_link_only),
