@@ -53,5 +53,6 @@ build _build-san --enable-asan --enable-ubsan
 # the suppressions match leaks inside MPICH's UCX modules; the others keep the fast unwinder.
 make -C _build-san -j"$jobs" check || { cat _build-san/test-suite.log; exit 1; }
 # Fuzzing (README, "Fuzzing"): each libFuzzer harness 15 s under ASan+UBSan, with libFuzzer's
-# own sanitizer options (none of ASAN_OPTIONS from the caller's environment).
+# own sanitizer options (none of ASAN_OPTIONS from the caller's environment); -j runs as many
+# harnesses at a time, each for its 15 s.
 ASAN_OPTIONS= make -C _build -j"$jobs" fuzz FUZZ_SECONDS=15
