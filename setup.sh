@@ -46,12 +46,14 @@ fi
 export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
 make -C _build -j"$jobs" check || { cat _build/test-suite.log; exit 1; }
 # The tarball builds, installs, passes its tests and uninstalls cleanly (its make check leaves
-# out the long tests, which the two make checks here run: Makefile.am, distcheck-short).
-make -C _build distcheck-short
+# out the long tests, which the two make checks here run: Makefile.am, distcheck-short); -j
+# reaches the tarball's build and make check through make's job server.
+make -C _build -j"$jobs" distcheck-short
 build _build-san --enable-asan --enable-ubsan
 # The programs that start MPI unwind every allocation the slow way (exec/san_mpi.c), which lets
 # the suppressions match leaks inside MPICH's UCX modules; the others keep the fast unwinder.
 make -C _build-san -j"$jobs" check || { cat _build-san/test-suite.log; exit 1; }
 # Fuzzing (README, "Fuzzing"): each libFuzzer harness 15 s under ASan+UBSan, with libFuzzer's
-# own sanitizer options (none of ASAN_OPTIONS from the caller's environment).
+# own sanitizer options (none of ASAN_OPTIONS from the caller's environment); -j runs as many
+# harnesses at a time, each for its 15 s.
 ASAN_OPTIONS= make -C _build -j"$jobs" fuzz FUZZ_SECONDS=15

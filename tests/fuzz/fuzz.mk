@@ -83,33 +83,35 @@ $(FUZZ_BINARIES): fuzz/fuzz_%: $(FUZZ_OBJ)/tests/fuzz/fuzz_%.o $(FUZZ_CORE_OBJS)
 
 fuzz-build: $(FUZZ_BINARIES)
 
-# Models and topologies named by records and tables come from the source tree. LeakSanitizer
-# checks every input: a leak is a failure like a crash.
-fuzz: fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
-	  dirs=; for d in corpus regress; do \
-	    d=$(abs_top_srcdir)/tests/fuzz/$$d/$$t; if test -d $$d; then dirs="$$dirs $$d"; fi; \
-	  done; \
-	  case $$t in topology|model|calibration) dict=yaml;; *) dict=$$t;; esac; \
-	  dict=$(abs_top_srcdir)/tests/fuzz/$$dict.dict; \
-	  if test -f $$dict; then dict=-dict=$$dict; else dict=; fi; \
-	  mkdir -p fuzz/corpus/$$t fuzz/artifacts; here=`pwd`; \
-	  echo "fuzz: $$t, $(FUZZ_SECONDS) s (log: fuzz/$$t.log)"; \
-	  if DTSIM_DATADIR=$(abs_top_srcdir) UBSAN_OPTIONS=print_stacktrace=1 \
-	     ./fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
-	       -rss_limit_mb=$(FUZZ_RSS_MB) -print_final_stats=1 $$dict \
-	       -artifact_prefix=$$here/fuzz/artifacts/$$t- $$here/fuzz/corpus/$$t $$dirs \
-	       >fuzz/$$t.log 2>&1; then \
-	    grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' fuzz/$$t.log \
-	      | sed 's/^/  /'; \
-	  else \
-	    tail -n 60 fuzz/$$t.log; echo "fuzz: $$t FAILED: see fuzz/$$t.log and fuzz/artifacts/"; \
-	    exit 1; \
-	  fi; \
-	done
+# One run per harness, so `make -j2 fuzz` runs two at a time: each still has FUZZ_SECONDS of
+# wall time on a CPU of its own (CI: 2 CPUs). Runs start once every harness is built, so no
+# run shares its CPU with the compiler. Models and topologies named by records and tables come
+# from the source tree. LeakSanitizer checks every input: a leak is a failure like a crash.
+FUZZ_RUNS = $(FUZZ_TARGETS:%=fuzz-run-%)
+fuzz: $(FUZZ_RUNS)
+$(FUZZ_RUNS): fuzz-run-%: fuzz-build
+	@t=$*; dirs=; for d in corpus regress; do \
+	  d=$(abs_top_srcdir)/tests/fuzz/$$d/$$t; if test -d $$d; then dirs="$$dirs $$d"; fi; \
+	done; \
+	case $$t in topology|model|calibration) dict=yaml;; *) dict=$$t;; esac; \
+	dict=$(abs_top_srcdir)/tests/fuzz/$$dict.dict; \
+	if test -f $$dict; then dict=-dict=$$dict; else dict=; fi; \
+	mkdir -p fuzz/corpus/$$t fuzz/artifacts; here=`pwd`; \
+	if DTSIM_DATADIR=$(abs_top_srcdir) UBSAN_OPTIONS=print_stacktrace=1 \
+	   ./fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+	     -rss_limit_mb=$(FUZZ_RSS_MB) -print_final_stats=1 $$dict \
+	     -artifact_prefix=$$here/fuzz/artifacts/$$t- $$here/fuzz/corpus/$$t $$dirs \
+	     >fuzz/$$t.log 2>&1; then \
+	  stats=`grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
+	    fuzz/$$t.log | sed 's/^/  /'`; \
+	  printf 'fuzz: %s, %s s (log: fuzz/%s.log)\n%s\n' $$t $(FUZZ_SECONDS) $$t "$$stats"; \
+	else \
+	  tail -n 60 fuzz/$$t.log; echo "fuzz: $$t FAILED: see fuzz/$$t.log and fuzz/artifacts/"; \
+	  exit 1; \
+	fi
 
 clean-local: clean-fuzz
 clean-fuzz:
 	rm -rf fuzz
 
-.PHONY: fuzz fuzz-build clean-fuzz
+.PHONY: fuzz fuzz-build clean-fuzz $(FUZZ_RUNS)
