@@ -51,6 +51,8 @@ static int cmp_moment(const void *a, const void *b)
 
 void dt_evenform_sort(struct dt_evenform *f)
 {
+    if (f->n_m == 0) /* f->m may be NULL, which qsort may not be given */
+        return;
     qsort(f->m, (size_t)f->n_m, sizeof *f->m, cmp_moment);
     int k = 0;
     for (int i = 0; i < f->n_m; i++)
@@ -63,6 +65,8 @@ const struct dt_even_moment *dt_evenform_moment(const struct dt_evenform *f, int
                                                 uint32_t mask)
 {
     struct dt_even_moment key = {.comp = comp, .mask = mask};
+    if (f->n_m == 0)
+        return NULL;
     return bsearch(&key, f->m, (size_t)f->n_m, sizeof *f->m, cmp_moment);
 }
 
