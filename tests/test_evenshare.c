@@ -218,26 +218,32 @@ static void rounds_on(struct net *n, struct net *even_net, struct dt_evenshare *
     free(r.bytes);
 }
 
-/* The fabrics, each at nic_scale for the classes (1: the same as the engine's). */
-static struct tally all_fabrics(double nic_scale)
+/* The seven fabrics both checks run on. */
+static const struct {
+    const char *name;
+    int nodes, devices, nics;
+    const char *sharing, *network;
+} fabrics[] = {
+    {"fat-tree 1:1", 16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8}"},
+    {"fat-tree 2:1", 16, 4, 4, "crossbar",
+     "{kind: fat-tree, latency: 100 ns, radix: 8, oversubscription: 2}"},
+    {"fat-tree 3 tiers ecmp", 16, 2, 1, "crossbar",
+     "{kind: fat-tree, latency: 100 ns, radix: 4, routing: ecmp}"},
+    {"fat-tree rail-optimised", 8, 4, 4, "crossbar",
+     "{kind: fat-tree, latency: 100 ns, radix: 8, rail_optimized: true}"},
+    {"rails", 8, 4, 4, "crossbar", "{kind: rail, latency: 100 ns}"},
+    {"torus 4x4", 16, 2, 1, "crossbar", "{kind: torus, latency: 100 ns, dims: [4, 4]}"},
+    {"bus, one nic per node", 4, 8, 1, "shared", "{kind: switch, latency: 100 ns}"},
+};
+
+/* A check on one fabric: the engine's net n, the other net (n itself, or the control's
+ * fabric at another NIC bandwidth), the shared solver, the check's tally. */
+typedef void (*fabric_check)(struct net *n, struct net *other, struct dt_evenshare *es,
+                             const char *name, void *tally);
+
+/* Runs check on every fabric, the other net's NICs at nic_scale. */
+static void each_fabric(double nic_scale, fabric_check check, void *tally)
 {
-    const struct {
-        const char *name;
-        int nodes, devices, nics;
-        const char *sharing, *network;
-    } fabrics[] = {
-        {"fat-tree 1:1", 16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8}"},
-        {"fat-tree 2:1", 16, 4, 4, "crossbar",
-         "{kind: fat-tree, latency: 100 ns, radix: 8, oversubscription: 2}"},
-        {"fat-tree 3 tiers ecmp", 16, 2, 1, "crossbar",
-         "{kind: fat-tree, latency: 100 ns, radix: 4, routing: ecmp}"},
-        {"fat-tree rail-optimised", 8, 4, 4, "crossbar",
-         "{kind: fat-tree, latency: 100 ns, radix: 8, rail_optimized: true}"},
-        {"rails", 8, 4, 4, "crossbar", "{kind: rail, latency: 100 ns}"},
-        {"torus 4x4", 16, 2, 1, "crossbar", "{kind: torus, latency: 100 ns, dims: [4, 4]}"},
-        {"bus, one nic per node", 4, 8, 1, "shared", "{kind: switch, latency: 100 ns}"},
-    };
-    struct tally t = {0};
     struct dt_evenshare *es;
     assert_int_equal(dt_evenshare_create(&es, NULL), DT_OK);
     for (size_t f = 0; f < sizeof fabrics / sizeof *fabrics; f++) {
@@ -247,12 +253,25 @@ static struct tally all_fabrics(double nic_scale)
         if (nic_scale != 1)
             build(&other, fabric(fabrics[f].nodes, fabrics[f].devices, fabrics[f].nics,
                                  fabrics[f].sharing, nic_scale, fabrics[f].network));
-        rounds_on(&n, nic_scale != 1 ? &other : &n, es, &t, fabrics[f].name);
+        check(&n, nic_scale != 1 ? &other : &n, es, fabrics[f].name, tally);
         if (nic_scale != 1)
             teardown(&other);
         teardown(&n);
     }
     dt_evenshare_destroy(es);
+}
+
+static void rounds_check(struct net *n, struct net *other, struct dt_evenshare *es,
+                         const char *name, void *tally)
+{
+    rounds_on(n, other, es, tally, name);
+}
+
+/* The classes on every fabric, each at nic_scale (1: the same as the engine's). */
+static struct tally all_fabrics(double nic_scale)
+{
+    struct tally t = {0};
+    each_fabric(nic_scale, rounds_check, &t);
     printf("# NIC x %g: %d rounds, %d bit for bit, worst %.3g relative; every component even "
            "%d, some %d, none %d\n",
            nic_scale, t.rounds, t.exact, t.worst, t.all_even, t.mixed, t.none_even);
@@ -325,37 +344,18 @@ static void forms_on(struct net *n, struct net *form_net, struct dt_evenshare *e
     free(r.bytes);
 }
 
-/* Forms on the fabrics of all_fabrics, taken at nic_scale (1: the engine's fabric). */
+static void forms_check(struct net *n, struct net *other, struct dt_evenshare *es,
+                        const char *name, void *tally)
+{
+    (void)name;
+    forms_on(n, other, es, tally);
+}
+
+/* Forms on every fabric, taken at nic_scale (1: the engine's fabric). */
 static struct form_tally all_forms(double nic_scale)
 {
-    const struct {
-        int nodes, devices, nics;
-        const char *sharing, *network;
-    } fabrics[] = {
-        {16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8}"},
-        {16, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8, oversubscription: 2}"},
-        {16, 2, 1, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 4, routing: ecmp}"},
-        {8, 4, 4, "crossbar", "{kind: fat-tree, latency: 100 ns, radix: 8, rail_optimized: true}"},
-        {8, 4, 4, "crossbar", "{kind: rail, latency: 100 ns}"},
-        {16, 2, 1, "crossbar", "{kind: torus, latency: 100 ns, dims: [4, 4]}"},
-        {4, 8, 1, "shared", "{kind: switch, latency: 100 ns}"},
-    };
     struct form_tally t = {0};
-    struct dt_evenshare *es;
-    assert_int_equal(dt_evenshare_create(&es, NULL), DT_OK);
-    for (size_t i = 0; i < sizeof fabrics / sizeof *fabrics; i++) {
-        struct net n, other;
-        build(&n, fabric(fabrics[i].nodes, fabrics[i].devices, fabrics[i].nics,
-                         fabrics[i].sharing, 1, fabrics[i].network));
-        if (nic_scale != 1)
-            build(&other, fabric(fabrics[i].nodes, fabrics[i].devices, fabrics[i].nics,
-                                 fabrics[i].sharing, nic_scale, fabrics[i].network));
-        forms_on(&n, nic_scale != 1 ? &other : &n, es, &t);
-        if (nic_scale != 1)
-            teardown(&other);
-        teardown(&n);
-    }
-    dt_evenshare_destroy(es);
+    each_fabric(nic_scale, forms_check, &t);
     printf("# forms, NIC x %g: %d timings (%d by the form as taken, %d after adding the "
            "round's moments), %d equal to the classes bit for bit, worst %.3g relative to the "
            "engine\n",

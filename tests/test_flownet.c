@@ -48,6 +48,15 @@ static const struct dt_sim_completion *by_tag(const struct run *r, uint64_t tag)
     return NULL;
 }
 
+/* Steps the simulation until a completion of this kind (a timer, or the end). */
+static void next_until(struct dt_sim *sim, enum dt_sim_kind kind)
+{
+    struct dt_sim_completion c;
+    do
+        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
+    while (c.kind != kind);
+}
+
 static struct dt_sim *new_sim(void)
 {
     struct dt_sim *sim = NULL;
@@ -368,10 +377,7 @@ static void test_conservation(void **state)
         }
     }
 #undef NEXT
-    struct dt_sim_completion c;
-    do
-        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
-    while (c.kind != DT_SIM_END);
+    next_until(sim, DT_SIM_END);
     double sent = 0, recvd = 0;
     for (int e = 0; e < dt_sim_n_endpoints(sim); e++) {
         sent += dt_sim_endpoint_sent(sim, e);
@@ -403,21 +409,17 @@ static void test_link_stats(void **state)
      * Busy 1.5 s, 150 B. Half-way through the second (t = 3.25) it has carried 125 B. */
     assert_int_equal(dt_sim_flow(sim, 100, &l, 1, -1, -1, 1, NULL), DT_OK);
     assert_int_equal(dt_sim_timer(sim, 3.0, 2, NULL), DT_OK);
-    struct dt_sim_completion c;
-    do
-        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
-    while (c.kind != DT_SIM_TIMER);
+    next_until(sim, DT_SIM_TIMER);
     assert_int_equal(dt_sim_flow(sim, 50, &l, 1, -1, -1, 3, NULL), DT_OK);
     assert_int_equal(dt_sim_timer(sim, 0.25, 4, NULL), DT_OK);
+    struct dt_sim_completion c;
     assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
     assert_int_equal(c.tag, 4);
     struct dt_sim_link_stats st;
     dt_sim_link_stats(sim, l, &st);
     assert_close(st.bytes, 125);
     assert_close(st.busy_s, 1.25);
-    do
-        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
-    while (c.kind != DT_SIM_END);
+    next_until(sim, DT_SIM_END);
     dt_sim_link_stats(sim, l, &st);
     assert_close(st.bytes, 150);
     assert_close(st.busy_s, 1.5);
@@ -459,19 +461,14 @@ static void test_unshared_link_mid_flight(void **state)
     assert_int_equal(dt_sim_flow(sim, 100, ra, 2, -1, -1, 1, NULL), DT_OK);
     assert_int_equal(dt_sim_flow(sim, 100, rb, 3, -1, -1, 2, NULL), DT_OK);
     assert_int_equal(dt_sim_timer(sim, 2.0, 3, NULL), DT_OK);
-    struct dt_sim_completion c;
-    do
-        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
-    while (c.kind != DT_SIM_TIMER);
+    next_until(sim, DT_SIM_TIMER);
     /* at 2 s: 20 B of the first, 40 B of the second counted twice */
     struct dt_sim_link_stats st;
     dt_sim_link_stats(sim, sw, &st);
     assert_close(st.bytes, 100);
     assert_close(st.busy_s, 2);
     assert_int_equal(st.max_flows, 3);
-    do
-        assert_int_equal(dt_sim_next(sim, &c, NULL), DT_OK);
-    while (c.kind != DT_SIM_END);
+    next_until(sim, DT_SIM_END);
     dt_sim_link_stats(sim, sw, &st);
     assert_close(st.bytes, 300);
     assert_close(st.busy_s, 10); /* the first ends at 10 s, the second at 5 s */
