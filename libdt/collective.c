@@ -626,7 +626,8 @@ int dt_coll_direct_rounds(enum dt_coll_kind kind, enum dt_coll_alg alg, int p, l
     if (alg != DT_ALG_DIRECT || p < 2 || count < p ||
         !(reduce || kind == DT_COLL_ALLGATHER))
         return 0;
-    *widest = count / p + (count % p > 0); /* dt_chunk: the first count % p take one more */
+    long first_offset;
+    dt_chunk(count, p, 0, &first_offset, widest); /* the first chunks are the widest */
     summed[0] = reduce ? (p - 1) * *widest : 0; /* its own chunk from every other member */
     summed[1] = 0;
     return kind == DT_COLL_ALLREDUCE ? 2 : 1;
