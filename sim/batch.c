@@ -65,9 +65,10 @@ uint32_t dt_batch_leave(struct dt_batch *b, uint32_t i)
     return prev == DT_BATCH_NONE ? next : DT_BATCH_NONE;
 }
 
-void dt_batch_popped(struct dt_batch *b, uint32_t i, int kind)
+void dt_batch_popped(struct dt_batch *b, uint32_t i, int kind, double t)
 {
     b->pending = b->next[i];
     b->pending_kind = kind;
-    b->last = DT_BATCH_NONE;
+    if (t == b->last_t)
+        b->last = DT_BATCH_NONE;
 }

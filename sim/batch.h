@@ -51,9 +51,10 @@ void dt_batch_queued(struct dt_batch *b, uint32_t i, int kind, double t, uint64_
 /* Takes flow i out of its batch; returns the flow that follows it when i was the batch's first
  * (the heir of its queued event), else NONE. */
 uint32_t dt_batch_leave(struct dt_batch *b, uint32_t i);
-/* The event of flow i (kind) popped: the rest of its batch comes next. Nothing written before
- * the pop is joined after it. */
-void dt_batch_popped(struct dt_batch *b, uint32_t i, int kind);
+/* The event of flow i (kind, at time t) popped: the rest of its batch comes next. Nothing
+ * written before the pop at that time is joined after it (it may be that batch); a later
+ * time's batch still may be: what joins it pops right after it, as if queued there. */
+void dt_batch_popped(struct dt_batch *b, uint32_t i, int kind, double t);
 /* The next flow of the popped batch (*kind its event's), or NONE when it is over. */
 static inline uint32_t dt_batch_take(struct dt_batch *b, int *kind)
 {

@@ -946,7 +946,7 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
             kind = ev.kind;
             data = ev.data;
             if (kind == EV_FLOW_START || kind == EV_FLOW_END)
-                dt_batch_popped(&sim->batch, data, kind);
+                dt_batch_popped(&sim->batch, data, kind, now);
         }
         sim->cnt.events++;
         int rc;
