@@ -10,6 +10,9 @@
  * solver. A flow whose rate changed has its remaining bytes brought up to date and its end
  * event moved; the others are not touched.
  * Work per event is thus proportional to the component it touches, never to all flows.
+ * A flow whose transfer begins alone on its shared links, with nothing yet waiting for the
+ * solve, gets the rate and end event that solve would give at once (the lone path, below);
+ * they are taken back to the solve if anything else is written or joins its links first.
  * A flow's start or end event written right after one of the same kind and time, with nothing
  * written in between, joins that one's batch instead of the queue (batch.h): the ends of a
  * ring step's flows share a few times, and each batch costs one queued event. */
@@ -82,6 +85,7 @@ struct flow {
                            * (batch.h), else NONE; when free: the next free record */
     uint32_t stamp;
     uint8_t state, n_hops, n_shared;
+    uint8_t early;        /* its end written at its start, in this phase's list (lone path) */
     struct hop hop[INLINE_HOPS];
 };
 _Static_assert(sizeof(struct flow) <= 128, "a flow's record fits two cache lines");
@@ -127,6 +131,14 @@ struct dt_sim {
     int n_dirty, cap_dirty;
     uint32_t stamp;
 
+    /* the lone path: flows alone on their links whose end was written when their transfer
+     * began, in this phase (the events between two solves), in that order */
+    bool lone_off;        /* DTSIM_LONE_PATH=off: every flow through the solve */
+    bool early_spoiled;   /* a write or a join since: they go back to the solve */
+    uint32_t *early;
+    int n_early, cap_early;
+    uint64_t early_writes; /* sim->writes just after the last early end */
+
     /* scratch for one component's problem */
     uint32_t *cflows;
     int cap_cflows;
@@ -167,6 +179,9 @@ static void run_state_clear(struct dt_sim *sim)
     sim->active_flows = sim->transferring = 0;
     sim->n_eps = sim->n_dirty = 0;
     sim->stamp = 0;
+    sim->n_early = 0;
+    sim->early_spoiled = false;
+    sim->early_writes = 0;
     sim->cnt = (struct dt_sim_counters){0};
 }
 
@@ -177,6 +192,8 @@ int dt_sim_create(struct dt_sim **out, struct dt_error *err)
         return oom(err, "simulator");
     dt_batch_init(&sim->batch);
     run_state_clear(sim);
+    const char *lone = getenv("DTSIM_LONE_PATH");
+    sim->lone_off = lone && strcmp(lone, "off") == 0;
     int rc = dt_eventq_create(&sim->q, err);
     if (!rc)
         rc = dt_maxmin_create(&sim->mm, err);
@@ -207,6 +224,7 @@ void dt_sim_destroy(struct dt_sim *sim)
     free(sim->sent);
     free(sim->recvd);
     free(sim->dirty);
+    free(sim->early);
     free(sim->cflows);
     free(sim->clinks);
     free(sim->ccap);
@@ -520,6 +538,7 @@ static int start_checked(struct dt_sim *sim, double t0, double bytes, const int 
     f->dst = dst;
     f->ev = NONE;
     f->stamp = 0;
+    f->early = 0;
     f->state = FL_LATENCY;
     f->n_hops = (uint8_t)n_hops;
     f->n_shared = (uint8_t)n_shared;
@@ -594,7 +613,11 @@ static int grow_list(struct link *l)
     return 0;
 }
 
-/* The flow's latency is over: it joins its links' lists and waits for the next solve. */
+static bool end_early(struct dt_sim *sim, uint32_t i, double r, double now, int *rc,
+                      struct dt_error *err);
+
+/* The flow's latency is over: it joins its links' lists and waits for the next solve, or,
+ * alone on them, gets its end at once (end_early). */
 static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool *done,
                                struct dt_error *err)
 {
@@ -612,11 +635,20 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
     *done = false;
     f->state = FL_ACTIVE;
     int seed = -1;
+    bool alone = true;
+    double r = INFINITY; /* its slowest shared link's capacity: its rate when alone */
     struct hop *hops = hops_of(sim, i);
     for (int h = 0; h < f->n_hops; h++) {
         struct hop *hp = &hops[h];
         struct link *l = &sim->links[hp->link];
         if (l->shared) {
+            if (l->nf > 0) {
+                alone = false;
+                if (l->nf == 1 && sim->flows[refs(l)->flow].early)
+                    sim->early_spoiled = true; /* joins an early flow: the solve decides */
+            }
+            if (l->bw_Bps < r)
+                r = l->bw_Bps;
             if (l->nf == l->capf && grow_list(l))
                 return oom(err, "link flow list");
             hp->pos = l->nf;
@@ -629,6 +661,9 @@ static int flow_begin_transfer(struct dt_sim *sim, uint32_t i, double now, bool 
         if (l->nf > l->max_flows)
             l->max_flows = l->nf;
     }
+    int rc;
+    if (alone && end_early(sim, i, r, now, &rc, err))
+        return rc;
     /* one shared link suffices: the search from it finds the whole component */
     return seed >= 0 ? mark_dirty(sim, seed, err) : DT_OK;
 }
@@ -870,6 +905,120 @@ static int solve_dirty(struct dt_sim *sim, double now, struct dt_error *err)
     return DT_OK;
 }
 
+/* ---- the lone path ----
+ * A flow whose transfer begins alone on each of its shared links would be solved by
+ * solve_alone at the phase's solve (the next time the clock moves): rate its slowest link's
+ * capacity, end event written then. When nothing waits for that solve yet (no dirty link), it
+ * gets that rate and that end event at once: the solve would write it first, and writes in
+ * between are the phase's other early ends, in the same order. That stands at the solve
+ * unless something else was written since (a compute, a start: it would come first) or a flow
+ * joined an early one's link (the solve would share them): then every early end of the phase
+ * is taken back and their flows go to the solve first, in order, as without this path. */
+
+/* Flow i, alone on its shared links (r: the slowest one's capacity), gets its end now if
+ * the lone path may take it: true when taken (*rc the outcome), false to go to the solve. */
+static bool end_early(struct dt_sim *sim, uint32_t i, double r, double now, int *rc,
+                      struct dt_error *err)
+{
+    if (sim->lone_off || sim->n_dirty > 0 || sim->early_spoiled)
+        return false;
+    if (sim->n_early > 0 && sim->writes != sim->early_writes) {
+        sim->early_spoiled = true; /* written in between: the solve's order is another */
+        return false;
+    }
+    struct flow *f = &sim->flows[i];
+    double dt = f->remaining / r;
+    if (!(dt >= 0) || !isfinite(dt) || !(now + dt > now))
+        return false; /* an end at this very time would pop before the solve */
+    *rc = DT_OK;
+    if (dt_grow((void **)&sim->early, &sim->cap_early, sim->n_early + 1, sizeof *sim->early)) {
+        *rc = oom(err, "early ends");
+        return true;
+    }
+    f->rate = r;
+    if ((*rc = flow_event(sim, i, EV_FLOW_END, now + dt, &f->ev, err)))
+        return true;
+    f->early = 1;
+    sim->cnt.lone_ends++;
+    sim->early[sim->n_early++] = i;
+    sim->early_writes = sim->writes;
+    sim->cnt.solves++; /* as solve_alone counts it */
+    sim->cnt.solved_flows++;
+    sim->cnt.rate_changes++;
+    return true;
+}
+
+/* Takes early flow fi's end event back: as before its transfer's solve. */
+static int unwrite_end(struct dt_sim *sim, uint32_t fi, struct dt_error *err)
+{
+    struct flow *f = &sim->flows[fi];
+    uint32_t ev = f->ev, heir = dt_batch_leave(&sim->batch, fi);
+    int rc = DT_OK;
+    if (ev != BATCHED && heir != NONE) { /* its queued event carries the rest of its batch */
+        rc = dt_eventq_set_data(sim->q, ev, heir, err);
+        sim->flows[heir].ev = ev;
+    } else if (ev != BATCHED) {
+        rc = dt_eventq_cancel(sim->q, ev, err);
+    }
+    f->ev = NONE;
+    f->rate = 0;
+    sim->cnt.lone_taken_back++;
+    sim->cnt.solves--;
+    sim->cnt.solved_flows--;
+    sim->cnt.rate_changes--;
+    return rc;
+}
+
+/* Flow i's first shared link: where its start would have marked the solve. */
+static int seed_link(const struct dt_sim *sim, uint32_t i)
+{
+    const struct hop *hops = hops_of(sim, i);
+    int h = 0;
+    while (!sim->links[hops[h].link].shared)
+        h++;
+    return hops[h].link;
+}
+
+/* Every early end of the phase taken back (the last first, so that a batch's first goes
+ * last), their flows' links put first in the dirty list, in their order: the solve's list
+ * without the lone path. */
+static int take_back_early(struct dt_sim *sim, struct dt_error *err)
+{
+    int n = sim->n_early;
+    for (int k = n - 1; k >= 0; k--) {
+        int rc = unwrite_end(sim, sim->early[k], err);
+        if (rc)
+            return rc;
+    }
+    if (dt_grow((void **)&sim->dirty, &sim->cap_dirty, sim->n_dirty + n, sizeof *sim->dirty))
+        return oom(err, "dirty links");
+    memmove(sim->dirty + n, sim->dirty, (size_t)sim->n_dirty * sizeof *sim->dirty);
+    for (int k = 0; k < n; k++) {
+        int l = seed_link(sim, sim->early[k]);
+        sim->dirty[k] = l; /* a later copy of it is skipped: solved with this one */
+        sim->links[l].dirty = true;
+    }
+    sim->n_dirty += n;
+    return DT_OK;
+}
+
+/* The phase is over (the clock moves next): its early ends stand or are taken back, then
+ * what is dirty is solved. */
+static int close_phase(struct dt_sim *sim, double now, struct dt_error *err)
+{
+    if (sim->n_early > 0) {
+        bool back = sim->early_spoiled || sim->writes != sim->early_writes;
+        int rc = back ? take_back_early(sim, err) : DT_OK;
+        for (int k = 0; k < sim->n_early; k++)
+            sim->flows[sim->early[k]].early = 0;
+        sim->n_early = 0;
+        sim->early_spoiled = false;
+        if (rc)
+            return rc;
+    }
+    return sim->n_dirty > 0 ? solve_dirty(sim, now, err) : DT_OK;
+}
+
 static void flow_completion(struct dt_sim *sim, uint32_t i, double now,
                             struct dt_sim_completion *c)
 {
@@ -928,9 +1077,10 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
         int kind;
         uint32_t data = dt_batch_take(&sim->batch, &kind); /* a popped batch's next first */
         if (data == NONE) {
-            if (sim->n_dirty > 0 && (!dt_eventq_peek(sim->q, &t) || t > now)) {
+            if ((sim->n_dirty > 0 || sim->n_early > 0) &&
+                (!dt_eventq_peek(sim->q, &t) || t > now)) {
                 /* every change at this timestamp is in: share the links anew */
-                int rc = solve_dirty(sim, now, err);
+                int rc = close_phase(sim, now, err);
                 if (rc)
                     return rc;
                 continue;

@@ -22,7 +22,9 @@
  * rate changes.
  *
  * Determinism: equal inputs give equal outputs, bit for bit; completions at the same time come
- * in the order their events were scheduled.
+ * in the order their events were scheduled. DTSIM_LONE_PATH=off in the environment when a
+ * simulator is created sends every flow through the solve (engine.c's lone path off): the
+ * same outputs, for checking.
  *
  * Units: seconds, bytes, bytes/s. Memory: linear in links + devices + work in progress. */
 #ifndef DT_SIM_ENGINE_H
@@ -72,6 +74,8 @@ struct dt_sim_counters {
     uint64_t solved_flows;    /* sum of the sizes of the solved components */
     uint64_t rate_changes;    /* flows whose rate changed in a solve */
     uint64_t max_active_flows;
+    uint64_t lone_ends;       /* ends written as a flow's transfer began (the lone path) */
+    uint64_t lone_taken_back; /* of them, taken back to the solve (something came between) */
 };
 
 int dt_sim_create(struct dt_sim **out, struct dt_error *err);

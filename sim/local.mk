@@ -10,8 +10,8 @@ sim_libdtsimengine_a_SOURCES = \
 DTSIM_ENGINE_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
 DTSIM_ENGINE_LIBS = sim/libdtsimengine.a
 
-check_PROGRAMS += tests/test_eventq tests/test_maxmin tests/test_flownet
-TESTS += tests/test_eventq tests/test_maxmin tests/test_flownet
+check_PROGRAMS += tests/test_eventq tests/test_maxmin tests/test_flownet tests/test_lonepath
+TESTS += tests/test_eventq tests/test_maxmin tests/test_flownet tests/test_lonepath
 tests_test_eventq_SOURCES = tests/test_eventq.c
 tests_test_eventq_CPPFLAGS = $(DTSIM_ENGINE_CPPFLAGS)
 tests_test_eventq_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -24,6 +24,10 @@ tests_test_flownet_SOURCES = tests/test_flownet.c
 tests_test_flownet_CPPFLAGS = $(DTSIM_ENGINE_CPPFLAGS)
 tests_test_flownet_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_flownet_LDADD = $(DTSIM_ENGINE_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
+tests_test_lonepath_SOURCES = tests/test_lonepath.c
+tests_test_lonepath_CPPFLAGS = $(DTSIM_ENGINE_CPPFLAGS)
+tests_test_lonepath_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_lonepath_LDADD = $(DTSIM_ENGINE_LIBS) $(DTCORE_LIBS) $(CMOCKA_LIBS)
 
 # Benchmark (not a test): 21 million flows of a 1024-rank ring allreduce, and the seed 002 grid.
 noinst_PROGRAMS += sim/bench_flows
