@@ -193,6 +193,11 @@ int dt_sim_create(struct dt_sim **out, struct dt_error *err)
     dt_batch_init(&sim->batch);
     run_state_clear(sim);
     const char *lone = getenv("DTSIM_LONE_PATH");
+    if (lone && *lone && strcmp(lone, "on") && strcmp(lone, "off")) {
+        dt_sim_destroy(sim);
+        return dt_fail(err, DT_EINPUT, NULL, 0, 0,
+                       "DTSIM_LONE_PATH: '%s' is neither on nor off", lone);
+    }
     sim->lone_off = lone && strcmp(lone, "off") == 0;
     int rc = dt_eventq_create(&sim->q, err);
     if (!rc)

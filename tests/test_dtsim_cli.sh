@@ -74,6 +74,9 @@ dtsim_fails "no topology" "--topology"
 dtsim_fails "stray operand" "unexpected argument" -t 2n4p extra
 dtsim_fails "strong batch below ranks" "smaller than" -t 2n4p --scaling strong --batch 4
 dtsim_fails "buckets on reduce-bcast" "buckets" -t 2n4p --strategy reduce-bcast --bucket "1 MiB"
+# The engine's test knob (dtsim(1), ENVIRONMENT): a value neither on nor off is refused by
+# name, not taken as on.
+DTSIM_LONE_PATH=of dtsim_fails "bad DTSIM_LONE_PATH" "DTSIM_LONE_PATH: 'of'" -t 2n4p -s ring
 
 # The parallel config's flags: the flag's name and exit 2, for a bad value and for a value
 # the chosen strategy cannot use.
