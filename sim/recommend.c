@@ -213,27 +213,36 @@ static int enumerate(struct search *s)
     return 0;
 }
 
-/* Each layer's forward and backward costed once per rank while they repeat (the same op
- * every micro-batch but for where in the step it runs: dt_op_same_cost). */
+/* Each layer's compute ops costed once per device group while they repeat (the same op
+ * every micro-batch but for where in the step it runs: dt_op_same_cost). A cost reads the
+ * group's parameters and device, not the rank. Each layer, phase and re-run has OC_WAYS
+ * entries: a step alternates a layer's forward and its re-run, and micro-batches of two
+ * sizes where the batch does not split evenly. */
+#define OC_WAYS 2
 struct op_costs {
-    const struct dt_op **last; /* per layer and phase: the last compute op costed */
-    int *rank;                 /* ... on this rank (+1; 0: none yet) */
+    const struct dt_op **last; /* per layer, phase, re-run and way: the op costed */
+    int *group;                /* ... in this group (+1; 0: none yet) */
     double *cost;
     int n;
 };
 
-static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *cp,
+static double op_cost(struct op_costs *oc, int g, const struct dt_cost_params *cp,
                       const struct dt_device_spec *dev, const struct dt_model *m,
                       const struct dt_op *op)
 {
-    int at = 2 * op->layer + (op->phase == DT_PH_BACKWARD);
+    int at = OC_WAYS * (4 * op->layer + 2 * (op->phase == DT_PH_BACKWARD) + op->recompute);
     if (op->kind != DT_OP_COMPUTE || op->layer < 0 || at >= oc->n)
         return dt_cost_op(cp, dev, m, op);
-    if (oc->rank[at] != r + 1 || !dt_op_same_cost(oc->last[at], op)) {
-        oc->rank[at] = r + 1;
-        oc->last[at] = op;
-        oc->cost[at] = dt_cost_op(cp, dev, m, op);
-    }
+    for (int w = at; w < at + OC_WAYS; w++)
+        if (oc->group[w] == g + 1 && dt_op_same_cost(oc->last[w], op))
+            return oc->cost[w];
+    /* the first way is the newest: the older ones move down */
+    memmove(&oc->last[at + 1], &oc->last[at], (OC_WAYS - 1) * sizeof *oc->last);
+    memmove(&oc->group[at + 1], &oc->group[at], (OC_WAYS - 1) * sizeof *oc->group);
+    memmove(&oc->cost[at + 1], &oc->cost[at], (OC_WAYS - 1) * sizeof *oc->cost);
+    oc->group[at] = g + 1;
+    oc->last[at] = op;
+    oc->cost[at] = dt_cost_op(cp, dev, m, op);
     return oc->cost[at];
 }
 
@@ -243,21 +252,22 @@ static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *c
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
-    int n = 2 * plan->model->n_layers;
-    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.rank),
+    int n = 4 * OC_WAYS * plan->model->n_layers;
+    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.group),
                           malloc((size_t)n * sizeof *oc.cost), 0};
-    oc.n = oc.last && oc.rank && oc.cost ? n : 0; /* without memory: every op costed */
+    oc.n = oc.last && oc.group && oc.cost ? n : 0; /* without memory: every op costed */
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_node_group *g = dt_topology_group_of_rank(plan->topo, r);
         const struct dt_device_spec *dev = &g->device;
-        const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
+        int gi = (int)(g - plan->topo->groups);
+        const struct dt_cost_params *cp = &group_cp[gi];
         double t = 0;
         for (int i = 0; i < plan->ranks[r].n_ops; i++)
-            t += op_cost(&oc, r, cp, dev, plan->model, &plan->ranks[r].ops[i]);
+            t += op_cost(&oc, gi, cp, dev, plan->model, &plan->ranks[r].ops[i]);
         worst = t > worst ? t : worst;
     }
     free(oc.last);
-    free(oc.rank);
+    free(oc.group);
     free(oc.cost);
     return worst;
 }
