@@ -67,6 +67,7 @@ struct emit {
                              a slot, HELD_POOL or HELD_RING */
     int n_pending;
     int next_handle;
+    int last_ops;         /* the step ops the last rank emitted (room reserved for as many) */
     bool *loaded;         /* per micro-batch */
     bool eval;
     const struct dt_dact_layout *dact; /* the rank's gradient pool (dt_plan_dact) */
@@ -862,7 +863,13 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->n_slots = e->n_pending = e->next_handle = 0;
     early_clear(&e->early);
     e->eval = false; /* rank r placed by the caller (place_rank) */
-    int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
+    /* a stage's ranks emit alike, the next stage's about as many: room for them at once
+     * (growing by doubling copied a large program again and again) */
+    struct dt_program own = {rp->n_ops, rp->cap_ops, rp->ops};
+    int rc = rp->shared_ops ? DT_OK : dt_program_reserve(&own, e->last_ops);
+    rp->ops = own.ops;
+    rp->cap_ops = own.cap_ops;
+    rc = rc ? rc : dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
     /* known before emitting: the vocabulary-parallel loss addresses its statistics planes
      * (plane j at j x slots x slot rows) while the schedule is emitted; e->loaded serves
@@ -893,6 +900,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     if (!rc && (p->D == 1 || plan->opt.zero != 1))
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
+    e->last_ops = rp->n_ops;
     return rc;
 }
 
