@@ -313,9 +313,10 @@ static int floor_plan(const struct search *s, struct candidate *c, bool *over)
     return DT_OK;
 }
 
-/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound; the
- * probe in *keep when keep is given and the candidate fits (else destroyed). */
-static int compile_probe(const struct search *s, struct candidate *c, double *bound,
+/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound, where
+ * it can prune (nth finite; else 0); the probe in *keep when keep is given and the candidate
+ * fits (else destroyed). */
+static int compile_probe(const struct search *s, struct candidate *c, double nth, double *bound,
                          struct dt_plan **keep, struct dt_error *err)
 {
     struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
@@ -331,7 +332,8 @@ static int compile_probe(const struct search *s, struct candidate *c, double *bo
     c->v[V_MEM] = peak.total;
     bool over = s->rq->memory_limit > 0 && peak.total > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
-    *bound = over ? 0 : compiled_bound(s, c, plan);
+    bool prunes = isfinite(nth) && !s->rq->no_prune;
+    *bound = over || !prunes ? 0 : compiled_bound(s, c, plan);
     if (keep && !over)
         *keep = plan;
     else
@@ -341,14 +343,14 @@ static int compile_probe(const struct search *s, struct candidate *c, double *bo
 
 /* A candidate's memory: over the limit by its floor plan, else by its compiled probe (with
  * *bound, its compiled bound; *probe: the probe of one that fits, for its estimate). */
-static int measure(const struct search *s, struct candidate *c, double *bound,
+static int measure(const struct search *s, struct candidate *c, double nth, double *bound,
                    struct dt_plan **probe, struct dt_error *err)
 {
     bool over;
     int rc = floor_plan(s, c, &over);
     if (rc)
         return dt_fail(err, rc, NULL, 0, 0, "out of memory");
-    return over ? DT_OK : compile_probe(s, c, bound, probe, err);
+    return over ? DT_OK : compile_probe(s, c, nth, bound, probe, err);
 }
 
 /* The symmetric estimate (symmetry.h) of a large pipeline (V_ESTIMATE 1) or data-parallel
@@ -458,7 +460,7 @@ static int evaluate_one(struct search *s, struct candidate *c, double nth,
     double bound = 0;
     struct dt_plan *probe = NULL; /* kept for a data-parallel estimate, which plays it */
     bool dp_estimate = !dt_sym_used(&c->opt, s->rq->topo) && dt_sym_dp_used(&c->opt, s->rq->topo);
-    int rc = measure(s, c, &bound, dp_estimate ? &probe : NULL, err);
+    int rc = measure(s, c, nth, &bound, dp_estimate ? &probe : NULL, err);
     if (!rc && fits(c) && !(bound > nth && !s->rq->no_prune))
         rc = simulate(s, c, probe, err);
     dt_plan_destroy(probe);
@@ -778,7 +780,7 @@ static int settle_group(struct search *s, int key, bool (*member)(const struct c
     double bound;
     int rc = DT_OK;
     while (!rc && (c = smallest_over(s, key, member)) && c->v[V_STATUS] == 1 + ST_OVER_BY_PLAN)
-        rc = compile_probe(s, c, &bound, NULL, err);
+        rc = compile_probe(s, c, INFINITY, &bound, NULL, err); /* its memory alone */
     return rc;
 }
 
