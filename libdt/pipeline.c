@@ -156,7 +156,27 @@ static int most_slots(const struct work *w, int n, int s, bool *held, int M)
     return most;
 }
 
+/* most_slots of stage s's schedule in closed form: GPipe and naive-mp hold every micro-batch
+ * at once, 1F1B its warm-up forwards and one more (S - s), at most M; -1 for interleaved
+ * (walked). tests/test_memfloor holds these to the walk on every stage of many shapes. */
+static int closed_slots(enum dt_strategy k, int S, int M, int s)
+{
+    if (k == DT_STRAT_GPIPE || k == DT_STRAT_NAIVE_MP)
+        return M;
+    if (k == DT_STRAT_1F1B)
+        return S - s < M ? S - s : M;
+    return -1;
+}
+
 int dt_pipeline_slots(const struct dt_plan_options *o, int s)
+{
+    int S, V, D, M, T;
+    shape(o, 1, &S, &V, &D, &M, &T);
+    int slots = closed_slots(o->strategy, S, M, s);
+    return slots >= 0 ? slots : dt_pipeline_slots_walked(o, s);
+}
+
+int dt_pipeline_slots_walked(const struct dt_plan_options *o, int s)
 {
     struct dt_plan plan = {.strategy = o->strategy};
     struct pipe p = {.plan = &plan};
@@ -842,7 +862,9 @@ static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params,
     place_rank(p, r, stage, 0, view, n_params, replicas);
     if (dt_plan_dropped(p->plan, r)) /* a tensor rank other than 0 (probe_tensor.c) */
         return DT_OK;
-    rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
+    rp->slots = closed_slots(p->plan->strategy, p->S, p->M, stage);
+    if (rp->slots < 0)
+        rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
     if (p->D > 1 && p->plan->opt.zero == 1) {
         long off, len;
         dt_chunk(n_params, p->D, 0, &off, &len);
