@@ -156,24 +156,47 @@ static int most_slots(const struct work *w, int n, int s, bool *held, int M)
     return most;
 }
 
-/* most_slots of stage s's schedule in closed form: GPipe and naive-mp hold every micro-batch
- * at once, 1F1B its warm-up forwards and one more (S - s), at most M; -1 for interleaved
- * (walked). tests/test_memfloor holds these to the walk on every stage of many shapes. */
-static int closed_slots(enum dt_strategy k, int S, int M, int s)
+/* Interleaved: of stage s's first f forward units, how many start a micro-batch there (each
+ * round of S V units starts S, in its first S: chunk 0's), and of its first b backward units,
+ * how many free one (chunk 0's backward, the last S of each round). */
+static long started(long f, int S, int V)
+{
+    long r = f % ((long)S * V);
+    return f / ((long)S * V) * S + (r < S ? r : S);
+}
+
+static long freed(long b, int S, int V)
+{
+    long r = b % ((long)S * V) - (long)(V - 1) * S;
+    return b / ((long)S * V) * S + (r > 0 ? r : 0);
+}
+
+/* most_slots of stage s's schedule without its units: GPipe and naive-mp hold every
+ * micro-batch at once, 1F1B its warm-up forwards and one more (S - s), at most M;
+ * interleaved the most started and not freed right after a forward (the warm-up's last, or
+ * each of the steady phase's, which alternates a forward and a backward).
+ * tests/test_memfloor holds these to the walk on every stage of many shapes. */
+static int counted_slots(enum dt_strategy k, int S, int V, int M, int s)
 {
     if (k == DT_STRAT_GPIPE || k == DT_STRAT_NAIVE_MP)
         return M;
     if (k == DT_STRAT_1F1B)
         return S - s < M ? S - s : M;
-    return -1;
+    long T = (long)M * V, warm = M == S ? T : (long)(S - s - 1) * 2 + (long)(V - 1) * S;
+    warm = warm < T ? warm : T;
+    long most = started(warm, S, V);
+    for (long j = 0; warm + j < T; j++) {
+        long live = started(warm + 1 + j, S, V) - freed(j, S, V);
+        most = live > most ? live : most;
+    }
+    return (int)most;
 }
 
 int dt_pipeline_slots(const struct dt_plan_options *o, int s)
 {
     int S, V, D, M, T;
     shape(o, 1, &S, &V, &D, &M, &T);
-    int slots = closed_slots(o->strategy, S, M, s);
-    return slots >= 0 ? slots : dt_pipeline_slots_walked(o, s);
+    return counted_slots(o->strategy, S, V, M, s);
 }
 
 int dt_pipeline_slots_walked(const struct dt_plan_options *o, int s)
@@ -854,17 +877,14 @@ static void place_rank(struct pipe *p, int r, int stage, int d, int view, long n
 /* A memory floor's rank (plan->floor): placed as emit_rank places it, holding the slots its
  * schedule keeps at once, ZeRO-1's first chunk of the optimizer's state, and the buffer
  * table dtc_finish_rank gives it with no ops (what ops size, the receive pool and the
- * workspaces' rows, comes out no larger). held: M scratch flags. */
-static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params, int replicas,
-                      struct work *w, bool *held)
+ * workspaces' rows, comes out no larger). */
+static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params, int replicas)
 {
     struct dt_rank_plan *rp = &p->plan->ranks[r];
     place_rank(p, r, stage, 0, view, n_params, replicas);
     if (dt_plan_dropped(p->plan, r)) /* a tensor rank other than 0 (probe_tensor.c) */
         return DT_OK;
-    rp->slots = closed_slots(p->plan->strategy, p->S, p->M, stage);
-    if (rp->slots < 0)
-        rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
+    rp->slots = counted_slots(p->plan->strategy, p->S, p->V, p->M, stage);
     if (p->D > 1 && p->plan->opt.zero == 1) {
         long off, len;
         dt_chunk(n_params, p->D, 0, &off, &len);
@@ -1071,7 +1091,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
             if (!rc && plan->floor)
                 rc = floor_rank(&p, rank_of(&p, s, 0, k), s, view, n_params,
-                                replicas[s * p.T + k], w, e.loaded);
+                                replicas[s * p.T + k]);
             for (int d = 0; d < p.D && !rc && !plan->floor; d++) {
                 int r = rank_of(&p, s, d, k);
                 place_rank(&p, r, s, d, view, n_params, replicas[s * p.T + k]);

@@ -491,9 +491,9 @@ int dt_plan_chain_floor(const struct dt_model *m, const struct dt_plan_options *
 double dt_plan_memory_floor(const struct dt_model *m, const struct dt_topology *topo,
                             const struct dt_plan_options *o, const struct dt_chain_floor *c);
 /* The activation slots of stage s of a pipeline of these options (pipeline.c's schedule:
- * closed forms for GPipe, naive-mp and 1F1B); -1 when out of memory. */
+ * closed forms for GPipe, naive-mp and 1F1B, interleaved's counted without its units). */
 int dt_pipeline_slots(const struct dt_plan_options *o, int s);
-/* The same, the schedule walked unit by unit whatever the strategy. */
+/* The same, the schedule walked unit by unit whatever the strategy; -1 when out of memory. */
 int dt_pipeline_slots_walked(const struct dt_plan_options *o, int s);
 void dt_plan_destroy(struct dt_plan *plan);
 
