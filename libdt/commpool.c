@@ -68,83 +68,43 @@ static void start_flight(struct live_set *s, int pos, long at, long w, int handl
     s->elems += w;
 }
 
-/* One dtype's pool as a program is walked. */
-struct pool_walk {
-    enum dt_dtype dtype;
-    struct live_set s;
-    long pool, most;
-};
-
-/* Op i into the pool of x (at: each op's offset, or NULL). */
-static void place(const struct dt_plan *plan, int rank, const struct dt_op *op,
-                  struct pool_walk *x, long *at)
-{
-    if (at)
-        *at = -1;
-    if (op->kind == DT_OP_WAIT)
-        end_flight(&x->s, op->handle);
-    long w = op_scratch(plan, rank, op, x->dtype);
-    if (w <= 0)
-        return;
-    int pos;
-    long a = first_fit(&x->s, w, &pos);
-    if (at)
-        *at = a;
-    x->pool = a + w > x->pool ? a + w : x->pool;
-    x->most = x->s.elems + w > x->most ? x->s.elems + w : x->most;
-    if (op->nonblocking)
-        start_flight(&x->s, pos, a, w, op->handle);
-}
-
-/* The pools of k dtypes (x[j].dtype) in one pass over the ops (a pass per dtype read a large
- * program twice). -1: out of memory. */
-static int walk_pools(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n,
-                      struct pool_walk *x, int k, long *at)
-{
-    int rc = 0;
-    for (int j = 0; j < k; j++) {
-        x[j].s = (struct live_set){malloc((size_t)(n ? n : 1) * sizeof *x[j].s.f), 0, 0};
-        x[j].pool = x[j].most = 0;
-        rc |= x[j].s.f ? 0 : -1;
-    }
-    for (int i = 0; i < n && !rc; i++)
-        for (int j = 0; j < k; j++)
-            place(plan, rank, &ops[i], &x[j], at ? &at[i] : NULL);
-    for (int j = 0; j < k; j++)
-        free(x[j].s.f);
-    return rc;
-}
-
 long dt_comm_pool(const struct dt_plan *plan, int rank, const struct dt_op *ops, int n,
                   enum dt_dtype dtype, long *at, long *peak)
 {
-    struct pool_walk x = {.dtype = dtype};
-    if (walk_pools(plan, rank, ops, n, &x, 1, at))
+    struct live_set s = {malloc((size_t)(n ? n : 1) * sizeof *s.f), 0, 0};
+    long pool = 0, most = 0;
+    if (!s.f)
         return -1;
+    for (int i = 0; i < n; i++) {
+        const struct dt_op *op = &ops[i];
+        if (at)
+            at[i] = -1;
+        if (op->kind == DT_OP_WAIT)
+            end_flight(&s, op->handle);
+        long w = op_scratch(plan, rank, op, dtype);
+        if (w <= 0)
+            continue;
+        int pos;
+        long a = first_fit(&s, w, &pos);
+        if (at)
+            at[i] = a;
+        pool = a + w > pool ? a + w : pool;
+        most = s.elems + w > most ? s.elems + w : most;
+        if (op->nonblocking)
+            start_flight(&s, pos, a, w, op->handle);
+    }
+    free(s.f);
     if (peak)
-        *peak = x.most;
-    return x.pool;
-}
-
-int dt_comm_pools_rank(const struct dt_plan *plan, int rank, int k, const enum dt_dtype *dtype,
-                       long *pool)
-{
-    const struct dt_rank_plan *rp = &plan->ranks[rank];
-    struct pool_walk step[2], eval[2];
-    if (k < 1 || k > 2)
-        return -1;
-    for (int j = 0; j < k; j++)
-        step[j].dtype = eval[j].dtype = dtype[j];
-    if (walk_pools(plan, rank, rp->ops, rp->n_ops, step, k, NULL) ||
-        walk_pools(plan, rank, rp->eval.ops, rp->eval.n_ops, eval, k, NULL))
-        return -1;
-    for (int j = 0; j < k; j++)
-        pool[j] = step[j].pool > eval[j].pool ? step[j].pool : eval[j].pool;
-    return 0;
+        *peak = most;
+    return pool;
 }
 
 long dt_comm_pool_rank(const struct dt_plan *plan, int rank, enum dt_dtype dtype)
 {
-    long pool;
-    return dt_comm_pools_rank(plan, rank, 1, &dtype, &pool) ? -1 : pool;
+    const struct dt_rank_plan *rp = &plan->ranks[rank];
+    long step = dt_comm_pool(plan, rank, rp->ops, rp->n_ops, dtype, NULL, NULL);
+    long eval = dt_comm_pool(plan, rank, rp->eval.ops, rp->eval.n_ops, dtype, NULL, NULL);
+    if (step < 0 || eval < 0)
+        return -1;
+    return step > eval ? step : eval;
 }

@@ -352,12 +352,12 @@ int dtc_finish_rank(struct dt_plan *plan, int r)
     /* receive buffers: one pool per dtype of the regions received, sized by what is in
      * flight at once (dt/commpool.h; f32: the scaler's flag, the vocabulary-parallel loss's
      * statistics; the gradients under --grad-precision fp32) */
-    enum dt_dtype pools[2] = {S, DT_TYPE_F32};
-    long comm[2] = {0, 0};
-    rc |= dt_comm_pools_rank(plan, r, S == DT_TYPE_F32 ? 1 : 2, pools, comm) ? DT_ENOMEM : DT_OK;
-    rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm[0]);
-    if (comm[1] > 0)
-        rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm[1]);
+    long comm = dt_comm_pool_rank(plan, r, S);
+    long comm32 = S == DT_TYPE_F32 ? 0 : dt_comm_pool_rank(plan, r, DT_TYPE_F32);
+    rc |= comm < 0 || comm32 < 0 ? DT_ENOMEM : DT_OK;
+    rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, S, -1, (double)comm);
+    if (comm32 > 0)
+        rc |= dt_plan_add_buffer(plan, r, DT_BUF_COMM, DT_TYPE_F32, -1, (double)comm32);
     if (!plan->probe) /* a probe's kept ranks name their own peers: rarely alike */
         rc |= dt_plan_share_rank(plan, r); /* now, to keep the compile's peak low */
     return rc ? DT_ENOMEM : DT_OK;

@@ -21,9 +21,5 @@ long dt_comm_pool(const struct dt_plan *plan, int rank, const struct dt_op *ops,
 
 /* The rank's DT_BUF_COMM elements of dtype: the larger of its step and eval pools. */
 long dt_comm_pool_rank(const struct dt_plan *plan, int rank, enum dt_dtype dtype);
-/* The same for k dtypes (1 or 2) at once, into pool[0..k): one pass over each program. 0, or
- * -1 when out of memory. */
-int dt_comm_pools_rank(const struct dt_plan *plan, int rank, int k, const enum dt_dtype *dtype,
-                       long *pool);
 
 #endif
