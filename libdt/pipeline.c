@@ -67,6 +67,7 @@ struct emit {
                              a slot, HELD_POOL or HELD_RING */
     int n_pending;
     int next_handle;
+    int last_ops;         /* the step ops the last rank emitted (room reserved for as many) */
     bool *loaded;         /* per micro-batch */
     bool eval;
     const struct dt_dact_layout *dact; /* the rank's gradient pool (dt_plan_dact) */
@@ -155,7 +156,50 @@ static int most_slots(const struct work *w, int n, int s, bool *held, int M)
     return most;
 }
 
+/* Interleaved: of stage s's first f forward units, how many start a micro-batch there (each
+ * round of S V units starts S, in its first S: chunk 0's), and of its first b backward units,
+ * how many free one (chunk 0's backward, the last S of each round). */
+static long started(long f, int S, int V)
+{
+    long r = f % ((long)S * V);
+    return f / ((long)S * V) * S + (r < S ? r : S);
+}
+
+static long freed(long b, int S, int V)
+{
+    long r = b % ((long)S * V) - (long)(V - 1) * S;
+    return b / ((long)S * V) * S + (r > 0 ? r : 0);
+}
+
+/* most_slots of stage s's schedule without its units: GPipe and naive-mp hold every
+ * micro-batch at once, 1F1B its warm-up forwards and one more (S - s), at most M;
+ * interleaved the most started and not freed right after a forward (the warm-up's last, or
+ * each of the steady phase's, which alternates a forward and a backward).
+ * tests/test_memfloor holds these to the walk on every stage of many shapes. */
+static int counted_slots(enum dt_strategy k, int S, int V, int M, int s)
+{
+    if (k == DT_STRAT_GPIPE || k == DT_STRAT_NAIVE_MP)
+        return M;
+    if (k == DT_STRAT_1F1B)
+        return S - s < M ? S - s : M;
+    long T = (long)M * V, warm = M == S ? T : (long)(S - s - 1) * 2 + (long)(V - 1) * S;
+    warm = warm < T ? warm : T;
+    long most = started(warm, S, V);
+    for (long j = 0; warm + j < T; j++) {
+        long live = started(warm + 1 + j, S, V) - freed(j, S, V);
+        most = live > most ? live : most;
+    }
+    return (int)most;
+}
+
 int dt_pipeline_slots(const struct dt_plan_options *o, int s)
+{
+    int S, V, D, M, T;
+    shape(o, 1, &S, &V, &D, &M, &T);
+    return counted_slots(o->strategy, S, V, M, s);
+}
+
+int dt_pipeline_slots_walked(const struct dt_plan_options *o, int s)
 {
     struct dt_plan plan = {.strategy = o->strategy};
     struct pipe p = {.plan = &plan};
@@ -833,15 +877,14 @@ static void place_rank(struct pipe *p, int r, int stage, int d, int view, long n
 /* A memory floor's rank (plan->floor): placed as emit_rank places it, holding the slots its
  * schedule keeps at once, ZeRO-1's first chunk of the optimizer's state, and the buffer
  * table dtc_finish_rank gives it with no ops (what ops size, the receive pool and the
- * workspaces' rows, comes out no larger). held: M scratch flags. */
-static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params, int replicas,
-                      struct work *w, bool *held)
+ * workspaces' rows, comes out no larger). */
+static int floor_rank(struct pipe *p, int r, int stage, int view, long n_params, int replicas)
 {
     struct dt_rank_plan *rp = &p->plan->ranks[r];
     place_rank(p, r, stage, 0, view, n_params, replicas);
     if (dt_plan_dropped(p->plan, r)) /* a tensor rank other than 0 (probe_tensor.c) */
         return DT_OK;
-    rp->slots = most_slots(w, schedule(p, stage, w), stage, held, p->M);
+    rp->slots = counted_slots(p->plan->strategy, p->S, p->V, p->M, stage);
     if (p->D > 1 && p->plan->opt.zero == 1) {
         long off, len;
         dt_chunk(n_params, p->D, 0, &off, &len);
@@ -862,7 +905,13 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->n_slots = e->n_pending = e->next_handle = 0;
     early_clear(&e->early);
     e->eval = false; /* rank r placed by the caller (place_rank) */
-    int rc = dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
+    /* a stage's ranks emit alike, the next stage's about as many: room for them at once
+     * (growing by doubling copied a large program again and again) */
+    struct dt_program own = {rp->n_ops, rp->cap_ops, rp->ops};
+    int rc = rp->shared_ops ? DT_OK : dt_program_reserve(&own, e->last_ops);
+    rp->ops = own.ops;
+    rp->cap_ops = own.cap_ops;
+    rc = rc ? rc : dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
     /* known before emitting: the vocabulary-parallel loss addresses its statistics planes
      * (plane j at j x slots x slot rows) while the schedule is emitted; e->loaded serves
@@ -893,6 +942,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     if (!rc && (p->D == 1 || plan->opt.zero != 1))
         rc = dtc_optimizer_step(plan, r, true, 0, n_params, 0);
     rp->slots = e->n_slots;
+    e->last_ops = rp->n_ops;
     return rc;
 }
 
@@ -1041,7 +1091,7 @@ int dtc_compile_pipeline(struct dt_plan *plan, struct dt_error *err)
                 rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
             if (!rc && plan->floor)
                 rc = floor_rank(&p, rank_of(&p, s, 0, k), s, view, n_params,
-                                replicas[s * p.T + k], w, e.loaded);
+                                replicas[s * p.T + k]);
             for (int d = 0; d < p.D && !rc && !plan->floor; d++) {
                 int r = rank_of(&p, s, d, k);
                 place_rank(&p, r, s, d, view, n_params, replicas[s * p.T + k]);

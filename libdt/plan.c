@@ -55,6 +55,18 @@ const char *dt_phase_name(enum dt_phase p)
     return p == DT_PH_FORWARD ? "forward" : "backward";
 }
 
+int dt_program_reserve(struct dt_program *p, int cap)
+{
+    if (cap <= p->cap_ops)
+        return DT_OK;
+    struct dt_op *ops = realloc(p->ops, (size_t)cap * sizeof *ops);
+    if (!ops)
+        return DT_ENOMEM;
+    p->ops = ops;
+    p->cap_ops = cap;
+    return DT_OK;
+}
+
 int dt_program_push(struct dt_program *p, const struct dt_op *op)
 {
     if (p->n_ops == p->cap_ops) {

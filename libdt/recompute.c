@@ -472,6 +472,15 @@ static void segment_layers(const struct dt_recompute_layout *rc, int *at, int *l
     at[0] = 0;
 }
 
+/* The buffers the pending sends read (a bit per kind), empty regions aside. */
+static unsigned pending_buffers(const struct walk *w)
+{
+    unsigned bufs = 0;
+    for (int k = 0; k < w->n_sends; k++)
+        bufs |= w->read[k].empty ? 0 : 1u << w->read[k].region_buf;
+    return bufs;
+}
+
 /* Pushes op after the WAITs of the pending sends that read what it writes: a recomputed
  * forward rewrites its layer's rows, which a send of the layer's output (kept as the end of
  * a part that a stage boundary cuts, or held in ws_rows rows until sent) may still read. MPI
@@ -482,13 +491,17 @@ static int push_after_sends(struct dt_program *out, struct walk *w, const struct
     int rc = DT_OK, kept = 0;
     struct dt_region wr[2]; /* once per op, not per pending send */
     struct dtc_span ws[2];
-    int n_wr = w->n_sends ? dtc_written(w->plan, w->rank, op, wr) : 0;
-    for (int k = 0; k < n_wr; k++)
-        ws[k] = dtc_span_of(w->plan, w->rank, &wr[k]);
+    int n_wr = w->n_sends ? dtc_written(w->plan, w->rank, op, wr) : 0, n_ws = 0;
+    unsigned bufs = n_wr ? pending_buffers(w) : 0;
+    for (int k = 0; k < n_wr; k++) /* spans of other buffers, or empty, overlap none */
+        if (bufs >> wr[k].buf & 1 && wr[k].count > 0)
+            ws[n_ws++] = dtc_span_of(w->plan, w->rank, &wr[k]);
+    if (!n_ws)
+        return dt_program_push(out, op);
     for (int k = 0; k < w->n_sends; k++) {
         int handle = w->sends[k];
         bool hit = false;
-        for (int j = 0; j < n_wr && !hit; j++)
+        for (int j = 0; j < n_ws && !hit; j++)
             hit = dtc_spans_overlap(&ws[j], &w->read[k]);
         if (!rc && hit) {
             w->early[handle] = true;

@@ -213,27 +213,36 @@ static int enumerate(struct search *s)
     return 0;
 }
 
-/* Each layer's forward and backward costed once per rank while they repeat (the same op
- * every micro-batch but for where in the step it runs: dt_op_same_cost). */
+/* Each layer's compute ops costed once per device group while they repeat (the same op
+ * every micro-batch but for where in the step it runs: dt_op_same_cost). A cost reads the
+ * group's parameters and device, not the rank. Each layer, phase and re-run has OC_WAYS
+ * entries: a step alternates a layer's forward and its re-run, and micro-batches of two
+ * sizes where the batch does not split evenly. */
+#define OC_WAYS 2
 struct op_costs {
-    const struct dt_op **last; /* per layer and phase: the last compute op costed */
-    int *rank;                 /* ... on this rank (+1; 0: none yet) */
+    const struct dt_op **last; /* per layer, phase, re-run and way: the op costed */
+    int *group;                /* ... in this group (+1; 0: none yet) */
     double *cost;
     int n;
 };
 
-static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *cp,
+static double op_cost(struct op_costs *oc, int g, const struct dt_cost_params *cp,
                       const struct dt_device_spec *dev, const struct dt_model *m,
                       const struct dt_op *op)
 {
-    int at = 2 * op->layer + (op->phase == DT_PH_BACKWARD);
+    int at = OC_WAYS * (4 * op->layer + 2 * (op->phase == DT_PH_BACKWARD) + op->recompute);
     if (op->kind != DT_OP_COMPUTE || op->layer < 0 || at >= oc->n)
         return dt_cost_op(cp, dev, m, op);
-    if (oc->rank[at] != r + 1 || !dt_op_same_cost(oc->last[at], op)) {
-        oc->rank[at] = r + 1;
-        oc->last[at] = op;
-        oc->cost[at] = dt_cost_op(cp, dev, m, op);
-    }
+    for (int w = at; w < at + OC_WAYS; w++)
+        if (oc->group[w] == g + 1 && dt_op_same_cost(oc->last[w], op))
+            return oc->cost[w];
+    /* the first way is the newest: the older ones move down */
+    memmove(&oc->last[at + 1], &oc->last[at], (OC_WAYS - 1) * sizeof *oc->last);
+    memmove(&oc->group[at + 1], &oc->group[at], (OC_WAYS - 1) * sizeof *oc->group);
+    memmove(&oc->cost[at + 1], &oc->cost[at], (OC_WAYS - 1) * sizeof *oc->cost);
+    oc->group[at] = g + 1;
+    oc->last[at] = op;
+    oc->cost[at] = dt_cost_op(cp, dev, m, op);
     return oc->cost[at];
 }
 
@@ -243,21 +252,22 @@ static double op_cost(struct op_costs *oc, int r, const struct dt_cost_params *c
 static double compute_bound(const struct dt_plan *plan, const struct dt_cost_params *group_cp)
 {
     double worst = 0;
-    int n = 2 * plan->model->n_layers;
-    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.rank),
+    int n = 4 * OC_WAYS * plan->model->n_layers;
+    struct op_costs oc = {malloc((size_t)n * sizeof *oc.last), calloc((size_t)n, sizeof *oc.group),
                           malloc((size_t)n * sizeof *oc.cost), 0};
-    oc.n = oc.last && oc.rank && oc.cost ? n : 0; /* without memory: every op costed */
+    oc.n = oc.last && oc.group && oc.cost ? n : 0; /* without memory: every op costed */
     for (int r = 0; r < plan->n_ranks; r++) {
         const struct dt_node_group *g = dt_topology_group_of_rank(plan->topo, r);
         const struct dt_device_spec *dev = &g->device;
-        const struct dt_cost_params *cp = &group_cp[g - plan->topo->groups];
+        int gi = (int)(g - plan->topo->groups);
+        const struct dt_cost_params *cp = &group_cp[gi];
         double t = 0;
         for (int i = 0; i < plan->ranks[r].n_ops; i++)
-            t += op_cost(&oc, r, cp, dev, plan->model, &plan->ranks[r].ops[i]);
+            t += op_cost(&oc, gi, cp, dev, plan->model, &plan->ranks[r].ops[i]);
         worst = t > worst ? t : worst;
     }
     free(oc.last);
-    free(oc.rank);
+    free(oc.group);
     free(oc.cost);
     return worst;
 }
@@ -303,9 +313,10 @@ static int floor_plan(const struct search *s, struct candidate *c, bool *over)
     return DT_OK;
 }
 
-/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound; the
- * probe in *keep when keep is given and the candidate fits (else destroyed). */
-static int compile_probe(const struct search *s, struct candidate *c, double *bound,
+/* Compiles a candidate's probe: its largest rank's memory and (*bound) compiled bound, where
+ * it can prune (nth finite; else 0); the probe in *keep when keep is given and the candidate
+ * fits (else destroyed). */
+static int compile_probe(const struct search *s, struct candidate *c, double nth, double *bound,
                          struct dt_plan **keep, struct dt_error *err)
 {
     struct dt_plan *plan; /* the first and last replicas: the middle ones repeat them */
@@ -321,7 +332,8 @@ static int compile_probe(const struct search *s, struct candidate *c, double *bo
     c->v[V_MEM] = peak.total;
     bool over = s->rq->memory_limit > 0 && peak.total > s->rq->memory_limit;
     c->v[V_STATUS] = 1 + (over ? ST_OVER_MEMORY : ST_FITS);
-    *bound = over ? 0 : compiled_bound(s, c, plan);
+    bool prunes = isfinite(nth) && !s->rq->no_prune;
+    *bound = over || !prunes ? 0 : compiled_bound(s, c, plan);
     if (keep && !over)
         *keep = plan;
     else
@@ -331,14 +343,14 @@ static int compile_probe(const struct search *s, struct candidate *c, double *bo
 
 /* A candidate's memory: over the limit by its floor plan, else by its compiled probe (with
  * *bound, its compiled bound; *probe: the probe of one that fits, for its estimate). */
-static int measure(const struct search *s, struct candidate *c, double *bound,
+static int measure(const struct search *s, struct candidate *c, double nth, double *bound,
                    struct dt_plan **probe, struct dt_error *err)
 {
     bool over;
     int rc = floor_plan(s, c, &over);
     if (rc)
         return dt_fail(err, rc, NULL, 0, 0, "out of memory");
-    return over ? DT_OK : compile_probe(s, c, bound, probe, err);
+    return over ? DT_OK : compile_probe(s, c, nth, bound, probe, err);
 }
 
 /* The symmetric estimate (symmetry.h) of a large pipeline (V_ESTIMATE 1) or data-parallel
@@ -448,7 +460,7 @@ static int evaluate_one(struct search *s, struct candidate *c, double nth,
     double bound = 0;
     struct dt_plan *probe = NULL; /* kept for a data-parallel estimate, which plays it */
     bool dp_estimate = !dt_sym_used(&c->opt, s->rq->topo) && dt_sym_dp_used(&c->opt, s->rq->topo);
-    int rc = measure(s, c, &bound, dp_estimate ? &probe : NULL, err);
+    int rc = measure(s, c, nth, &bound, dp_estimate ? &probe : NULL, err);
     if (!rc && fits(c) && !(bound > nth && !s->rq->no_prune))
         rc = simulate(s, c, probe, err);
     dt_plan_destroy(probe);
@@ -768,7 +780,7 @@ static int settle_group(struct search *s, int key, bool (*member)(const struct c
     double bound;
     int rc = DT_OK;
     while (!rc && (c = smallest_over(s, key, member)) && c->v[V_STATUS] == 1 + ST_OVER_BY_PLAN)
-        rc = compile_probe(s, c, &bound, NULL, err);
+        rc = compile_probe(s, c, INFINITY, &bound, NULL, err); /* its memory alone */
     return rc;
 }
 

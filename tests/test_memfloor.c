@@ -5,7 +5,7 @@
  * sequence parallelism where the model has a tensor cut). A floor above the peak would drop
  * a config that fits. The control: 1.2 x the floor is above the peak somewhere (the check
  * catches a bound 20 % too high: the floor is that close). Also dt_pipeline_slots against
- * closed forms. */
+ * closed forms, and the closed forms against the schedule walked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,7 +143,8 @@ static void below_probe(void **state)
     dt_topology_destroy(t);
 }
 
-/* 1F1B: stage s holds min(S - s, M) micro-batches; GPipe all M; interleaved at least 1F1B's. */
+/* 1F1B: stage s holds min(S - s, M) micro-batches; GPipe all M; interleaved at least 1F1B's
+ * (the schedule walked). */
 static void slots_closed_forms(void **state)
 {
     (void)state;
@@ -153,9 +154,9 @@ static void slots_closed_forms(void **state)
                 struct dt_plan_options o = test_options(DT_STRAT_1F1B, 64, "");
                 o.pp = S;
                 o.micro_batches = M;
-                assert_int_equal(dt_pipeline_slots(&o, s), S - s < M ? S - s : M);
+                assert_int_equal(dt_pipeline_slots_walked(&o, s), S - s < M ? S - s : M);
                 o.strategy = DT_STRAT_GPIPE;
-                assert_int_equal(dt_pipeline_slots(&o, s), M);
+                assert_int_equal(dt_pipeline_slots_walked(&o, s), M);
                 o.strategy = DT_STRAT_INTERLEAVED;
                 o.chunks = 2;
                 if (M % S == 0)
@@ -163,9 +164,41 @@ static void slots_closed_forms(void **state)
             }
 }
 
+/* dt_pipeline_slots (GPipe's, naive-mp's and 1F1B's in closed form, interleaved's counted
+ * without the units) equals the walked schedule on every stage of 2 to 64 stages, 1 to
+ * 2S + 3 micro-batches, every multiple of S and every power of two up to 8S, interleaved
+ * with 2, 3 and 4 chunks, as --recommend's pipelines go. */
+static bool in_sweep(int S, int M) { return M <= 2 * S + 3 || M % S == 0 || !(M & (M - 1)); }
+
+static void slots_as_walked(void **state)
+{
+    (void)state;
+    const struct {
+        enum dt_strategy k;
+        int chunks;
+    } runs[] = {{DT_STRAT_1F1B, 0},        {DT_STRAT_GPIPE, 0},       {DT_STRAT_NAIVE_MP, 0},
+                {DT_STRAT_INTERLEAVED, 2}, {DT_STRAT_INTERLEAVED, 3}, {DT_STRAT_INTERLEAVED, 4}};
+    long checked = 0;
+    for (int S = 2; S <= 64; S++)
+        for (int M = 1; M <= 8 * S; M++)
+            for (size_t i = 0; i < sizeof runs / sizeof runs[0] && in_sweep(S, M); i++) {
+                struct dt_plan_options o = test_options(runs[i].k, 64, "");
+                o.pp = S;
+                o.micro_batches = runs[i].k == DT_STRAT_NAIVE_MP ? 1 : M;
+                o.chunks = runs[i].chunks;
+                if (runs[i].k == DT_STRAT_INTERLEAVED && M % S)
+                    continue;
+                for (int s = 0; s < S; s++, checked++)
+                    assert_int_equal(dt_pipeline_slots(&o, s), dt_pipeline_slots_walked(&o, s));
+            }
+    printf("slots_as_walked: %ld stages checked\n", checked);
+    assert_true(checked > 10000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(slots_closed_forms),
+                                       cmocka_unit_test(slots_as_walked),
                                        cmocka_unit_test(below_probe)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -490,9 +490,11 @@ int dt_plan_chain_floor(const struct dt_model *m, const struct dt_plan_options *
                         struct dt_chain_floor *out);
 double dt_plan_memory_floor(const struct dt_model *m, const struct dt_topology *topo,
                             const struct dt_plan_options *o, const struct dt_chain_floor *c);
-/* The activation slots of stage s of a pipeline of these options (pipeline.c's schedule);
- * -1 when out of memory. */
+/* The activation slots of stage s of a pipeline of these options (pipeline.c's schedule:
+ * closed forms for GPipe, naive-mp and 1F1B, interleaved's counted without its units). */
 int dt_pipeline_slots(const struct dt_plan_options *o, int s);
+/* The same, the schedule walked unit by unit whatever the strategy; -1 when out of memory. */
+int dt_pipeline_slots_walked(const struct dt_plan_options *o, int s);
 void dt_plan_destroy(struct dt_plan *plan);
 
 /* Builders used by the strategies (and by tests). dt_plan_push, dt_plan_push_eval and
@@ -505,6 +507,8 @@ struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op);
 /* Appends an op to rank's eval program (stamped with the plan's precision). */
 int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op);
 int dt_program_push(struct dt_program *p, const struct dt_op *op);
+/* Room for at least cap ops in p (its ops kept). */
+int dt_program_reserve(struct dt_program *p, int cap);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
 int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
                        int layer, double elems);
