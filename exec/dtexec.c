@@ -124,7 +124,8 @@ static void usage(FILE *f)
             "      --init glorot|kaiming  parameter initialisation (default glorot, Keras)\n"
             "  -e, --epochs N           epochs (default 1)\n"
             "      --max-iters N        stop each epoch after N iterations (quick tests)\n"
-            "      --test-samples N     evaluate the first N test samples only (default all)\n"
+            "      --test-samples N     evaluate N test samples only (default all): each\n"
+            "                           replica the first of its part\n"
             "      --seed N             seed of initialisation, shuffling, dropout (default 1)\n"
             "      --no-shuffle         keep the file order\n"
             "      --checkpoint DIR     write a checkpoint into DIR (created if missing) every\n"
@@ -639,22 +640,23 @@ static bool eval_in_lockstep(const struct dt_plan *plan)
     return false;
 }
 
-/* Samples [lo, hi) of d this rank evaluates: the first `bound` of the test set (0: all),
- * split among the replicas where every rank holds the whole set, else the rank's shard's part
- * of them. */
+/* Samples [lo, hi) of d this rank evaluates: its replica's part of the test set (the part it
+ * holds, or its chunk where every rank holds the whole set); with a bound (--test-samples;
+ * 0: none) only the first of them, the replica's share of the bound, so that every replica
+ * still evaluates. */
 static void eval_range(const struct dtx_data *d, const struct dt_rank_plan *rp, long bound,
                        long *lo, long *hi)
 {
-    long n = bound > 0 && bound < d->total ? bound : d->total;
-    if (d->n == d->total && rp->dp_count > 1) {
-        long len;
-        dt_chunk(n, rp->dp_count, rp->dp_index, lo, &len);
-        *hi = *lo + len;
-        return;
+    long first = 0, len = d->n;
+    if (d->n == d->total && rp->dp_count > 1)
+        dt_chunk(d->total, rp->dp_count, rp->dp_index, &first, &len);
+    if (bound > 0 && bound < d->total) {
+        long at, share;
+        dt_chunk(bound, rp->dp_count, rp->dp_index, &at, &share);
+        len = share < len ? share : len;
     }
-    long below = n - d->first; /* the shard holds samples [first, first + d->n) */
-    *lo = 0;
-    *hi = below < 0 ? 0 : below < d->n ? below : d->n;
+    *lo = first;
+    *hi = first + len;
 }
 
 /* The eval program (inference mode) over samples [lo, hi) of d in chunks of its rows; adds
@@ -1046,7 +1048,7 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
     }
     if (!rc && o->test_samples && o->test_samples < R->test->total) {
         size_t at = strlen(R->data_what);
-        snprintf(R->data_what + at, sizeof R->data_what - at, " (the first %ld evaluated)",
+        snprintf(R->data_what + at, sizeof R->data_what - at, " (%ld evaluated)",
                  o->test_samples);
     }
     double t_read = MPI_Wtime() - t0;

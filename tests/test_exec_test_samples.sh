@@ -1,9 +1,10 @@
 #!/bin/sh
-# dtexec --test-samples N evaluates exactly the first N samples of the test set: on 2 ranks its
-# test loss and accuracy equal those of the same training (same train files, same seed) whose
-# test set is a copy of those N samples only. Both ways the ranks take the test set: sharded
-# (N = 5,003 reaches 3 samples into rank 1's shard of 5,000) and --read-whole (the replicas
-# split the N among them). Control: the bounded run must differ from the whole evaluation.
+# dtexec --test-samples N evaluates N samples of the test set, each data-parallel replica the
+# first of its part (its share of N): on 2 ranks, N = 701 is the first 351 samples of replica
+# 0's half and the first 350 of replica 1's. The test loss and accuracy equal those of the same
+# training (same train files, same seed) on a test set of only those 701 samples, both ways the
+# ranks take the test set: sharded (each reads its half) and --read-whole (each reads all of
+# it). Control: the bounded run must differ from the whole evaluation.
 # Needs Debian's dataset-fashion-mnist (skipped without it).
 . "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
@@ -17,15 +18,19 @@ be32() { # V: V as 4 bytes, big-endian
   printf "\\$(printf %03o $(($1 >> 24 & 255)))\\$(printf %03o $(($1 >> 16 & 255)))"
   printf "\\$(printf %03o $(($1 >> 8 & 255)))\\$(printf %03o $(($1 & 255)))"
 }
-# first_n DIR N: DIR holds the data set's training files and its first N test samples
-first_n() {
+# pixels FIRST N / labels FIRST N: test samples [FIRST, FIRST + N) of the data set, raw
+pixels() {
+  gzip -dc "$data/t10k-images-idx3-ubyte.gz" | tail -c +$((17 + $1 * 784)) | head -c $(($2 * 784))
+}
+labels() { gzip -dc "$data/t10k-labels-idx1-ubyte.gz" | tail -c +$((9 + $1)) | head -c "$2"; }
+# shares DIR A B: DIR holds the data set's training files and a test set of its first A test
+# samples and the first B of the second half (from sample 5,000)
+shares() {
   mkdir -p "$1"
   ln -s "$data/train-images-idx3-ubyte.gz" "$data/train-labels-idx1-ubyte.gz" "$1/"
-  { printf '\000\000\010\003'; be32 "$2"; be32 28; be32 28
-    gzip -dc "$data/t10k-images-idx3-ubyte.gz" | tail -c +17 | head -c $(($2 * 784)); } \
-    >"$1/t10k-images-idx3-ubyte"
-  { printf '\000\000\010\001'; be32 "$2"
-    gzip -dc "$data/t10k-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$2"; } \
+  { printf '\000\000\010\003'; be32 $(($2 + $3)); be32 28; be32 28
+    pixels 0 "$2"; pixels 5000 "$3"; } >"$1/t10k-images-idx3-ubyte"
+  { printf '\000\000\010\001'; be32 $(($2 + $3)); labels 0 "$2"; labels 5000 "$3"; } \
     >"$1/t10k-labels-idx1-ubyte"
 }
 # run NAME ARGS...: 3 steps of the MLP on 2 ranks; NAME.test holds its epoch line's losses
@@ -46,17 +51,16 @@ same_as() {
   else bad "$1: $(cat "$tmp/$1.test"), $2: $(cat "$tmp/$2.test")"; fi
 }
 
-for case in "5003 sharded" "701 whole"; do
-  set -- $case
-  n=$1 how=$2 flags=
-  [ "$how" = whole ] && flags=--read-whole
-  first_n "$tmp/first$n" "$n"
-  run "all-$how" $flags --data "$data" &&
-    run "bounded-$how" $flags --data "$data" --test-samples "$n" &&
-    run "copy-$how" $flags --data "$tmp/first$n" || continue
-  same_as "bounded-$how" "copy-$how"
-  if cmp -s "$tmp/all-$how.test" "$tmp/bounded-$how.test"; then
-    bad "control: --test-samples $n evaluated as the whole set did: $(cat "$tmp/all-$how.test")"
-  else ok "control: the whole set's evaluation differs: $(cat "$tmp/all-$how.test")"; fi
+shares "$tmp/shares" 351 350
+for flags in "" --read-whole; do
+  how=-sharded
+  [ -n "$flags" ] && how=-whole
+  run "all$how" $flags --data "$data" &&
+    run "bounded$how" $flags --data "$data" --test-samples 701 &&
+    run "copy$how" $flags --data "$tmp/shares" || continue
+  same_as "bounded$how" "copy$how"
+  if cmp -s "$tmp/all$how.test" "$tmp/bounded$how.test"; then
+    bad "control: --test-samples 701 evaluated as the whole set did: $(cat "$tmp/all$how.test")"
+  else ok "control: the whole set's evaluation differs: $(cat "$tmp/all$how.test")"; fi
 done
 finish
