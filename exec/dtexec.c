@@ -72,7 +72,7 @@ struct options {
     bool read_whole;
     unsigned long long seed;
     long max_iters;
-    long test_samples;      /* --test-samples: the first N of the test set evaluated (0: all) */
+    long test_samples;      /* --test-samples: test samples evaluated (0: all), eval_range */
     int trace_iters;
     int threads;
     bool bind;
