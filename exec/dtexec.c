@@ -72,6 +72,7 @@ struct options {
     bool read_whole;
     unsigned long long seed;
     long max_iters;
+    long test_samples;      /* --test-samples: test samples evaluated (0: all), eval_range */
     int trace_iters;
     int threads;
     bool bind;
@@ -123,6 +124,8 @@ static void usage(FILE *f)
             "      --init glorot|kaiming  parameter initialisation (default glorot, Keras)\n"
             "  -e, --epochs N           epochs (default 1)\n"
             "      --max-iters N        stop each epoch after N iterations (quick tests)\n"
+            "      --test-samples N     evaluate N test samples only (default all): each\n"
+            "                           replica the first of its part\n"
             "      --seed N             seed of initialisation, shuffling, dropout (default 1)\n"
             "      --no-shuffle         keep the file order\n"
             "      --checkpoint DIR     write a checkpoint into DIR (created if missing) every\n"
@@ -229,7 +232,7 @@ enum {
     OPT_SYNTHETIC, OPT_READ_WHOLE, OPT_SEED, OPT_MAX_ITERS, OPT_RECORD, OPT_TRACE, OPT_OPS_CSV,
     OPT_TRACE_ITERS, OPT_DUMP_PARAMS, OPT_DUMP_PLAN, OPT_CHECK_SYNC, OPT_THREADS, OPT_NO_SHUFFLE, OPT_BIND,
     OPT_DROP_OP, OPT_OVERFLOW_AT, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_TIMEOUT,
-    OPT_DEVICE
+    OPT_DEVICE, OPT_TEST_SAMPLES
 };
 
 static int parse_options(int argc, char **argv, struct options *o, char *msg, size_t len)
@@ -248,6 +251,7 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
         {"read-whole", no_argument, NULL, OPT_READ_WHOLE},
         {"seed", required_argument, NULL, OPT_SEED},
         {"max-iters", required_argument, NULL, OPT_MAX_ITERS},
+        {"test-samples", required_argument, NULL, OPT_TEST_SAMPLES},
         {"record", required_argument, NULL, OPT_RECORD},
         {"trace", required_argument, NULL, OPT_TRACE},
         {"ops-csv", required_argument, NULL, OPT_OPS_CSV},
@@ -329,6 +333,9 @@ static int parse_options(int argc, char **argv, struct options *o, char *msg, si
             break;
         case OPT_MAX_ITERS:
             rc = parse_long("--max-iters", optarg, 1, LONG_MAX, &o->max_iters, msg, len);
+            break;
+        case OPT_TEST_SAMPLES:
+            rc = parse_long("--test-samples", optarg, 1, LONG_MAX, &o->test_samples, msg, len);
             break;
         case OPT_RECORD: o->record = optarg; break;
         case OPT_TRACE: o->trace = optarg; break;
@@ -631,6 +638,25 @@ static bool eval_in_lockstep(const struct dt_plan *plan)
             if (plan->ranks[r].eval.ops[i].kind == DT_OP_COLL)
                 return true;
     return false;
+}
+
+/* Samples [lo, hi) of d this rank evaluates: its replica's part of the test set (the part it
+ * holds, or its chunk where every rank holds the whole set); with a bound (--test-samples;
+ * 0: none) only the first of them, the replica's share of the bound, so that every replica
+ * still evaluates. */
+static void eval_range(const struct dtx_data *d, const struct dt_rank_plan *rp, long bound,
+                       long *lo, long *hi)
+{
+    long first = 0, len = d->n;
+    if (d->n == d->total && rp->dp_count > 1)
+        dt_chunk(d->total, rp->dp_count, rp->dp_index, &first, &len);
+    if (bound > 0 && bound < d->total) {
+        long at, share;
+        dt_chunk(bound, rp->dp_count, rp->dp_index, &at, &share);
+        len = share < len ? share : len;
+    }
+    *lo = first;
+    *hi = first + len;
 }
 
 /* The eval program (inference mode) over samples [lo, hi) of d in chunks of its rows; adds
@@ -1020,6 +1046,11 @@ static int setup(struct run *R, struct dt_error *err, double *read_s)
             snprintf(R->data_what, sizeof R->data_what, "%s: %ld train, %ld test samples", dir,
                      R->train->total, R->test->total);
     }
+    if (!rc && o->test_samples && o->test_samples < R->test->total) {
+        size_t at = strlen(R->data_what);
+        snprintf(R->data_what + at, sizeof R->data_what - at, " (%ld evaluated)",
+                 o->test_samples);
+    }
     double t_read = MPI_Wtime() - t0;
     dtx_watchdog_allreduce(w->wd, &t_read, read_s, 1, MPI_DOUBLE, MPI_MAX, w->comm,
                            "the agreement after reading the data");
@@ -1246,13 +1277,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
         /* test set: each rank its part, then a sum */
         double t_ev = MPI_Wtime();
         dtx_exec_sync_state(R->ex);
-        long lo = 0, hi = R->test->n;
-        if (R->test->n == R->test->total && rp->dp_count > 1) { /* the replica's part */
-            long off, len;
-            dt_chunk(R->test->total, rp->dp_count, rp->dp_index, &off, &len);
-            lo = off;
-            hi = off + len;
-        }
+        long lo, hi;
+        eval_range(R->test, rp, o->test_samples, &lo, &hi);
         struct dtx_loss es = {0, 0, 0};
         long chunks = (hi - lo + rp->eval_rows - 1) / rp->eval_rows, most = chunks;
         if (eval_in_lockstep(plan))

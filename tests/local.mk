@@ -128,6 +128,9 @@ TESTS += tests/test_exec_precision.sh
 EXTRA_DIST += tests/test_exec_precision.sh
 TESTS += tests/test_exec_repeatable.sh
 EXTRA_DIST += tests/test_exec_repeatable.sh
+# --test-samples N: the first N test samples evaluated, as a test set of only them is.
+TESTS += tests/test_exec_test_samples.sh
+EXTRA_DIST += tests/test_exec_test_samples.sh
 TESTS += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
 EXTRA_DIST += tests/test_exec_precision_accuracy.sh tests/test_exec_precision_parallel.sh
 # --grad-precision fp32 under bf16/fp16: float32 gradients and their allreduce (4 B/element).

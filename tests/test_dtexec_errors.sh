@@ -26,6 +26,8 @@ expect "bad integer" "--batch" 2 --batch abc
 expect "zero batch" "--batch" 2 --batch 0
 expect "unknown option" "--frobnicate" 2 --frobnicate
 expect "missing value" "--epochs" 2 --model "$model" --epochs
+expect "zero test samples" "--test-samples" 2 --test-samples 0
+expect "bad test samples" "--test-samples" 2 --test-samples 12x
 expect "negative lr" "--lr" 2 --lr -1
 expect "bad scaling" "--scaling" 2 --scaling medium
 expect "bad optimizer" "--optimizer" 2 --optimizer adagrad

@@ -18,12 +18,15 @@
 #
 # The short form (one rule for every example; the log shows the command as run):
 #   dtexec           --epochs/-e N becomes 1 and --max-iters N at most 3 (added when absent):
-#                    one epoch of at most 3 iterations;
-#   dtvalidate loop  --models mlp-wide --pipelines none --repeat 1 --max-iters 3 --epochs 1
-#                    --fit eff_dense added: 13 runs of one model, data parallelism, --tp 2
-#                    and --zero 1, 2, 3 (the loop as documented makes over 300 dtexec runs);
+#                    one epoch of at most 3 iterations, tested on 1,000 samples
+#                    (--test-samples 1000 added: each replica still evaluates chunks of its
+#                    part, the last one short; test_exec_mnist tests on the whole set);
+#   dtvalidate loop  --models mlp-wide --pipelines none --tensor-models none --zero-models
+#                    none --repeat 1 --max-iters 3 --epochs 1 --fit eff_dense added: 10 runs
+#                    of one model, data parallelism (the loop as documented makes over 300
+#                    dtexec runs; test_dtvalidate_loop runs its --tp 2 and --zero 1, 2, 3);
 #                    one parameter fitted, since the loop's 8 are not all identifiable from
-#                    13 3-iteration runs, and when none is in a leave-one-out fold the loop
+#                    10 3-iteration runs, and when none is in a leave-one-out fold the loop
 #                    stops with exit 2 (seen here on a loaded machine).
 # Examples that are the same command as one already run (the _build/ prefix, blanks and a
 # trailing comment aside) are not run twice.
@@ -53,16 +56,20 @@ known_failing=''
 # resnet18-cifar10 (1.1 GFLOP per sample forward) at batch 128 takes about 10 s per iteration
 # and as much to evaluate 409 test samples here: 2 steps of 4 samples instead (the trace holds
 # the second; 4 steps of 16 took 8.6 CPU s, these 1.3).
-# dtvalidate gpu on the whole table takes about 11 minutes (its multi-node BERT rows): the
-# ResNet-50 rows of PyTorch and TensorFlow and MXNet's A100 rows instead, into a scratch dir.
+# dtvalidate gpu on the whole table takes about 11 minutes (its multi-node BERT rows): 10
+# ResNet-50 rows instead, into a scratch dir: PyTorch's A100 rows and V100 1-GPU rows, MXNet's
+# A100 amp rows, TensorFlow's 1-GPU rows (both devices, 1- and multi-GPU rows, three
+# frameworks; it writes both devices' calibrations). The 26 rows test_gpu_calibration runs took
+# 21 CPU s under ASan, these 2.
 # Checkpoints (README, dtexec.1): a checkpoint every 2 steps instead of 300, so that the 3
-# iterations of the short form write one and the --resume that follows finds it.
-short_forms='_build/dtvalidate gpu --dir calibrations	sed -n "1,41p;60,67p" validate/data/gpu-published.csv >gpu-part.csv && mkdir -p gpu-cal && _build/dtvalidate gpu -q --dir gpu-cal gpu-part.csv
+# iterations of the short form write one and the --resume that follows finds it (and, as the
+# rule's, tested on 1,000 samples).
+short_forms='_build/dtvalidate gpu --dir calibrations	sed -n "1,29p;36,38p;60,61p;64,65p" validate/data/gpu-published.csv >gpu-part.csv && mkdir -p gpu-cal && _build/dtvalidate gpu -q --dir gpu-cal gpu-part.csv
 _build/dtexec --model resnet18-cifar10 --synthetic 2048 --max-iters 20 --trace iter.json	_build/dtexec --model resnet18-cifar10 --synthetic 20 --batch 4 --max-iters 2 --trace iter.json
-mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --checkpoint ck --checkpoint-every 2
-mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300 --resume ck --dump-params resumed.bin	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --checkpoint ck --checkpoint-every 2 --resume ck --dump-params resumed.bin
-mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2
-mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300 --resume ckpt	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --checkpoint ckpt --checkpoint-every 2 --resume ckpt'
+mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --test-samples 1000 --checkpoint ck --checkpoint-every 2
+mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 2 --checkpoint ck --checkpoint-every 300 --resume ck --dump-params resumed.bin	mpiexec -n 2 _build/dtexec --model mlp-fmnist --batch 32 --strategy ring --epochs 1 --max-iters 3 --test-samples 1000 --checkpoint ck --checkpoint-every 2 --resume ck --dump-params resumed.bin
+mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --test-samples 1000 --checkpoint ckpt --checkpoint-every 2
+mpiexec -n 2 dtexec -s ring -e 2 --checkpoint ckpt --checkpoint-every 300 --resume ckpt	mpiexec -n 2 dtexec -s ring -e 1 --max-iters 3 --test-samples 1000 --checkpoint ckpt --checkpoint-every 2 --resume ckpt'
 
 # Examples documented to end with another exit status: "STATUS<tab>EXAMPLE" per line (none
 # now: seed 001's resnet50-cifar10 loop, which exited 2, fits since activation gradients are
@@ -143,8 +150,9 @@ shorten() {
     -e '  s/ \(--epochs\|-e\) [0-9][0-9]*/ \1 1/g' \
     -e '  s/ --max-iters [0-9][0-9]*/ --max-iters 3/g' \
     -e '  / --max-iters /!s/\(dtexec\) /\1 --max-iters 3 /' \
+    -e '  / --test-samples /!s/\(dtexec\) /\1 --test-samples 1000 /' \
     -e '}' \
-    -e 's/\(dtvalidate loop\)/\1 --models mlp-wide --pipelines none --repeat 1 --max-iters 3 --epochs 1 --fit eff_dense/'
+    -e 's/\(dtvalidate loop\)/\1 --models mlp-wide --pipelines none --tensor-models none --zero-models none --repeat 1 --max-iters 3 --epochs 1 --fit eff_dense/'
 }
 
 # ---- the scratch directory: the repository root's layout, writable ---------------------
