@@ -1399,6 +1399,8 @@ static int train(struct run *R, int argc, char **argv, double read_s, struct dt_
             .data = R->data_what,
             .train_samples = R->train->total,
             .test_samples = R->test->total,
+            .test_evaluated = o->test_samples && o->test_samples < R->test->total
+                                  ? o->test_samples : R->test->total,
             .read_whole = o->read_whole,
             .seed = o->seed,
             .max_iters = o->max_iters,

@@ -132,6 +132,7 @@ void dtx_record_write(FILE *f, const struct dtx_record *r)
     j_str(&w, "data", r->data);
     j_int(&w, "train_samples", r->train_samples);
     j_int(&w, "test_samples", r->test_samples);
+    j_int(&w, "test_evaluated", r->test_evaluated);
     j_bool(&w, "read_whole", r->read_whole);
     j_int(&w, "seed", (long long)r->seed);
     j_int(&w, "max_iters", r->max_iters);

@@ -33,6 +33,7 @@ struct dtx_record {
     double bucket_bytes;
     const char *data;      /* dataset description */
     long train_samples, test_samples;
+    long test_evaluated;   /* test samples evaluated each epoch (--test-samples bounds it) */
     bool read_whole;
     uint64_t seed;
     long max_iters;        /* 0 = whole epochs */

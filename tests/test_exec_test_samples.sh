@@ -4,7 +4,8 @@
 # 0's half and the first 350 of replica 1's. The test loss and accuracy equal those of the same
 # training (same train files, same seed) on a test set of only those 701 samples, both ways the
 # ranks take the test set: sharded (each reads its half) and --read-whole (each reads all of
-# it). Control: the bounded run must differ from the whole evaluation.
+# it). Control: the bounded run must differ from the whole evaluation. The run record names
+# both counts: read (test_samples) and evaluated (test_evaluated).
 # Needs Debian's dataset-fashion-mnist (skipped without it).
 . "${top_srcdir:=..}/tests/testlib.sh"
 dtexec="$top_builddir/dtexec"
@@ -63,4 +64,10 @@ for flags in "" --read-whole; do
     bad "control: --test-samples 701 evaluated as the whole set did: $(cat "$tmp/all$how.test")"
   else ok "control: the whole set's evaluation differs: $(cat "$tmp/all$how.test")"; fi
 done
+
+# The run record says how many were evaluated beside how many were read.
+run recorded --data "$data" --test-samples 701 --record "$tmp/rec.json" &&
+  if grep -q '"test_samples": 10000' "$tmp/rec.json" && grep -q '"test_evaluated": 701' "$tmp/rec.json"
+  then ok "record: 10000 test samples read, 701 evaluated"
+  else bad "record: $(grep -o '"test_[a-z]*": [0-9]*' "$tmp/rec.json" | tr '\n' ' ')"; fi
 finish
