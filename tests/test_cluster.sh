@@ -81,18 +81,26 @@ if [ -x "$top_builddir/dtsim" ]; then
     ok "topology accepted by dtsim" || bad "topology: $(cat "$tmp/sim.csv" 2>/dev/null)"
 fi
 
-# A short data-parallel dtexec run across the two namespaces.
+# A short data-parallel dtexec run across the two namespaces. When the finalize guard fired
+# (every rank had finished its work and reached MPI_Finalize's barrier), hydra may still
+# report a PMI write error and exit non-zero (exec/CLUSTER.md, item 4: MPICH/UCX's TCP
+# disconnect race; seen in CI at 2 x 1, and in 1 of 2 runs here once): then the record, whole
+# and with the parameters agreeing, is what shows the run worked.
 if [ -x "$top_builddir/dtexec" ]; then
   bash "$dtc" run -n 2 --timeout 30 "$top_builddir/dtexec" \
     --model "$top_srcdir/tests/data/tiny-mlp.yaml" --synthetic 512 --batch 32 --max-iters 4 \
     --strategy ring --quiet --record "$tmp/rec.json" \
     >"$tmp/dtexec" 2>&1
-  rc=$?
+  rc=$? how=""
+  if [ $rc -ne 0 ] && grep -q '^finalize_guard: ' "$tmp/dtexec"; then
+    how=", mpiexec exit $rc after the finalize guard fired"
+    rc=0
+  fi
   if [ $rc -eq 0 ] && grep -q "\"host\": \"$DTC_PREFIX-node0\"" "$tmp/rec.json" &&
      grep -q '"params_agree": true' "$tmp/rec.json"; then
-    ok "dtexec ring across namespaces (rank 0 on $DTC_PREFIX-node0, parameters agree)"
+    ok "dtexec ring across namespaces (rank 0 on $DTC_PREFIX-node0, parameters agree$how)"
   else
-    bad "dtexec across namespaces (exit $rc): $(cat "$tmp/dtexec") $(cat "$tmp/rec.json" 2>/dev/null)"
+    bad "dtexec across namespaces (exit $rc$how): $(cat "$tmp/dtexec") $(cat "$tmp/rec.json" 2>/dev/null)"
   fi
 else
   echo "skip: $top_builddir/dtexec not built: no dtexec run across namespaces"
