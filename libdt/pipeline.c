@@ -907,10 +907,7 @@ static int emit_rank(struct pipe *p, int r, int stage, int d, int k, int view, l
     e->eval = false; /* rank r placed by the caller (place_rank) */
     /* a stage's ranks emit alike, the next stage's about as many: room for them at once
      * (growing by doubling copied a large program again and again) */
-    struct dt_program own = {rp->n_ops, rp->cap_ops, rp->ops};
-    int rc = rp->shared_ops ? DT_OK : dt_program_reserve(&own, e->last_ops);
-    rp->ops = own.ops;
-    rp->cap_ops = own.cap_ops;
+    int rc = dt_plan_reserve(plan, r, e->last_ops);
     rc = rc ? rc : dtc_push(plan, r, dtc_zero(DT_BUF_GRADS, 0, n_params));
     int n = schedule(p, stage, w);
     /* known before emitting: the vocabulary-parallel loss addresses its statistics planes

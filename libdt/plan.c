@@ -69,14 +69,9 @@ int dt_program_reserve(struct dt_program *p, int cap)
 
 int dt_program_push(struct dt_program *p, const struct dt_op *op)
 {
-    if (p->n_ops == p->cap_ops) {
-        int cap = p->cap_ops ? 2 * p->cap_ops : 64;
-        struct dt_op *ops = realloc(p->ops, (size_t)cap * sizeof *ops);
-        if (!ops)
-            return DT_ENOMEM;
-        p->ops = ops;
-        p->cap_ops = cap;
-    }
+    if (p->n_ops == p->cap_ops &&
+        dt_program_reserve(p, p->cap_ops ? 2 * p->cap_ops : 64))
+        return DT_ENOMEM;
     p->ops[p->n_ops++] = *op;
     return DT_OK;
 }
@@ -114,6 +109,18 @@ int dt_plan_push(struct dt_plan *plan, int rank, const struct dt_op *op)
     if (!rc)
         stamp(plan, &p.ops[p.n_ops - 1]);
     r->n_ops = p.n_ops;
+    r->cap_ops = p.cap_ops;
+    r->ops = p.ops;
+    return rc;
+}
+
+int dt_plan_reserve(struct dt_plan *plan, int rank, int cap)
+{
+    struct dt_rank_plan *r = &plan->ranks[rank];
+    if (dt_plan_dropped(plan, rank) || r->shared_ops) /* as dt_plan_push: no ops, or a push */
+        return DT_OK;                                    /* copies the interned ones first */
+    struct dt_program p = {r->n_ops, r->cap_ops, r->ops};
+    int rc = dt_program_reserve(&p, cap);
     r->cap_ops = p.cap_ops;
     r->ops = p.ops;
     return rc;

@@ -507,6 +507,8 @@ struct dt_op dt_plan_stamp(const struct dt_plan *plan, const struct dt_op *op);
 /* Appends an op to rank's eval program (stamped with the plan's precision). */
 int dt_plan_push_eval(struct dt_plan *plan, int rank, const struct dt_op *op);
 int dt_program_push(struct dt_program *p, const struct dt_op *op);
+/* Room for at least cap ops in rank's step program (not when it is interned). */
+int dt_plan_reserve(struct dt_plan *plan, int rank, int cap);
 /* Room for at least cap ops in p (its ops kept). */
 int dt_program_reserve(struct dt_program *p, int cap);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
