@@ -6,7 +6,7 @@ EXTRA_DIST += exec/CLUSTER.md
 
 # A bandwidth probe that any MPI launch can run (allreduce, streaming, ping-pong).
 pkglibexec_PROGRAMS = exec/mpi_bw
-exec_mpi_bw_SOURCES = exec/mpi_bw.c
+exec_mpi_bw_SOURCES = exec/mpi_bw.c exec/exit_status.c exec/exit_status.h
 exec_mpi_bw_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 exec_mpi_bw_LDADD = $(MPI_LIBS)
 
@@ -22,3 +22,16 @@ exec_finalize_guard_so_LDADD = $(MPI_LIBS)
 # Needs root, namespaces and tc; skips (exit 77) and says why otherwise.
 TESTS += tests/test_cluster.sh
 EXTRA_DIST += tests/test_cluster.sh
+
+# The finalize guard's paths, driven without a cluster: a tiny MPI program (tests/guard_prog)
+# and a shim whose PMPI_Finalize never returns (tests/finalize_hang.so, built as the guard).
+check_PROGRAMS += tests/guard_prog tests/finalize_hang.so
+tests_guard_prog_SOURCES = tests/guard_prog.c exec/exit_status.c exec/exit_status.h
+tests_guard_prog_CPPFLAGS = -I$(top_srcdir)/exec
+tests_guard_prog_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+tests_guard_prog_LDADD = $(MPI_LIBS)
+tests_finalize_hang_so_SOURCES = tests/finalize_hang.c
+tests_finalize_hang_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -fPIC
+tests_finalize_hang_so_LDFLAGS = -shared
+TESTS += tests/test_finalize_guard.sh
+EXTRA_DIST += tests/test_finalize_guard.sh

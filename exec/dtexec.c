@@ -31,6 +31,7 @@
 #include "dt/topology.h"
 #include "dt/units.h"
 #include "executor.h"
+#include "exit_status.h"
 #include "bind.h"
 #include "checkpoint.h"
 #include "cuda/cuda_kernels.h"
@@ -1514,6 +1515,7 @@ out:
         rc = DT_ESYS;
     }
     MPI_Comm_free(&R.w.comm);
+    dtx_declare_exit_status(rc); /* kept by the finalize guard if MPI_Finalize hangs */
     MPI_Finalize();
     return rc;
 }

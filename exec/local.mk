@@ -10,7 +10,8 @@ dtexec_SOURCES = exec/dtexec.c exec/bind.c exec/bind.h \
 	exec/checkpoint.c exec/checkpoint.h \
 	exec/record.c exec/record.h \
 	exec/progress.c exec/progress.h \
-	exec/watchdog.c exec/watchdog.h exec/idle.c exec/idle.h exec/san_mpi.c
+	exec/watchdog.c exec/watchdog.h exec/idle.c exec/idle.h exec/san_mpi.c \
+	exec/exit_status.c exec/exit_status.h
 # The git revision, for the run record (GNU make; "unknown" outside a git checkout).
 DTEXEC_GIT = $(shell cd $(srcdir) && git describe --always --dirty --abbrev=12 2>/dev/null)
 dtexec_CPPFLAGS = $(DTCUDA_CPPFLAGS) $(DTCPU_CPPFLAGS) -DDTEXEC_GIT_REVISION='"$(or $(DTEXEC_GIT),unknown)"'

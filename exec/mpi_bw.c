@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exit_status.h"
+
 enum mode { MODE_ALLREDUCE, MODE_STREAM, MODE_PINGPONG };
 
 struct options {
@@ -201,6 +203,7 @@ int main(int argc, char **argv)
         rc = 2;
     }
     if (rc != 0) {
+        dtx_declare_exit_status(rc == 1 ? 0 : rc); /* for the finalize guard */
         MPI_Finalize();
         return rc == 1 ? 0 : rc;
     }
