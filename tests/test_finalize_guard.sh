@@ -59,6 +59,17 @@ DTC_GUARD_DIR= LD_PRELOAD="$guard:$hang" timeout 30 "$prog" 4 --declare >"$tmp/n
 rc=$?
 [ $rc -eq 4 ] && ok "no DTC_GUARD_DIR: exit 4" || bad "no DTC_GUARD_DIR: exit $rc: $(cat "$tmp/nodir.out")"
 
+# dtexec declares its status: a bad option (exit 2) stays 2 when the guard fires.
+if [ -x "$top_builddir/dtexec" ]; then
+  mkdir -p "$tmp/dtexec.d"
+  DTC_GUARD_DIR="$tmp/dtexec.d" LD_PRELOAD="$guard:$hang" timeout 30 "$top_builddir/dtexec" \
+    --no-such-option >"$tmp/dtexec.out" 2>&1
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q 'status 2 (declared' "$tmp/dtexec.out"; then
+    ok "dtexec, bad option, hung finalize: exit 2"
+  else bad "dtexec, bad option, hung finalize: exit $rc: $(cat "$tmp/dtexec.out")"; fi
+fi
+
 # A bad grace: exit 2 before main, naming the variable.
 for g in abc 0 3601 '' -1 5s ' 5'; do
   DTC_FINALIZE_GRACE="$g" LD_PRELOAD="$guard" timeout 30 "$prog" 0 >"$tmp/grace.out" 2>&1
