@@ -167,8 +167,10 @@ expect_error "unknown name" "--calibration nosuch: not found" run -t dgx-a100 --
 # conv and dense (ResNet-50 and BERT rows) and the MXNet fit from it ties them (eff_gemm,
 # eff_gemm_half): the base's parts must not be carried over the ties it fitted (they won over
 # them in dt_calibration_apply), and the in-sample rows' MAPE (of throughput) is the fit's (of
-# iteration time; the two differ by the square of the errors, here about 1 %).
-sed -n '1,23p;28,35p;42,49p;95,98p' "$full" >"$tmp/tie.csv"
+# iteration time; the two differ by the square of the errors, here about 1 %). BERT's 1-GPU
+# rows are enough for the v100 fit to split conv and dense; its 8-GPU rows (97-98) cost 5.6 of
+# this run's 9.4 CPU s and change neither file's parameters.
+sed -n '1,23p;28,35p;42,49p;95,96p' "$full" >"$tmp/tie.csv"
 "$dtv" gpu -q --dir "$tmp/tie" "$tmp/tie.csv" >"$tmp/tie.out" 2>"$tmp/tie.err" ||
   bad "dtvalidate gpu tie.csv: $(cat "$tmp/tie.err")"
 f="$tmp/tie/v100-mxnet.yaml"
