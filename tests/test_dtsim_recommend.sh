@@ -56,7 +56,9 @@ grep -q " 0 pruned uncompiled" "$tmp/np.txt" && ! grep -q " 0 pruned uncompiled"
   ok "the bound prunes; --no-prune does not" || bad "pruned counts: $(grep configurations "$tmp/k1.txt" "$tmp/np.txt")"
 # The symmetry modes (sim/symmetry.c) in the search: DTSIM_SYM_MIN_RANKS=4 estimates the
 # 8-rank pipelines and data-parallel strategies (rows marked *); the table is still
-# --no-prune's, and the same output however the search is split (K = 1, 2, 3).
+# --no-prune's, and the same output split over K = 2 processes as K = 1. (The uneven split,
+# K = 3, is checked above without the symmetry modes: here its 3 processes on CI's 2 CPUs
+# were the test's dearest run, 5.9 of its 21.7 CPU s, for no check K = 2 does not make.)
 export DTSIM_SYM_MIN_RANKS=4
 "$dtsim" $rec >"$tmp/s1.txt" 2>&1 && "$dtsim" $rec --no-prune >"$tmp/snp.txt" 2>&1 ||
   bad "symmetry mode: $(cat "$tmp/s1.txt" "$tmp/snp.txt")"
@@ -66,11 +68,9 @@ grep -q "^ *1 ring .*\*" "$tmp/s1.txt" && grep -q "data-parallel strategies play
 table "$tmp/s1.txt" >"$tmp/s1.top" && table "$tmp/snp.txt" >"$tmp/snp.top"
 cmp -s "$tmp/s1.top" "$tmp/snp.top" && ok "symmetry mode: pruned table = --no-prune's" ||
   bad "symmetry mode: pruning changed the table: $(diff "$tmp/s1.top" "$tmp/snp.top" | head -5)"
-for k in 2 3; do
-  timeout 120 $MPIEXEC -n $k "$dtsim" $rec >"$tmp/s$k.txt" 2>&1 && cmp -s "$tmp/s1.txt" "$tmp/s$k.txt" &&
-    ok "symmetry mode: K=$k prints what K=1 prints" ||
-    bad "symmetry mode: K=$k differs: $(diff "$tmp/s1.txt" "$tmp/s$k.txt" | head -5)"
-done
+timeout 120 $MPIEXEC -n 2 "$dtsim" $rec >"$tmp/s2.txt" 2>&1 && cmp -s "$tmp/s1.txt" "$tmp/s2.txt" &&
+  ok "symmetry mode: K=2 prints what K=1 prints" ||
+  bad "symmetry mode: K=2 differs: $(diff "$tmp/s1.txt" "$tmp/s2.txt" | head -5)"
 unset DTSIM_SYM_MIN_RANKS
 grep -q "^\*" "$tmp/k1.txt" && bad "8 ranks estimated without DTSIM_SYM_MIN_RANKS" ||
   ok "8 ranks simulated by default"
