@@ -516,6 +516,45 @@ int dt_tree_rounds(int p, long count)
     return 2 * (int)(dt_tree_chunks(count) + tree_height(p, 0) - 1);
 }
 
+/* The floats member me receives in round r (tree_round's receives, both trees). */
+static long tree_round_recv(int p, int me, long n, int r, int reduce_rounds)
+{
+    long k = dt_tree_chunks(n), sum = 0;
+    for (int t = 0; t < 2; t++) {
+        long ho, hl, o, l;
+        dt_chunk(n, 2, t, &ho, &hl);
+        int q = tree_pos(p, t, me), child[2], nc = tree_children(p, q, child);
+        bool up = tree_parent(p, q) >= 0, reduce = r < reduce_rounds;
+        int from = reduce ? nc : up;
+        long j = reduce ? r - tree_height(p, q) + 1 : r - reduce_rounds - tree_depth(p, q) + 1;
+        if (from && j >= 0 && j < k) {
+            dt_chunk(hl, (int)k, (int)j, &o, &l);
+            sum += from * l;
+        }
+    }
+    return sum;
+}
+
+long dt_tree_widest_recv(int p, int me, long count)
+{
+    int total = dt_tree_rounds(p, count), half = total / 2;
+    long widest = 0;
+    /* a tree's receives in a phase take chunks 0, 1, ... from the round its first arrives,
+     * and chunks never grow (dt_chunk): the widest round is one where some tree's first
+     * chunk arrives, every other tree then receiving one no smaller than later */
+    for (int t = 0; t < 2 && p > 1; t++) {
+        int q = tree_pos(p, t, me), child[2];
+        int first[2] = {tree_children(p, q, child) ? tree_height(p, q) - 1 : -1,
+                        tree_parent(p, q) >= 0 ? half + tree_depth(p, q) - 1 : -1};
+        for (int f = 0; f < 2; f++) {
+            long w = first[f] >= 0 && first[f] < total
+                         ? tree_round_recv(p, me, count, first[f], half) : 0;
+            widest = w > widest ? w : widest;
+        }
+    }
+    return widest;
+}
+
 static int tree_allreduce(int p, int me, long n, struct dt_schedule *s)
 {
     int total = dt_tree_rounds(p, n), half = total / 2, lo, hi;

@@ -58,6 +58,13 @@ int dtc_probe_tensor_width(const struct dt_plan *plan);
  * on a tensor group receives as much at every member's index (else the plan is built with
  * every tensor rank). */
 bool dtc_probe_tensor_alike(const struct dt_plan *plan);
+/* A probe of a pipeline (probe_replica.c): whether its first replica alone may stand for the
+ * last (D > 1, the same rows in both, each pair of ranks in one node group). */
+bool dtc_probe_replica_ok(const struct dt_plan *plan);
+/* Whether the ranks such a plan built stand for their dropped last-replica peers: each
+ * collective on a group holding both receives as much at either's index (else the plan is
+ * built with the last replica). */
+bool dtc_probe_replica_alike(const struct dt_plan *plan);
 
 /* --recompute (recompute.c): rank r's step program with each segment's recomputation before
  * its backward (dtc_finish_rank calls it first). */

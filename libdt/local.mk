@@ -18,6 +18,7 @@ libdt_libdtcore_a_SOURCES = \
 	libdt/strategy.c \
 	libdt/pipeline.c \
 	libdt/probe_floor.c \
+	libdt/probe_replica.c \
 	libdt/probe_tensor.c \
 	libdt/zero.c \
 	libdt/tensor.c \

@@ -144,6 +144,8 @@ long dt_coll_scratch_floats(const struct dt_op *op, int group_size, int me)
         (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
          op->coll == DT_COLL_ALLGATHER))
         return ring_widest(op->coll, op->region.count, group_size, me);
+    if (op->alg == DT_ALG_TREE && op->coll == DT_COLL_ALLREDUCE)
+        return dt_tree_widest_recv(group_size, me, op->region.count);
     if (op->alg == DT_ALG_DIRECT && group_size > 1 &&
         (op->coll == DT_COLL_ALLREDUCE || op->coll == DT_COLL_REDUCE_SCATTER ||
          op->coll == DT_COLL_ALLGATHER))

@@ -80,6 +80,7 @@ bool dt_plan_dropped(const struct dt_plan *plan, int rank)
 {
     const struct dt_rank_plan *r = &plan->ranks[rank];
     return plan->probe && ((r->dp_index > 0 && r->dp_index < r->dp_count - 1) ||
+                           (plan->probe_replica && r->dp_index > 0) ||
                            (plan->probe_tensor > 1 && rank % plan->probe_tensor));
 }
 

@@ -642,10 +642,12 @@ static bool replicas_alike(const struct dt_plan_options *o, const struct dt_topo
 enum build_mode { BUILD_FULL, BUILD_PROBE, BUILD_FLOOR };
 
 /* The plan of build's checked options, K micro-batches accumulated; one_tensor_rank: a
- * probe or floor of a pipeline builds tensor rank 0 alone where it may (probe_tensor.c). */
+ * probe or floor of a pipeline builds tensor rank 0 alone where it may (probe_tensor.c);
+ * one_replica: a probe of a pipeline builds its first replica alone where it may
+ * (probe_replica.c). */
 static int compile(const struct dt_model *model, const struct dt_topology *topo,
                    const struct dt_plan_options *opt, enum build_mode mode, bool one_tensor_rank,
-                   struct dt_plan **out, struct dt_error *err)
+                   bool one_replica, struct dt_plan **out, struct dt_error *err)
 {
     bool probe = mode != BUILD_FULL;
     struct dt_plan *plan;
@@ -656,6 +658,8 @@ static int compile(const struct dt_model *model, const struct dt_topology *topo,
     plan->probe = probe && replicas_alike(opt, topo);
     plan->floor = mode == BUILD_FLOOR;
     plan->probe_tensor = plan->probe && one_tensor_rank ? dtc_probe_tensor_width(plan) : 0;
+    plan->probe_replica = plan->probe && mode == BUILD_PROBE && one_replica &&
+                          dtc_probe_replica_ok(plan);
     int rc = registry[opt->strategy].compile(plan, err);
     if (!rc && !plan->probe && dt_plan_share(plan))
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
@@ -691,10 +695,14 @@ static int build(const struct dt_model *model, const struct dt_topology *topo,
         return dt_fail(err, DT_EINPUT, NULL, 0, 0,
                        "global batch %d is smaller than the %d replicas x %d accumulated "
                        "micro-batches that share it", opt->batch, replicas, K);
-    int rc = compile(model, topo, opt, mode, true, out, err);
+    int rc = compile(model, topo, opt, mode, true, true, out, err);
+    if (!rc && !dtc_probe_replica_alike(*out)) { /* its last replica differs: build it */
+        dt_plan_destroy(*out);
+        rc = compile(model, topo, opt, mode, true, false, out, err);
+    }
     if (!rc && !dtc_probe_tensor_alike(*out)) { /* its tensor ranks differ: build them all */
         dt_plan_destroy(*out);
-        rc = compile(model, topo, opt, mode, false, out, err);
+        rc = compile(model, topo, opt, mode, false, false, out, err);
     }
     return rc;
 }

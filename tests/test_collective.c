@@ -430,7 +430,7 @@ static long expanded_scratch(const struct dt_op *op, int p, int me)
     return widest;
 }
 
-/* Ensure that a member's receive scratch (closed forms for the ring, rail-ring and direct
+/* Ensure that a member's receive scratch (closed forms for the ring, rail-ring, direct and tree
  * collectives) is its expanded schedule's widest round, for every member of groups of 2-9,
  * 16, 17 and 64, counts below and above the group size. */
 static void test_scratch_closed_forms(void **state)
@@ -442,7 +442,8 @@ static void test_scratch_closed_forms(void **state)
     } cases[] = {{DT_COLL_ALLREDUCE, DT_ALG_RING},           {DT_COLL_REDUCE_SCATTER, DT_ALG_RING},
                  {DT_COLL_ALLGATHER, DT_ALG_RING},           {DT_COLL_ALLREDUCE, DT_ALG_DIRECT},
                  {DT_COLL_REDUCE_SCATTER, DT_ALG_DIRECT},    {DT_COLL_ALLGATHER, DT_ALG_DIRECT},
-                 {DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING},      {DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER}};
+                 {DT_COLL_ALLREDUCE, DT_ALG_RAIL_RING},      {DT_COLL_ALLREDUCE, DT_ALG_RABENSEIFNER},
+                 {DT_COLL_ALLREDUCE, DT_ALG_TREE}};
     const int ps[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
     const long ns[] = {0, 1, 3, 7, 64, 1001};
     long checked = 0;
@@ -462,6 +463,22 @@ static void test_scratch_closed_forms(void **state)
                                  me, ns[k], got, want);
                     checked++;
                 }
+    /* the tree's pipelined chunks (DT_TREE_CHUNK floats a half): several, the last ones
+     * shorter by a float or by most of a chunk */
+    const long tree_ns[] = {2 * DT_TREE_CHUNK, 2 * DT_TREE_CHUNK + 1, 2 * DT_TREE_CHUNK + 3,
+                            6 * DT_TREE_CHUNK + 1, 9 * DT_TREE_CHUNK - 5, 10 * DT_TREE_CHUNK + 7};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+        for (size_t k = 0; k < sizeof tree_ns / sizeof *tree_ns; k++)
+            for (int me = 0; me < ps[i]; me++) {
+                struct dt_op op = {.kind = DT_OP_COLL, .coll = DT_COLL_ALLREDUCE,
+                                   .alg = DT_ALG_TREE, .region = {.count = tree_ns[k]}};
+                long got = dt_coll_scratch_floats(&op, ps[i], me);
+                long want = expanded_scratch(&op, ps[i], me);
+                if (got != want)
+                    fail_msg("tree p=%d me=%d n=%ld: scratch %ld, schedule %ld", ps[i], me,
+                             tree_ns[k], got, want);
+                checked++;
+            }
     print_message("%ld members' scratch checked\n", checked);
 }
 

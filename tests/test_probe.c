@@ -1,5 +1,6 @@
 /* dt_plan_probe, the plan --recommend sizes candidates with: it builds only the first and the
- * last data-parallel replica's ranks, and of a pipeline with --tp only tensor rank 0 of each
+ * last data-parallel replica's ranks, of a pipeline whose replicas get the same rows only the
+ * first's (dt_plan.probe_replica), and of a pipeline with --tp only tensor rank 0 of each
  * stage (dt_plan.probe_tensor). Held to the full plan (dt_plan_build) on zoo models and
  * every family with three or more replicas: each rank it builds has the full plan's ops and
  * buffer table, and the largest rank of the full plan (memory and op count) is one it built —
@@ -58,9 +59,38 @@ static void floor_every_stage(const struct dt_model *m, const struct dt_topology
     dt_plan_destroy(floor);
 }
 
-/* The probe of o against its full plan (above); returns the probe's probe_tensor. */
-static int probe_as_full(const char *model, const char *topo, struct dt_plan_options o,
-                         const char *flags)
+/* What dropping the last replica rests on (probe_replica): in the full plan each rank of the
+ * last replica runs as many ops as its first-replica peer, with a receive pool of the same
+ * size, no more of any other memory and no more compute. */
+static void last_within_first(const struct dt_plan *full, int T, int D, const char *what)
+{
+    for (int r = 0; r < full->n_ranks; r++) {
+        if (full->ranks[r].dp_index != D - 1)
+            continue;
+        int f = r - (D - 1) * T;
+        struct dt_memory a, b;
+        dt_plan_rank_memory(full, r, &a);
+        dt_plan_rank_memory(full, f, &b);
+        if (a.comm != b.comm || a.weights > b.weights || a.grads > b.grads ||
+            a.optimizer > b.optimizer || a.activations > b.activations || a.input > b.input ||
+            a.state > b.state || a.total > b.total ||
+            full->ranks[r].n_ops != full->ranks[f].n_ops ||
+            rank_compute(full, r) > rank_compute(full, f))
+            fail_msg("%s: last replica's rank %d %.0f B (pool %.0f) %d ops, first's %d %.0f B "
+                     "(pool %.0f) %d ops", what, r, a.total, a.comm, full->ranks[r].n_ops, f,
+                     b.total, b.comm, full->ranks[f].n_ops);
+    }
+}
+
+/* What a probe left out: its probe_tensor and probe_replica. */
+struct left_out {
+    int tensor;
+    bool replica;
+};
+
+/* The probe of o against its full plan (above). */
+static struct left_out probe_as_full(const char *model, const char *topo,
+                                     struct dt_plan_options o, const char *flags)
 {
     struct dt_model *m = test_zoo_model(model);
     struct dt_topology *t = test_zoo_topology(topo);
@@ -111,18 +141,20 @@ static int probe_as_full(const char *model, const char *topo, struct dt_plan_opt
                  s != DT_STRAT_ALLREDUCE_TREE && !strstr(flags, "grad-alg=tree");
     int T = o.tp > 1 ? o.tp : 1, S = full->stages > 0 ? full->stages : 1;
     int D = full->n_ranks / (T * S);
-    int kept = (D > 1 ? 2 : 1) * S * (probe->probe_tensor ? 1 : T);
-    assert_int_equal(dropped > 0, alike && (D > 2 || probe->probe_tensor));
+    int kept = (D > 1 && !probe->probe_replica ? 2 : 1) * S * (probe->probe_tensor ? 1 : T);
+    assert_int_equal(dropped > 0, alike && (D > 2 || probe->probe_tensor || probe->probe_replica));
     if (dt_strategy_info(s)->pipeline && alike)
         assert_int_equal(full->n_ranks - dropped, kept);
-    int tensor = probe->probe_tensor;
+    if (probe->probe_replica)
+        last_within_first(full, T, D, flags);
+    struct left_out left = {probe->probe_tensor, probe->probe_replica};
     if (dt_strategy_info(s)->pipeline)
         floor_every_stage(m, t, &o);
     dt_plan_destroy(full);
     dt_plan_destroy(probe);
     dt_topology_destroy(t);
     dt_model_destroy(m);
-    return tensor;
+    return left;
 }
 
 static void same_as_full(const char *model, enum dt_strategy s, int batch, const char *flags)
@@ -192,7 +224,7 @@ static void tensor_ranks(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct dt_plan_options o = test_options(cases[i].s, 16, cases[i].flags);
         o.scaling = DT_SCALING_STRONG;
-        int T = probe_as_full(cases[i].model, "2n4p", o, cases[i].flags);
+        int T = probe_as_full(cases[i].model, "2n4p", o, cases[i].flags).tensor;
         if (T != o.tp)
             fail_msg("%s %s: probe_tensor %d", cases[i].model, cases[i].flags, T);
     }
@@ -204,11 +236,58 @@ static void tensor_ranks(void **state)
     struct dt_plan_options o = test_options(DT_STRAT_1F1B, 8, rab);
     o.scaling = DT_SCALING_STRONG;
     o.n_ranks = 6;
-    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rab), 0);
+    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rab).tensor, 0);
     o = test_options(DT_STRAT_1F1B, 8, rd);
     o.scaling = DT_SCALING_STRONG;
     o.n_ranks = 6;
-    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rd), 3);
+    assert_int_equal(probe_as_full("gpt2-124m", "1n8p", o, rd).tensor, 3);
+}
+
+/* Pipelines whose replicas get the same rows: the first replica stands for the last
+ * (probe_replica), held to the full plan like every probe above. Not where the rows differ
+ * (18 over 4 replicas: the last's eval program is a row shorter), nor where ZeRO-1's ring
+ * allgather of a stage's 3q + 1 parameters gives the last of 3 replicas a float more to
+ * receive (mlp-wide, cnn690k; with fp32 gradients that allgather alone sizes the bf16 pool). */
+static void last_replica(void **state)
+{
+    (void)state;
+    const char *z1 = "pp=2 dp=3 micro-batches=2 zero=1 scaling=strong";
+    const char *z1bf = "pp=2 dp=3 micro-batches=2 zero=1 precision=bf16 grad-precision=fp32 "
+                       "scaling=strong";
+    const struct {
+        const char *model, *topo;
+        enum dt_strategy s;
+        int batch, n_ranks;
+        const char *flags;
+        bool replica;
+    } cases[] = {
+        {"mlp-wide", "2n4p", DT_STRAT_GPIPE, 16, 0, "pp=2 dp=4 micro-batches=4 scaling=strong", 1},
+        {"mlp-wide", "2n4p", DT_STRAT_GPIPE, 18, 0, "pp=2 dp=4 micro-batches=4 scaling=strong", 0},
+        {"mlp-wide", "2n4p", DT_STRAT_1F1B, 5, 0, "pp=2 dp=4 micro-batches=4", 1},
+        {"cnn690k", "2n4p", DT_STRAT_1F1B, 16, 0, "pp=4 dp=2 micro-batches=4 scaling=strong", 1},
+        {"tiny-gpt", "2n4p", DT_STRAT_1F1B, 16, 0,
+         "pp=2 dp=2 tp=2 micro-batches=4 zero=1 precision=bf16 scaling=strong", 1},
+        {"tiny-gpt", "2n4p", DT_STRAT_INTERLEAVED, 16, 0,
+         "pp=2 dp=4 micro-batches=4 chunks=2 recompute=full scaling=strong", 1},
+        {"tiny-gpt", "2n4p", DT_STRAT_GPIPE, 12, 0,
+         "pp=2 dp=4 micro-batches=3 zero=1 recompute=selective scaling=strong", 1},
+        {"gpt2-124m", "1n8p", DT_STRAT_1F1B, 12, 6, z1, 1},
+        {"gpt2-124m", "1n8p", DT_STRAT_1F1B, 12, 6, "pp=2 dp=3 micro-batches=2 scaling=strong", 1},
+        {"tiny-gpt", "1n8p", DT_STRAT_GPIPE, 12, 6, z1, 1},
+        {"tiny-gpt", "1n8p", DT_STRAT_GPIPE, 12, 6, z1bf, 1},
+        {"mlp-wide", "1n8p", DT_STRAT_GPIPE, 12, 6, z1, 0},
+        {"cnn690k", "1n8p", DT_STRAT_GPIPE, 12, 6, z1, 0},
+        {"mlp-wide", "1n8p", DT_STRAT_GPIPE, 12, 6, z1bf, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct dt_plan_options o = test_options(cases[i].s, cases[i].batch, cases[i].flags);
+        if (cases[i].n_ranks)
+            o.n_ranks = cases[i].n_ranks;
+        bool r = probe_as_full(cases[i].model, cases[i].topo, o, cases[i].flags).replica;
+        if (r != cases[i].replica)
+            fail_msg("%s %s -b %d %s: probe_replica %d", cases[i].model,
+                     dt_strategy_name(cases[i].s), cases[i].batch, cases[i].flags, r);
+    }
 }
 
 int main(void)
@@ -218,6 +297,7 @@ int main(void)
         cmocka_unit_test(sharded),
         cmocka_unit_test(pipelines),
         cmocka_unit_test(tensor_ranks),
+        cmocka_unit_test(last_replica),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

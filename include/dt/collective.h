@@ -84,6 +84,9 @@ int dt_schedule_p2p(bool send, int peer, long count, bool sum, struct dt_schedul
 #define DT_TREE_CHUNK 131072L
 long dt_tree_chunks(long count);
 int dt_tree_rounds(int p, long count);
+/* The most floats member me receives in one round of that allreduce (its receive scratch),
+ * without expanding its schedule (a 1.3B-parameter gradient's has about 9,900 rounds). */
+long dt_tree_widest_recv(int p, int me, long count);
 
 /* The rounds of a direct collective (DT_ALG_DIRECT: reduce-scatter, allgather, or the two as
  * an allreduce) over p members of count floats when in each every member sends every other

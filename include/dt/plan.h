@@ -360,6 +360,9 @@ struct dt_plan {
      * and replica hold the same buffers and ops up to peers, so only tensor rank 0 (rank
      * mod probe_tensor) is built; 0 where they may differ (all built) */
     int probe_tensor;
+    /* a pipeline's probe whose last replica gets the first's rows (probe_replica.c): only the
+     * first replica is built, its ranks standing for the last's; false where they may differ */
+    bool probe_replica;
     /* a pipeline's memory floor (dt_plan_floor): the first replica's ranks get their buffer
      * tables from their views and slots alone, no ops; the other ranks nothing */
     bool floor;
