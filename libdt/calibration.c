@@ -509,7 +509,8 @@ void dt_calibration_write(FILE *f, const struct dt_calibration *cal)
     fprintf(f, "fit:\n  observations: %d\n  dof: %d\n  residual_sd: %.9g   # relative "
                "(predicted/measured - 1)\n  t95: %.9g\n  mape_pct: %.9g\n",
             cal->n_obs, cal->dof, cal->resid_sd, cal->t95, cal->mape_pct);
-    fprintf(f, "parameters:\n");
+    /* none: an empty mapping, which a bare "parameters:" (a null) would not be */
+    fprintf(f, cal->n_entries ? "parameters:\n" : "parameters: {}\n");
     for (int i = 0; i < cal->n_entries; i++) {
         const struct dt_cal_entry *e = &cal->entry[i];
         enum dt_cal_kind k = params[e->param].kind;

@@ -99,6 +99,17 @@ static void test_roundtrip(void **state)
     assert_true(dt_calibration_has_interval(&b));
 }
 
+/* Ensure that a calibration of no parameters (a file that gives only `parameters: {}`, as
+ * the loader accepts) is written so that it loads again: found by fuzz_calibration. */
+static void test_roundtrip_no_parameters(void **state)
+{
+    (void)state;
+    struct dt_calibration a, b;
+    dt_calibration_init(&a);
+    save_and_load(&a, &b);
+    assert_int_equal(b.n_entries, 0);
+}
+
 /* Ensure that every parameter of the table (the ties apart: eff_gemm stands for eff_conv
  * and eff_dense together, eff_gemm_half for eff_conv_half and eff_dense_half, eff_gemm_tf32
  * for eff_conv_tf32 and eff_dense_tf32) goes through
@@ -455,6 +466,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_roundtrip_no_parameters),
         cmocka_unit_test(test_every_parameter_roundtrips),
         cmocka_unit_test(test_apply),
         cmocka_unit_test(test_apply_half),
