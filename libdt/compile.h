@@ -58,6 +58,9 @@ int dtc_probe_tensor_width(const struct dt_plan *plan);
  * on a tensor group receives as much at every member's index (else the plan is built with
  * every tensor rank). */
 bool dtc_probe_tensor_alike(const struct dt_plan *plan);
+/* Whether two collectives receive alike at each index of the same group (probe_tensor.c):
+ * the probes' checks skip a collective like the last one checked. */
+bool dtc_same_scratch(const struct dt_op *a, const struct dt_op *b);
 /* A probe of a pipeline (probe_replica.c): whether its first replica alone may stand for the
  * last (D > 1, the same rows in both, each pair of ranks in one node group). */
 bool dtc_probe_replica_ok(const struct dt_plan *plan);

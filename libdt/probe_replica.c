@@ -45,9 +45,7 @@ static bool scratch_alike(const struct dt_plan *plan, int r, int last, const str
     for (int i = 0; i < n; i++) {
         const struct dt_op *op = &ops[i];
         if (op->kind != DT_OP_COLL ||
-            (seen && op->group == seen->group && op->coll == seen->coll &&
-             op->alg == seen->alg && op->root == seen->root &&
-             op->region.count == seen->region.count))
+            (seen && op->group == seen->group && dtc_same_scratch(op, seen)))
             continue;
         seen = op;
         const struct dt_group *g = &plan->groups[op->group];

@@ -36,7 +36,7 @@ static bool is_tensor_group(const struct dt_group *g, int base, int T)
 
 /* Whether two collectives on groups of one size receive alike at every member's index: the
  * same collective, algorithm, root and count (all that dt_coll_scratch_floats reads). */
-static bool same_scratch(const struct dt_op *a, const struct dt_op *b)
+bool dtc_same_scratch(const struct dt_op *a, const struct dt_op *b)
 {
     return a->coll == b->coll && a->alg == b->alg && a->root == b->root &&
            a->region.count == b->region.count;
@@ -51,7 +51,7 @@ static bool scratch_alike(const struct dt_plan *plan, int r, const struct dt_op 
     const struct dt_op *last = NULL;
     for (int i = 0; i < n; i++) {
         const struct dt_op *op = &ops[i];
-        if (op->kind != DT_OP_COLL || (last && same_scratch(op, last)) ||
+        if (op->kind != DT_OP_COLL || (last && dtc_same_scratch(op, last)) ||
             !is_tensor_group(&plan->groups[op->group], r, T))
             continue;
         last = op;
