@@ -29,7 +29,7 @@ static long op_scratch(const struct dt_plan *plan, int rank, const struct dt_op 
     if (op->kind == DT_OP_RECV)
         return dt_coll_scratch_floats(op, 1, 0);
     const struct dt_group *g = &plan->groups[op->group];
-    return dt_coll_scratch_floats(op, g->n, dtc_group_index(g, rank));
+    return dt_coll_scratch_floats(op, g->n, dt_group_index(g, rank));
 }
 
 /* First fit: the lowest offset where w elements overlap no op in flight; *pos: the index it

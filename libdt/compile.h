@@ -163,8 +163,6 @@ int dtc_seqpar_gathers(const struct dt_model *m, const struct dt_layer_view *v, 
  * sum's reader under sequence parallelism). */
 int dtc_first_reader(const struct dt_model *m, int j);
 
-/* Index of rank in group g, or -1. */
-int dtc_group_index(const struct dt_group *g, int rank);
 
 
 #endif

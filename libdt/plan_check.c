@@ -121,7 +121,7 @@ static const char *op_problem(const struct dt_plan *plan, int r, const struct dt
         return NULL;
     case DT_OP_COLL:
         if (op->group < 0 || op->group >= plan->n_groups ||
-            dtc_group_index(&plan->groups[op->group], r) < 0)
+            dt_group_index(&plan->groups[op->group], r) < 0)
             return "a collective of a group that does not hold this rank";
         if (op->dst.count > 0 && !inside(plan, r, &op->dst))
             return "a destination region outside the buffer table";

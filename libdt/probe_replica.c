@@ -49,9 +49,9 @@ static bool scratch_alike(const struct dt_plan *plan, int r, int last, const str
             continue;
         seen = op;
         const struct dt_group *g = &plan->groups[op->group];
-        int j = dtc_group_index(g, last);
+        int j = dt_group_index(g, last);
         if (j >= 0 && dt_coll_scratch_floats(op, g->n, j) !=
-                          dt_coll_scratch_floats(op, g->n, dtc_group_index(g, r)))
+                          dt_coll_scratch_floats(op, g->n, dt_group_index(g, r)))
             return false;
     }
     return true;

@@ -278,14 +278,6 @@ long dtc_labels_per_sample(const struct dt_model *m)
     return s->rank == 3 ? s->d[1] * s->d[2] : s->rank == 2 ? s->d[0] : 1;
 }
 
-int dtc_group_index(const struct dt_group *g, int rank)
-{
-    for (int i = 0; i < g->n; i++)
-        if (g->ranks[i] == rank)
-            return i;
-    return -1;
-}
-
 int dtc_finish_rank(struct dt_plan *plan, int r)
 {
     const struct dt_model *m = plan->model;
@@ -489,7 +481,7 @@ static int synchronise(struct dt_plan *plan, int r, int world, const int *node_g
             rc = dtc_push(plan, r, (struct dt_op){.kind = DT_OP_WAIT, .layer = -1, .handle = h});
         break;
     case DT_STRAT_ALLREDUCE_HIERARCHICAL: {
-        bool leader = dtc_group_index(&plan->groups[node_group[r]], r) == 0;
+        bool leader = dt_group_index(&plan->groups[node_group[r]], r) == 0;
         rc = dtc_push(plan, r, dtc_coll(DT_COLL_REDUCE, a, node_group[r], 0, DT_BUF_GRADS,
                                         0, P));
         if (!rc && leader)

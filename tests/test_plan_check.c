@@ -326,6 +326,34 @@ static struct dt_plan *exchange(const struct dt_topology *t, long floats)
  * deadlock, and the error names a rank and its send: 1 MiB each way under rendezvous moves
  * only once the peer's receive is posted, and each peer is still in its send. With 1 KiB
  * (eager) each send completes on its own and the exchange finishes. */
+/* dt_group_index against a scan: groups in progressions (consecutive, strided, one member),
+ * progressions broken after their first two, descending and scattered ranks; every rank in
+ * and around them. */
+static int scan_index(const struct dt_group *g, int rank)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->ranks[i] == rank)
+            return i;
+    return -1;
+}
+
+static void test_group_index(void **state)
+{
+    (void)state;
+    static const int shapes[][6] = {
+        {0, 1, 2, 3, 4, 5}, {8, 9, 10, 11, 12, 13}, {3, 11, 19, 27, 35, 43},
+        {0, 2, 5, 7, 9, 11}, {4, 6, 8, 9, 10, 12}, {9, 7, 5, 3, 1, 0},
+        {5, 1, 4, 0, 3, 2}, {0, 3, 6, 9, 13, 16}};
+    int checked = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int n = 0; n <= 6; n++) {
+            struct dt_group g = {n, (int *)shapes[s]};
+            for (int rank = -2; rank < 50; rank++, checked++)
+                assert_int_equal(dt_group_index(&g, rank), scan_index(&g, rank));
+        }
+    assert_int_equal(checked, 8 * 7 * 52);
+}
+
 static void test_rendezvous_deadlock(void **state)
 {
     (void)state;
@@ -366,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_rejects_write_during_send),
         cmocka_unit_test(test_recompute_waits_for_sends),
         cmocka_unit_test(test_rendezvous_deadlock),
+        cmocka_unit_test(test_group_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

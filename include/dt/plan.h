@@ -515,6 +515,8 @@ int dt_plan_reserve(struct dt_plan *plan, int rank, int cap);
 /* Room for at least cap ops in p (its ops kept). */
 int dt_program_reserve(struct dt_program *p, int cap);
 int dt_plan_add_group(struct dt_plan *plan, int n, const int *ranks);
+/* Rank's index in group g, or -1 when it is not a member. */
+int dt_group_index(const struct dt_group *g, int rank);
 int dt_plan_add_buffer(struct dt_plan *plan, int rank, enum dt_buf kind, enum dt_dtype dtype,
                        int layer, double elems);
 /* A layer view of its own (a pipeline stage's); its index, or -1 when out of memory. */
