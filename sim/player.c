@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,29 +31,34 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 
 /* A collective (or a SEND/RECV) in progress on one rank. Every round reads most of it: its
  * fields are ordered without holes (224 bytes) and the array is 64-byte aligned, so that an
- * activity spans 4 cache lines, not 5 as often as 4. */
+ * activity spans 4 cache lines, not 5 as often as 4. A delivery that does not end the round
+ * reads and writes only its first 32 bytes, which lie in one line whatever the activity's
+ * place in the array (224 = 7 halves of a line): the sender's outstanding, or the receiver's
+ * matching state. */
 struct activity {
+    int outstanding;         /* transfers of the current round not yet complete */
+    int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
+                              * its index in s.xfers and, until its message came, its source's
+                              * global rank (then -1: nothing else matches it); else -1, -1 */
+    int round, n_rounds;
+    bool posted;             /* the current round's receives are posted (not summing) */
+    bool done;
+    bool p2p;                /* SEND/RECV: transfer peers are global ranks */
+    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
+    double latest_sender_start;
     int rank, op;            /* the COLL, SEND or RECV op */
     int group, seq;          /* identifies the collective across its members; for SEND/RECV,
                               * P2P_GROUP(tag, source) and the message's place among those of
                               * the same source, destination and tag */
     int me;                  /* index in the group */
-    int round, n_rounds;
-    int outstanding;         /* transfers of the current round not yet complete */
-    int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
-                              * its index in s.xfers and its source's global rank, else -1 */
     int peer, peer_act;      /* the receiving activity of the last peer sent to, found once
                               * (a ring sends to one peer for many rounds), or -1 */
     int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
                                * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
-    bool p2p;                /* SEND/RECV: transfer peers are global ranks */
-    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
-    bool posted;             /* the current round's receives are posted (not summing) */
-    bool done;
     struct dt_schedule s;    /* lazy: the current round only; eager: every round */
     long sum_floats;         /* floats to add after the round */
-    double t_round, latest_sender_start;
+    double t_round;
     double elem_bytes;       /* bytes per element on the wire (the op's region's dtype) */
     long reduce_floats;      /* the last sum's size and duration (the same every round) */
     double reduce_s;
@@ -62,6 +68,9 @@ struct activity {
         long count;          /* its floats; p = 0 for any other activity */
     } ring;
 };
+_Static_assert(sizeof(struct activity) == 224, "4 lines (see above)");
+_Static_assert(offsetof(struct activity, latest_sender_start) + sizeof(double) <= 32,
+               "a delivery's fields in the first half line");
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
  * its key's chain in the matching index while the activity has not started (next: the next
@@ -76,9 +85,10 @@ struct mail {
  * hands back the endpoints and the tag names both activities (flow_tag). */
 struct flowrec {
     int act;                 /* the sender's activity */
-    int src, dst, group, seq;
+    int src, dst;
+    int group, seq;          /* the sender's, read only when rcv_act is -1 */
     int rcv_act;             /* the receiving activity when it was posted at the send, else -1
-                              * (looked up at delivery) */
+                              * (looked up at delivery by the sender's group and seq) */
 };
 
 /* A flow's tag: the sender's activity ai and the receiving one (rcv_act, -1 while it is not
@@ -204,10 +214,9 @@ static void activity_done(struct activity *a)
     dt_schedule_free(&a->s);
 }
 
-/* Receive x of activity a got its message, sent at t_start. */
-static void received(struct activity *a, struct dt_xfer *x, double t_start)
+/* A receive of activity a got its message, sent at t_start. */
+static void received(struct activity *a, double t_start)
 {
-    x->count = -x->count; /* mark as received (restored sign gives the size) */
     a->outstanding--;
     if (t_start > a->latest_sender_start)
         a->latest_sender_start = t_start;
@@ -219,11 +228,11 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
 {
     if (a->done || !a->posted || a->round >= a->n_rounds)
         return false;
-    if (a->only_recv >= 0) { /* one receive: no scan */
-        struct dt_xfer *x = &a->s.xfers[a->only_recv];
-        if (src != a->only_src || x->count <= 0)
+    if (a->only_recv >= 0) { /* one receive: no scan, and its transfer's line not touched */
+        if (src != a->only_src)
             return false;
-        received(a, x, t_start);
+        a->only_src = -1; /* received */
+        received(a, t_start);
         return true;
     }
     int lo, hi;
@@ -231,7 +240,8 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
     for (int i = lo; i < hi; i++) {
         struct dt_xfer *x = &a->s.xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
-            received(a, x, t_start);
+            x->count = -x->count; /* received (finish_round restores the sign) */
+            received(a, t_start);
             return true;
         }
     }
@@ -427,7 +437,7 @@ static int post_loaded_round(struct player *p, int ai, double t)
             return rc;
     }
     if (receives != 1)
-        a->only_recv = -1;
+        a->only_recv = a->only_src = -1;
     else
         a->only_src = peer_rank(p, a, &a->s.xfers[a->only_recv]);
     consume_mail(p, a);
@@ -484,11 +494,13 @@ static int sum_then_post(struct player *p, int ai, double d)
 static int finish_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo, hi;
-    round_span(a, &lo, &hi);
-    for (int i = lo; i < hi; i++)
-        if (a->s.xfers[i].count < 0)
-            a->s.xfers[i].count = -a->s.xfers[i].count;
+    if (a->only_recv < 0) { /* the scan marked its receives (a single one is not marked) */
+        int lo, hi;
+        round_span(a, &lo, &hi);
+        for (int i = lo; i < hi; i++)
+            if (a->s.xfers[i].count < 0)
+                a->s.xfers[i].count = -a->s.xfers[i].count;
+    }
     if (p->opt && p->opt->trace)
         trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
     /* the round waited for its last sender from its start until that sender started: idle
@@ -757,10 +769,12 @@ static int activity_progress(struct player *p, int ai)
 
 static int on_flow(struct player *p, const struct dt_sim_completion *c)
 {
-    /* read before the sender goes on: what follows may grow p->acts */
     int act = (int)(c->tag & 0xffffffffu);
-    const struct flowrec fr = {act, c->src, c->dst, p->acts[act].group, p->acts[act].seq,
-                               (int)(c->tag >> 32) - 1};
+    struct flowrec fr = {act, c->src, c->dst, -1, -1, (int)(c->tag >> 32) - 1};
+    if (fr.rcv_act < 0) { /* the key to look the receiver up by (else a line not read) */
+        fr.group = p->acts[act].group;
+        fr.seq = p->acts[act].seq;
+    }
     const struct flowrec *f = &fr;
     if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
         /* one track per link the flow crossed */
