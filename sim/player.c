@@ -124,6 +124,10 @@ struct player {
     struct mail *mail;
     int n_mail, cap_mail, mail_free;
     struct dt_match_index ix;   /* activities and undelivered messages by key; counters */
+    struct dt_schedule ring_round; /* a lazy ring's round from load_round to the end of
+                                    * post_loaded_round, the only stage that reads its
+                                    * transfers (try_match needs only_src): one line for every
+                                    * ring, not a line of each activity per round */
     bool eager;                 /* expand every round of a collective when it starts */
     struct dt_sim_result *res;
     struct dt_error *err;
@@ -205,6 +209,20 @@ static int cur(const struct activity *a)
 static void round_span(const struct activity *a, int *lo, int *hi)
 {
     dt_schedule_round(&a->s, cur(a), lo, hi);
+}
+
+/* The transfers of the round being posted, base[*lo .. *hi): a lazy ring's were just written
+ * by load_round into the player's ring_round, any other activity's are in its schedule. */
+static struct dt_xfer *posting_round(struct player *p, const struct activity *a, int *lo,
+                                     int *hi)
+{
+    if (a->ring.p > 0) {
+        *lo = 0;
+        *hi = p->ring_round.n_xfers;
+        return p->ring_round.xfers;
+    }
+    round_span(a, lo, hi);
+    return a->s.xfers;
 }
 
 /* The activity completed: its rounds are no longer needed. */
@@ -389,7 +407,8 @@ static int load_round(struct player *p, struct activity *a)
     if (a->p2p || p->eager)
         return DT_OK;
     if (a->ring.p > 0)
-        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round, &a->s)
+        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round,
+                                  &p->ring_round)
                    ? dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
     int total;
@@ -403,17 +422,18 @@ static int load_round(struct player *p, struct activity *a)
 static int post_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
-    int rc = a->round > 0 ? load_round(p, a) : DT_OK; /* round 0 came with the start */
+    /* round 0 came with the start (a lazy ring's too, but its rounds post from ring_round) */
+    int rc = a->round > 0 || a->ring.p > 0 ? load_round(p, a) : DT_OK;
     return rc ? rc : post_loaded_round(p, ai, t);
 }
 
-/* As post_round, the round already in a->s. */
+/* As post_round, the round already loaded (posting_round). */
 static int post_loaded_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
     int rc;
     int lo, hi;
-    round_span(a, &lo, &hi);
+    struct dt_xfer *xs = posting_round(p, a, &lo, &hi);
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
@@ -421,7 +441,7 @@ static int post_loaded_round(struct player *p, int ai, double t)
     a->latest_sender_start = a->t_round;
     int receives = 0;
     for (int i = lo; i < hi; i++) {
-        struct dt_xfer *x = &a->s.xfers[i];
+        struct dt_xfer *x = &xs[i];
         if (x->sum)
             a->sum_floats += x->count;
         if (!x->send && x->count > 0 && receives++ == 0)
@@ -439,7 +459,7 @@ static int post_loaded_round(struct player *p, int ai, double t)
     if (receives != 1)
         a->only_recv = a->only_src = -1;
     else
-        a->only_src = peer_rank(p, a, &a->s.xfers[a->only_recv]);
+        a->only_src = peer_rank(p, a, &xs[a->only_recv]);
     consume_mail(p, a);
     return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
 }
@@ -472,9 +492,9 @@ static int sum_then_post(struct player *p, int ai, double d)
         return rc;
     bool sends = false;
     int lo, hi;
-    round_span(a, &lo, &hi);
+    const struct dt_xfer *xs = posting_round(p, a, &lo, &hi);
     for (int i = lo; i < hi; i++)
-        sends |= a->s.xfers[i].send;
+        sends |= xs[i].send;
     if (!sends) { /* the round is loaded again when the sum's event posts it */
         a->outstanding = -1;
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
@@ -606,6 +626,10 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             a->ring.p = g->n;
             a->ring.g = op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n;
             a->ring.count = op->region.count;
+            /* its rounds, 0 too, are posted from the player's ring_round: its own schedule
+             * is one round of no transfers (a scan of it finds no receive) */
+            dt_schedule_free(&a->s);
+            a->s.n_rounds = 1;
         }
     }
     bool sends = p2p && op->kind == DT_OP_SEND;
@@ -878,6 +902,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     memset(res, 0, sizeof *res);
     struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err,
                        .mail_free = -1, .eager = opt && opt->eager};
+    dt_schedule_init(&p.ring_round);
     int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
     if (rc)
         return rc;
@@ -972,6 +997,7 @@ done:
     free(p.acts);
     free(p.mail);
     dt_match_free(&p.ix);
+    dt_schedule_free(&p.ring_round);
     free(p.link_seen);
     free(p.cpr);
     if (p.rs)
