@@ -30,23 +30,28 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 }
 
 /* A collective (or a SEND/RECV) in progress on one rank. Every round reads most of it: its
- * fields are ordered without holes (224 bytes) and the array is 64-byte aligned, so that an
- * activity spans 4 cache lines, not 5 as often as 4. A delivery that does not end the round
- * reads and writes only its first 32 bytes, which lie in one line whatever the activity's
- * place in the array (224 = 7 halves of a line): the sender's outstanding, or the receiver's
- * matching state. */
+ * fields are ordered without holes (184 bytes, 192 with its 64-byte alignment) in an array
+ * aligned so, so that an activity is 3 cache lines of its own (224 bytes, with the schedule
+ * in place, made every other activity share a line with a neighbour: 4 lines a round). A
+ * delivery that does not end the round reads and writes only its first line: the sender's
+ * outstanding, or the receiver's matching state; the rank is there too, which the round's
+ * end reads first (to find the rank's records). */
 struct activity {
-    int outstanding;         /* transfers of the current round not yet complete */
+    _Alignas(64) int outstanding; /* transfers of the current round not yet complete */
     int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
-                              * its index in s.xfers and, until its message came, its source's
-                              * global rank (then -1: nothing else matches it); else -1, -1 */
-    int round, n_rounds;
-    bool posted;             /* the current round's receives are posted (not summing) */
+                              * its index in the round's transfers and, until its message came,
+                              * its source's global rank (then -1: nothing else matches it);
+                              * else -1, -1 */
+    int rank;
+    int round;
+    bool posted;             /* the current round's receives are posted (not summing): only
+                              * while round < n_rounds and not done */
     bool done;
     bool p2p;                /* SEND/RECV: transfer peers are global ranks */
     bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
     double latest_sender_start;
-    int rank, op;            /* the COLL, SEND or RECV op */
+    int n_rounds;
+    int op;                  /* the COLL, SEND or RECV op */
     int group, seq;          /* identifies the collective across its members; for SEND/RECV,
                               * P2P_GROUP(tag, source) and the message's place among those of
                               * the same source, destination and tag */
@@ -56,7 +61,9 @@ struct activity {
     int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
                                * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
-    struct dt_schedule s;    /* lazy: the current round only; eager: every round */
+    struct dt_schedule *s;   /* lazy: the current round only; eager: every round; NULL for a
+                              * lazy ring (its rounds are posted from the player's ring_round)
+                              * and once done */
     long sum_floats;         /* floats to add after the round */
     double t_round;
     double elem_bytes;       /* bytes per element on the wire (the op's region's dtype) */
@@ -68,9 +75,8 @@ struct activity {
         long count;          /* its floats; p = 0 for any other activity */
     } ring;
 };
-_Static_assert(sizeof(struct activity) == 224, "4 lines (see above)");
-_Static_assert(offsetof(struct activity, latest_sender_start) + sizeof(double) <= 32,
-               "a delivery's fields in the first half line");
+_Static_assert(sizeof(struct activity) == 192, "3 lines (see above)");
+_Static_assert(offsetof(struct activity, n_rounds) <= 64, "a delivery's fields in one line");
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
  * its key's chain in the matching index while the activity has not started (next: the next
@@ -202,13 +208,18 @@ static int next_seq(struct player *p, int rank, int group, int dst)
  * round anyway) or only the current one (lazy). */
 static int cur(const struct activity *a)
 {
-    return a->s.n_rounds == a->n_rounds ? a->round : 0;
+    return a->s->n_rounds == a->n_rounds ? a->round : 0;
 }
 
-/* The current round's transfers: a->s.xfers[*lo .. *hi). */
+/* The current round's transfers: a->s->xfers[*lo .. *hi); none for a lazy ring's schedule,
+ * which it does not keep. */
 static void round_span(const struct activity *a, int *lo, int *hi)
 {
-    dt_schedule_round(&a->s, cur(a), lo, hi);
+    if (!a->s) {
+        *lo = *hi = 0;
+        return;
+    }
+    dt_schedule_round(a->s, cur(a), lo, hi);
 }
 
 /* The transfers of the round being posted, base[*lo .. *hi): a lazy ring's were just written
@@ -222,14 +233,23 @@ static struct dt_xfer *posting_round(struct player *p, const struct activity *a,
         return p->ring_round.xfers;
     }
     round_span(a, lo, hi);
-    return a->s.xfers;
+    return a->s->xfers;
+}
+
+/* Frees the activity's own schedule, if it has one. */
+static void drop_schedule(struct activity *a)
+{
+    if (a->s)
+        dt_schedule_free(a->s);
+    free(a->s);
+    a->s = NULL;
 }
 
 /* The activity completed: its rounds are no longer needed. */
 static void activity_done(struct activity *a)
 {
     a->done = true;
-    dt_schedule_free(&a->s);
+    drop_schedule(a);
 }
 
 /* A receive of activity a got its message, sent at t_start. */
@@ -244,7 +264,7 @@ static void received(struct activity *a, double t_start)
  * first receive from src not received yet. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
-    if (a->done || !a->posted || a->round >= a->n_rounds)
+    if (!a->posted) /* posted: not done, round < n_rounds */
         return false;
     if (a->only_recv >= 0) { /* one receive: no scan, and its transfer's line not touched */
         if (src != a->only_src)
@@ -256,7 +276,7 @@ static bool try_match(struct player *p, struct activity *a, int src, double t_st
     int lo, hi;
     round_span(a, &lo, &hi);
     for (int i = lo; i < hi; i++) {
-        struct dt_xfer *x = &a->s.xfers[i];
+        struct dt_xfer *x = &a->s->xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
             x->count = -x->count; /* received (finish_round restores the sign) */
             received(a, t_start);
@@ -318,7 +338,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
  * SEND's key also names its destination, as a source sends one tag to several ranks). */
 static int other_side(const struct player *p, const struct activity *a, int peer)
 {
-    bool send = a->s.xfers[0].send;
+    bool send = a->s->xfers[0].send;
     const struct dt_match_entry *e =
         dt_match_find(&p->ix, peer, a->group, a->seq, send ? -1 : a->rank);
     return e && e->act >= 0 && p->acts[e->act].p2p ? e->act : -1;
@@ -326,27 +346,27 @@ static int other_side(const struct player *p, const struct activity *a, int peer
 
 static bool receive_posted(const struct player *p, const struct activity *a)
 {
-    return other_side(p, a, a->s.xfers[0].peer) >= 0;
+    return other_side(p, a, a->s->xfers[0].peer) >= 0;
 }
 
 /* A receive was posted: a rendezvous SEND waiting for it starts moving. */
 static int release_rendezvous(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    if (!a->p2p || a->s.n_xfers < 1 || a->s.xfers[0].send)
+    if (!a->p2p || !a->s || a->s->n_xfers < 1 || a->s->xfers[0].send) /* !s: done */
         return DT_OK;
-    int si = other_side(p, a, a->s.xfers[0].peer);
+    int si = other_side(p, a, a->s->xfers[0].peer);
     if (si < 0 || !p->acts[si].rdv_wait)
         return DT_OK;
     p->acts[si].rdv_wait = false;
-    return start_flow(p, si, &p->acts[si].s.xfers[0], dt_sim_now(p->sim));
+    return start_flow(p, si, &p->acts[si].s->xfers[0], dt_sim_now(p->sim));
 }
 
 /* Messages that arrived for a's key before this round was posted: those of its current
  * round's sources are consumed, in arrival order, the rest wait. */
 static void consume_mail(struct player *p, struct activity *a)
 {
-    if (a->p2p && a->s.xfers[0].send)
+    if (a->p2p && a->s->xfers[0].send)
         return;
     for (int prev = -1, m = a->mail_head; m >= 0;) {
         struct mail *ml = &p->mail[m];
@@ -413,7 +433,7 @@ static int load_round(struct player *p, struct activity *a)
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
     int total;
     return dt_coll_schedule_rounds(op->coll, op->alg, p->plan->groups[a->group].n, a->me,
-                                   op->root, op->region.count, a->round, 1, &a->s, &total,
+                                   op->root, op->region.count, a->round, 1, a->s, &total,
                                    p->err);
 }
 
@@ -518,8 +538,8 @@ static int finish_round(struct player *p, int ai)
         int lo, hi;
         round_span(a, &lo, &hi);
         for (int i = lo; i < hi; i++)
-            if (a->s.xfers[i].count < 0)
-                a->s.xfers[i].count = -a->s.xfers[i].count;
+            if (a->s->xfers[i].count < 0)
+                a->s->xfers[i].count = -a->s->xfers[i].count;
     }
     if (p->opt && p->opt->trace)
         trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
@@ -575,7 +595,6 @@ static int new_activity(struct player *p, int rank, int op_index)
     a->rank = rank;
     a->op = op_index;
     a->peer = a->peer_act = a->route_peer = -1;
-    dt_schedule_init(&a->s);
     return ai;
 }
 
@@ -595,6 +614,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     struct activity *a = &p->acts[ai];
     a->p2p = p2p;
     a->elem_bytes = elem_bytes(p, a);
+    if (!(a->s = malloc(sizeof *a->s)))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    dt_schedule_init(a->s);
     int rc;
     if (p2p) {
         a->group = p2p_group(p, op->tag, op->kind == DT_OP_SEND ? rank : op->peer);
@@ -602,9 +624,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         a->me = 0;
         if (a->seq < 0)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, &a->s))
+        if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, a->s))
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        a->n_rounds = a->s.n_rounds;
+        a->n_rounds = a->s->n_rounds;
     } else {
         const struct dt_group *g = &p->plan->groups[op->group];
         a->group = op->group;
@@ -617,7 +639,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         /* lazy: round 0 only (and the round count); eager: every round */
         rc = dt_coll_schedule_rounds(op->coll, op->alg, g->n, a->me, op->root,
-                                     op->region.count, 0, p->eager ? INT_MAX : 1, &a->s,
+                                     op->region.count, 0, p->eager ? INT_MAX : 1, a->s,
                                      &a->n_rounds, p->err);
         if (rc)
             return rc;
@@ -626,10 +648,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             a->ring.p = g->n;
             a->ring.g = op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n;
             a->ring.count = op->region.count;
-            /* its rounds, 0 too, are posted from the player's ring_round: its own schedule
-             * is one round of no transfers (a scan of it finds no receive) */
-            dt_schedule_free(&a->s);
-            a->s.n_rounds = 1;
+            drop_schedule(a); /* its rounds, 0 too, are posted from the player's ring_round */
         }
     }
     bool sends = p2p && op->kind == DT_OP_SEND;
@@ -993,7 +1012,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     res->flows = (long)cnt.flows_started;
 done:
     for (int a = 0; a < p.n_acts; a++)
-        dt_schedule_free(&p.acts[a].s);
+        drop_schedule(&p.acts[a]);
     free(p.acts);
     free(p.mail);
     dt_match_free(&p.ix);
