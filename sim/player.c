@@ -104,17 +104,23 @@ static uint64_t flow_tag(int ai, int rcv_act)
     return (uint64_t)(uint32_t)(rcv_act + 1) << 32 | (uint32_t)ai;
 }
 
+/* A rank's state. What a round's end reads and writes (its blocked interval's figures and the
+ * compute time its sums add) is one line: 64-byte aligned, the array too. */
 struct rankstate {
-    int pc;
-    bool blocked;            /* waiting for a compute, a collective or a WAIT */
+    _Alignas(64) bool blocked; /* waiting for a compute, a collective or a WAIT */
     int wait_act;            /* activity awaited, or -1 */
     double block_t;
     double blk_idle;         /* while blocked: waiting for peers that had not sent yet */
     double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
-    int *handle_act;         /* per handle: activity */
+    double compute_s;        /* the rank's result's, added to here (the same sums in the same
+                              * order) and copied there at the end: not a line of its own */
+    int pc;
     double op_start;
     double links_free;       /* when its closed collectives leave its links (closed_coll) */
+    int *handle_act;         /* per handle: activity */
 };
+_Static_assert(offsetof(struct rankstate, compute_s) + sizeof(double) <= 64,
+               "a round's end reads one line");
 
 struct player {
     const struct dt_plan *plan;
@@ -524,7 +530,7 @@ static int sum_then_post(struct player *p, int ai, double d)
         return rc;
     /* what on_compute charges for a sum */
     struct rankstate *rr = &p->rs[a->rank];
-    p->res->rank[a->rank].compute_s += t1 - t0;
+    rr->compute_s += t1 - t0;
     rr->blk_reduce += after(t0, t1, rr->block_t);
     return post_loaded_round(p, ai, t1);
 }
@@ -867,8 +873,8 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     uint32_t idx = (uint32_t)(c->tag & 0xffffffffu);
     if (k == TAG_REDUCE) {
         struct activity *a = &p->acts[idx];
-        p->res->rank[a->rank].compute_s += c->t_end - c->t_start;
         struct rankstate *rr = &p->rs[a->rank];
+        rr->compute_s += c->t_end - c->t_start;
         if (rr->blocked) /* compute, not the wait's communication */
             rr->blk_reduce += after(c->t_start, c->t_end, rr->block_t);
         if (p->opt && p->opt->trace)
@@ -887,7 +893,7 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     if (p->opt && p->opt->trace)
         trace(p, rank, dt_op_trace_name(p->plan, op, buf, sizeof buf), "compute", c->t_start,
               c->t_end);
-    *(k == TAG_CLOSED ? &p->res->rank[rank].comm_s : &p->res->rank[rank].compute_s) +=
+    *(k == TAG_CLOSED ? &p->res->rank[rank].comm_s : &r->compute_s) +=
         c->t_end - c->t_start;
     /* time queued behind another collective's sums is theirs (compute, counted there); the
      * rest of the wait is communication */
@@ -927,7 +933,9 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
         return rc;
     res->n_ranks = n;
     res->rank = calloc((size_t)n, sizeof *res->rank);
-    p.rs = calloc((size_t)n, sizeof *p.rs);
+    p.rs = aligned_alloc(64, (size_t)n * sizeof *p.rs);
+    if (p.rs)
+        memset(p.rs, 0, (size_t)n * sizeof *p.rs);
     if (!res->rank || !p.rs) {
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         goto done;
@@ -973,7 +981,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
             rc = activity_progress(&p, (int)(c.tag & 0xffffffffu));
         } else if (c.kind == DT_SIM_TIMER) {
             int r = (int)c.tag;
-            p.res->rank[r].compute_s += c.t_end - c.t_start;
+            p.rs[r].compute_s += c.t_end - c.t_start;
             p.rs[r].blocked = false;
             p.rs[r].pc = 0;
             rc = advance(&p, r);
@@ -993,6 +1001,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
      * bytes are the engine's endpoint counts (ranks are the endpoints): the same sums in the
      * same order, kept apart from the rank's other figures, a line away, once per flow. */
     for (int r = 0; r < n && !rc; r++) {
+        res->rank[r].compute_s = p.rs[r].compute_s;
         res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
         res->rank[r].bytes_sent = dt_sim_endpoint_sent(p.sim, r);
         res->rank[r].bytes_recv = dt_sim_endpoint_received(p.sim, r);
