@@ -30,12 +30,12 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 }
 
 /* A collective (or a SEND/RECV) in progress on one rank. Every round reads most of it: its
- * fields are ordered without holes (184 bytes, 192 with its 64-byte alignment) in an array
- * aligned so, so that an activity is 3 cache lines of its own (224 bytes, with the schedule
- * in place, made every other activity share a line with a neighbour: 4 lines a round). A
- * delivery that does not end the round reads and writes only its first line: the sender's
- * outstanding, or the receiver's matching state; the rank is there too, which the round's
- * end reads first (to find the rank's records). */
+ * fields are ordered without holes (184 bytes; 192 with its 64-byte alignment, the array's
+ * too), so that an activity is 3 cache lines of its own (at 224 bytes, the schedule in place,
+ * every other activity shared a line with a neighbour: 4 lines a round). A delivery that does
+ * not end the round reads and writes only its first line: the sender's outstanding, or the
+ * receiver's matching state; the rank is there too, which the round's end reads first (to
+ * find the rank's records). */
 struct activity {
     _Alignas(64) int outstanding; /* transfers of the current round not yet complete */
     int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
@@ -112,8 +112,9 @@ struct rankstate {
     double block_t;
     double blk_idle;         /* while blocked: waiting for peers that had not sent yet */
     double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
-    double compute_s;        /* the rank's result's, added to here (the same sums in the same
-                              * order) and copied there at the end: not a line of its own */
+    double compute_s;        /* the result's compute_s, summed here (the same terms in the
+                              * same order) and copied into it at the end: no line of its own
+                              * per round */
     int pc;
     double op_start;
     double links_free;       /* when its closed collectives leave its links (closed_coll) */
