@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,30 +30,42 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 }
 
 /* A collective (or a SEND/RECV) in progress on one rank. Every round reads most of it: its
- * fields are ordered without holes (224 bytes) and the array is 64-byte aligned, so that an
- * activity spans 4 cache lines, not 5 as often as 4. */
+ * fields are ordered without holes (184 bytes; 192 with its 64-byte alignment, the array's
+ * too), so that an activity is 3 cache lines of its own (at 224 bytes, the schedule in place,
+ * every other activity shared a line with a neighbour: 4 lines a round). A delivery that does
+ * not end the round reads and writes only its first line: the sender's outstanding, or the
+ * receiver's matching state; the rank is there too, which the round's end reads first (to
+ * find the rank's records). */
 struct activity {
-    int rank, op;            /* the COLL, SEND or RECV op */
+    _Alignas(64) int outstanding; /* transfers of the current round not yet complete */
+    int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
+                              * its index in the round's transfers and, until its message came,
+                              * its source's global rank (then -1: nothing else matches it);
+                              * else -1, -1 */
+    int rank;
+    int round;
+    bool posted;             /* the current round's receives are posted (not summing): only
+                              * while round < n_rounds and not done */
+    bool done;
+    bool p2p;                /* SEND/RECV: transfer peers are global ranks */
+    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
+    double latest_sender_start;
+    int n_rounds;
+    int op;                  /* the COLL, SEND or RECV op */
     int group, seq;          /* identifies the collective across its members; for SEND/RECV,
                               * P2P_GROUP(tag, source) and the message's place among those of
                               * the same source, destination and tag */
     int me;                  /* index in the group */
-    int round, n_rounds;
-    int outstanding;         /* transfers of the current round not yet complete */
-    int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
-                              * its index in s.xfers and its source's global rank, else -1 */
     int peer, peer_act;      /* the receiving activity of the last peer sent to, found once
                               * (a ring sends to one peer for many rounds), or -1 */
     int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
                                * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
-    bool p2p;                /* SEND/RECV: transfer peers are global ranks */
-    bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
-    bool posted;             /* the current round's receives are posted (not summing) */
-    bool done;
-    struct dt_schedule s;    /* lazy: the current round only; eager: every round */
+    struct dt_schedule *s;   /* lazy: the current round only; eager: every round; NULL for a
+                              * lazy ring (its rounds are posted from the player's ring_round)
+                              * and once done */
     long sum_floats;         /* floats to add after the round */
-    double t_round, latest_sender_start;
+    double t_round;
     double elem_bytes;       /* bytes per element on the wire (the op's region's dtype) */
     long reduce_floats;      /* the last sum's size and duration (the same every round) */
     double reduce_s;
@@ -62,6 +75,8 @@ struct activity {
         long count;          /* its floats; p = 0 for any other activity */
     } ring;
 };
+_Static_assert(sizeof(struct activity) == 192, "3 lines (see above)");
+_Static_assert(offsetof(struct activity, n_rounds) <= 64, "a delivery's fields in one line");
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
  * its key's chain in the matching index while the activity has not started (next: the next
@@ -76,9 +91,10 @@ struct mail {
  * hands back the endpoints and the tag names both activities (flow_tag). */
 struct flowrec {
     int act;                 /* the sender's activity */
-    int src, dst, group, seq;
+    int src, dst;
+    int group, seq;          /* the sender's, read only when rcv_act is -1 */
     int rcv_act;             /* the receiving activity when it was posted at the send, else -1
-                              * (looked up at delivery) */
+                              * (looked up at delivery by the sender's group and seq) */
 };
 
 /* A flow's tag: the sender's activity ai and the receiving one (rcv_act, -1 while it is not
@@ -88,17 +104,24 @@ static uint64_t flow_tag(int ai, int rcv_act)
     return (uint64_t)(uint32_t)(rcv_act + 1) << 32 | (uint32_t)ai;
 }
 
+/* A rank's state. What a round's end reads and writes (its blocked interval's figures and the
+ * compute time its sums add) is one line: 64-byte aligned, the array too. */
 struct rankstate {
-    int pc;
-    bool blocked;            /* waiting for a compute, a collective or a WAIT */
+    _Alignas(64) bool blocked; /* waiting for a compute, a collective or a WAIT */
     int wait_act;            /* activity awaited, or -1 */
     double block_t;
     double blk_idle;         /* while blocked: waiting for peers that had not sent yet */
     double blk_reduce;       /* while blocked: sums of received data on the device (compute) */
-    int *handle_act;         /* per handle: activity */
+    double compute_s;        /* the result's compute_s, summed here (the same terms in the
+                              * same order) and copied into it at the end: no line of its own
+                              * per round */
+    int pc;
     double op_start;
     double links_free;       /* when its closed collectives leave its links (closed_coll) */
+    int *handle_act;         /* per handle: activity */
 };
+_Static_assert(offsetof(struct rankstate, compute_s) + sizeof(double) <= 64,
+               "a round's end reads one line");
 
 struct player {
     const struct dt_plan *plan;
@@ -114,6 +137,10 @@ struct player {
     struct mail *mail;
     int n_mail, cap_mail, mail_free;
     struct dt_match_index ix;   /* activities and undelivered messages by key; counters */
+    struct dt_schedule ring_round; /* a lazy ring's round from load_round to the end of
+                                    * post_loaded_round, the only stage that reads its
+                                    * transfers (try_match needs only_src): one line for every
+                                    * ring, not a line of each activity per round */
     bool eager;                 /* expand every round of a collective when it starts */
     struct dt_sim_result *res;
     struct dt_error *err;
@@ -188,26 +215,53 @@ static int next_seq(struct player *p, int rank, int group, int dst)
  * round anyway) or only the current one (lazy). */
 static int cur(const struct activity *a)
 {
-    return a->s.n_rounds == a->n_rounds ? a->round : 0;
+    return a->s->n_rounds == a->n_rounds ? a->round : 0;
 }
 
-/* The current round's transfers: a->s.xfers[*lo .. *hi). */
+/* The current round's transfers: a->s->xfers[*lo .. *hi); none for a lazy ring's schedule,
+ * which it does not keep. */
 static void round_span(const struct activity *a, int *lo, int *hi)
 {
-    dt_schedule_round(&a->s, cur(a), lo, hi);
+    if (!a->s) {
+        *lo = *hi = 0;
+        return;
+    }
+    dt_schedule_round(a->s, cur(a), lo, hi);
+}
+
+/* The transfers of the round being posted, base[*lo .. *hi): a lazy ring's were just written
+ * by load_round into the player's ring_round, any other activity's are in its schedule. */
+static struct dt_xfer *posting_round(struct player *p, const struct activity *a, int *lo,
+                                     int *hi)
+{
+    if (a->ring.p > 0) {
+        *lo = 0;
+        *hi = p->ring_round.n_xfers;
+        return p->ring_round.xfers;
+    }
+    round_span(a, lo, hi);
+    return a->s->xfers;
+}
+
+/* Frees the activity's own schedule, if it has one. */
+static void drop_schedule(struct activity *a)
+{
+    if (a->s)
+        dt_schedule_free(a->s);
+    free(a->s);
+    a->s = NULL;
 }
 
 /* The activity completed: its rounds are no longer needed. */
 static void activity_done(struct activity *a)
 {
     a->done = true;
-    dt_schedule_free(&a->s);
+    drop_schedule(a);
 }
 
-/* Receive x of activity a got its message, sent at t_start. */
-static void received(struct activity *a, struct dt_xfer *x, double t_start)
+/* A receive of activity a got its message, sent at t_start. */
+static void received(struct activity *a, double t_start)
 {
-    x->count = -x->count; /* mark as received (restored sign gives the size) */
     a->outstanding--;
     if (t_start > a->latest_sender_start)
         a->latest_sender_start = t_start;
@@ -217,21 +271,22 @@ static void received(struct activity *a, struct dt_xfer *x, double t_start)
  * first receive from src not received yet. */
 static bool try_match(struct player *p, struct activity *a, int src, double t_start)
 {
-    if (a->done || !a->posted || a->round >= a->n_rounds)
+    if (!a->posted) /* posted: not done, round < n_rounds */
         return false;
-    if (a->only_recv >= 0) { /* one receive: no scan */
-        struct dt_xfer *x = &a->s.xfers[a->only_recv];
-        if (src != a->only_src || x->count <= 0)
+    if (a->only_recv >= 0) { /* one receive: no scan, and its transfer's line not touched */
+        if (src != a->only_src)
             return false;
-        received(a, x, t_start);
+        a->only_src = -1; /* received */
+        received(a, t_start);
         return true;
     }
     int lo, hi;
     round_span(a, &lo, &hi);
     for (int i = lo; i < hi; i++) {
-        struct dt_xfer *x = &a->s.xfers[i];
+        struct dt_xfer *x = &a->s->xfers[i];
         if (!x->send && x->count > 0 && peer_rank(p, a, x) == src) {
-            received(a, x, t_start);
+            x->count = -x->count; /* received (finish_round restores the sign) */
+            received(a, t_start);
             return true;
         }
     }
@@ -290,7 +345,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
  * SEND's key also names its destination, as a source sends one tag to several ranks). */
 static int other_side(const struct player *p, const struct activity *a, int peer)
 {
-    bool send = a->s.xfers[0].send;
+    bool send = a->s->xfers[0].send;
     const struct dt_match_entry *e =
         dt_match_find(&p->ix, peer, a->group, a->seq, send ? -1 : a->rank);
     return e && e->act >= 0 && p->acts[e->act].p2p ? e->act : -1;
@@ -298,27 +353,27 @@ static int other_side(const struct player *p, const struct activity *a, int peer
 
 static bool receive_posted(const struct player *p, const struct activity *a)
 {
-    return other_side(p, a, a->s.xfers[0].peer) >= 0;
+    return other_side(p, a, a->s->xfers[0].peer) >= 0;
 }
 
 /* A receive was posted: a rendezvous SEND waiting for it starts moving. */
 static int release_rendezvous(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    if (!a->p2p || a->s.n_xfers < 1 || a->s.xfers[0].send)
+    if (!a->p2p || !a->s || a->s->n_xfers < 1 || a->s->xfers[0].send) /* !s: done */
         return DT_OK;
-    int si = other_side(p, a, a->s.xfers[0].peer);
+    int si = other_side(p, a, a->s->xfers[0].peer);
     if (si < 0 || !p->acts[si].rdv_wait)
         return DT_OK;
     p->acts[si].rdv_wait = false;
-    return start_flow(p, si, &p->acts[si].s.xfers[0], dt_sim_now(p->sim));
+    return start_flow(p, si, &p->acts[si].s->xfers[0], dt_sim_now(p->sim));
 }
 
 /* Messages that arrived for a's key before this round was posted: those of its current
  * round's sources are consumed, in arrival order, the rest wait. */
 static void consume_mail(struct player *p, struct activity *a)
 {
-    if (a->p2p && a->s.xfers[0].send)
+    if (a->p2p && a->s->xfers[0].send)
         return;
     for (int prev = -1, m = a->mail_head; m >= 0;) {
         struct mail *ml = &p->mail[m];
@@ -379,12 +434,13 @@ static int load_round(struct player *p, struct activity *a)
     if (a->p2p || p->eager)
         return DT_OK;
     if (a->ring.p > 0)
-        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round, &a->s)
+        return dt_coll_ring_round(a->ring.p, a->ring.g, a->me, a->ring.count, a->round,
+                                  &p->ring_round)
                    ? dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory") : DT_OK;
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
     int total;
     return dt_coll_schedule_rounds(op->coll, op->alg, p->plan->groups[a->group].n, a->me,
-                                   op->root, op->region.count, a->round, 1, &a->s, &total,
+                                   op->root, op->region.count, a->round, 1, a->s, &total,
                                    p->err);
 }
 
@@ -393,17 +449,18 @@ static int load_round(struct player *p, struct activity *a)
 static int post_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
-    int rc = a->round > 0 ? load_round(p, a) : DT_OK; /* round 0 came with the start */
+    /* round 0 came with the start (a lazy ring's too, but its rounds post from ring_round) */
+    int rc = a->round > 0 || a->ring.p > 0 ? load_round(p, a) : DT_OK;
     return rc ? rc : post_loaded_round(p, ai, t);
 }
 
-/* As post_round, the round already in a->s. */
+/* As post_round, the round already loaded (posting_round). */
 static int post_loaded_round(struct player *p, int ai, double t)
 {
     struct activity *a = &p->acts[ai];
     int rc;
     int lo, hi;
-    round_span(a, &lo, &hi);
+    struct dt_xfer *xs = posting_round(p, a, &lo, &hi);
     a->outstanding = hi - lo;
     a->sum_floats = 0;
     a->posted = true;
@@ -411,7 +468,7 @@ static int post_loaded_round(struct player *p, int ai, double t)
     a->latest_sender_start = a->t_round;
     int receives = 0;
     for (int i = lo; i < hi; i++) {
-        struct dt_xfer *x = &a->s.xfers[i];
+        struct dt_xfer *x = &xs[i];
         if (x->sum)
             a->sum_floats += x->count;
         if (!x->send && x->count > 0 && receives++ == 0)
@@ -427,9 +484,9 @@ static int post_loaded_round(struct player *p, int ai, double t)
             return rc;
     }
     if (receives != 1)
-        a->only_recv = -1;
+        a->only_recv = a->only_src = -1;
     else
-        a->only_src = peer_rank(p, a, &a->s.xfers[a->only_recv]);
+        a->only_src = peer_rank(p, a, &xs[a->only_recv]);
     consume_mail(p, a);
     return a->outstanding == 0 ? finish_round(p, ai) : DT_OK;
 }
@@ -462,9 +519,9 @@ static int sum_then_post(struct player *p, int ai, double d)
         return rc;
     bool sends = false;
     int lo, hi;
-    round_span(a, &lo, &hi);
+    const struct dt_xfer *xs = posting_round(p, a, &lo, &hi);
     for (int i = lo; i < hi; i++)
-        sends |= a->s.xfers[i].send;
+        sends |= xs[i].send;
     if (!sends) { /* the round is loaded again when the sum's event posts it */
         a->outstanding = -1;
         return dt_sim_compute(p->sim, a->rank, d, make_tag(TAG_REDUCE, (uint32_t)ai), p->err);
@@ -474,7 +531,7 @@ static int sum_then_post(struct player *p, int ai, double d)
         return rc;
     /* what on_compute charges for a sum */
     struct rankstate *rr = &p->rs[a->rank];
-    p->res->rank[a->rank].compute_s += t1 - t0;
+    rr->compute_s += t1 - t0;
     rr->blk_reduce += after(t0, t1, rr->block_t);
     return post_loaded_round(p, ai, t1);
 }
@@ -484,11 +541,13 @@ static int sum_then_post(struct player *p, int ai, double d)
 static int finish_round(struct player *p, int ai)
 {
     struct activity *a = &p->acts[ai];
-    int lo, hi;
-    round_span(a, &lo, &hi);
-    for (int i = lo; i < hi; i++)
-        if (a->s.xfers[i].count < 0)
-            a->s.xfers[i].count = -a->s.xfers[i].count;
+    if (a->only_recv < 0) { /* the scan marked its receives (a single one is not marked) */
+        int lo, hi;
+        round_span(a, &lo, &hi);
+        for (int i = lo; i < hi; i++)
+            if (a->s->xfers[i].count < 0)
+                a->s->xfers[i].count = -a->s->xfers[i].count;
+    }
     if (p->opt && p->opt->trace)
         trace(p, a->rank, "round", "comm", a->t_round, dt_sim_now(p->sim));
     /* the round waited for its last sender from its start until that sender started: idle
@@ -543,7 +602,6 @@ static int new_activity(struct player *p, int rank, int op_index)
     a->rank = rank;
     a->op = op_index;
     a->peer = a->peer_act = a->route_peer = -1;
-    dt_schedule_init(&a->s);
     return ai;
 }
 
@@ -563,6 +621,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
     struct activity *a = &p->acts[ai];
     a->p2p = p2p;
     a->elem_bytes = elem_bytes(p, a);
+    if (!(a->s = malloc(sizeof *a->s)))
+        return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
+    dt_schedule_init(a->s);
     int rc;
     if (p2p) {
         a->group = p2p_group(p, op->tag, op->kind == DT_OP_SEND ? rank : op->peer);
@@ -570,9 +631,9 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         a->me = 0;
         if (a->seq < 0)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, &a->s))
+        if (dt_schedule_p2p(op->kind == DT_OP_SEND, op->peer, op->region.count, op->sum, a->s))
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
-        a->n_rounds = a->s.n_rounds;
+        a->n_rounds = a->s->n_rounds;
     } else {
         const struct dt_group *g = &p->plan->groups[op->group];
         a->group = op->group;
@@ -585,7 +646,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         /* lazy: round 0 only (and the round count); eager: every round */
         rc = dt_coll_schedule_rounds(op->coll, op->alg, g->n, a->me, op->root,
-                                     op->region.count, 0, p->eager ? INT_MAX : 1, &a->s,
+                                     op->region.count, 0, p->eager ? INT_MAX : 1, a->s,
                                      &a->n_rounds, p->err);
         if (rc)
             return rc;
@@ -594,6 +655,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
             a->ring.p = g->n;
             a->ring.g = op->alg == DT_ALG_RAIL_RING && op->root ? op->root : g->n;
             a->ring.count = op->region.count;
+            drop_schedule(a); /* its rounds, 0 too, are posted from the player's ring_round */
         }
     }
     bool sends = p2p && op->kind == DT_OP_SEND;
@@ -757,10 +819,12 @@ static int activity_progress(struct player *p, int ai)
 
 static int on_flow(struct player *p, const struct dt_sim_completion *c)
 {
-    /* read before the sender goes on: what follows may grow p->acts */
     int act = (int)(c->tag & 0xffffffffu);
-    const struct flowrec fr = {act, c->src, c->dst, p->acts[act].group, p->acts[act].seq,
-                               (int)(c->tag >> 32) - 1};
+    struct flowrec fr = {act, c->src, c->dst, -1, -1, (int)(c->tag >> 32) - 1};
+    if (fr.rcv_act < 0) { /* the key to look the receiver up by (else a line not read) */
+        fr.group = p->acts[act].group;
+        fr.seq = p->acts[act].seq;
+    }
     const struct flowrec *f = &fr;
     if (p->opt && p->opt->trace && (traced(p, f->src) || traced(p, f->dst))) {
         /* one track per link the flow crossed */
@@ -810,8 +874,8 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     uint32_t idx = (uint32_t)(c->tag & 0xffffffffu);
     if (k == TAG_REDUCE) {
         struct activity *a = &p->acts[idx];
-        p->res->rank[a->rank].compute_s += c->t_end - c->t_start;
         struct rankstate *rr = &p->rs[a->rank];
+        rr->compute_s += c->t_end - c->t_start;
         if (rr->blocked) /* compute, not the wait's communication */
             rr->blk_reduce += after(c->t_start, c->t_end, rr->block_t);
         if (p->opt && p->opt->trace)
@@ -830,7 +894,7 @@ static int on_compute(struct player *p, const struct dt_sim_completion *c)
     if (p->opt && p->opt->trace)
         trace(p, rank, dt_op_trace_name(p->plan, op, buf, sizeof buf), "compute", c->t_start,
               c->t_end);
-    *(k == TAG_CLOSED ? &p->res->rank[rank].comm_s : &p->res->rank[rank].compute_s) +=
+    *(k == TAG_CLOSED ? &p->res->rank[rank].comm_s : &r->compute_s) +=
         c->t_end - c->t_start;
     /* time queued behind another collective's sums is theirs (compute, counted there); the
      * rest of the wait is communication */
@@ -864,12 +928,15 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     memset(res, 0, sizeof *res);
     struct player p = {.plan = plan, .cp = cp, .opt = opt, .res = res, .err = err,
                        .mail_free = -1, .eager = opt && opt->eager};
+    dt_schedule_init(&p.ring_round);
     int n = plan->n_ranks, rc = dt_sim_create(&p.sim, err);
     if (rc)
         return rc;
     res->n_ranks = n;
     res->rank = calloc((size_t)n, sizeof *res->rank);
-    p.rs = calloc((size_t)n, sizeof *p.rs);
+    p.rs = aligned_alloc(64, (size_t)n * sizeof *p.rs);
+    if (p.rs)
+        memset(p.rs, 0, (size_t)n * sizeof *p.rs);
     if (!res->rank || !p.rs) {
         rc = dt_fail(err, DT_ENOMEM, NULL, 0, 0, "out of memory");
         goto done;
@@ -915,7 +982,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
             rc = activity_progress(&p, (int)(c.tag & 0xffffffffu));
         } else if (c.kind == DT_SIM_TIMER) {
             int r = (int)c.tag;
-            p.res->rank[r].compute_s += c.t_end - c.t_start;
+            p.rs[r].compute_s += c.t_end - c.t_start;
             p.rs[r].blocked = false;
             p.rs[r].pc = 0;
             rc = advance(&p, r);
@@ -935,6 +1002,7 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
      * bytes are the engine's endpoint counts (ranks are the endpoints): the same sums in the
      * same order, kept apart from the rank's other figures, a line away, once per flow. */
     for (int r = 0; r < n && !rc; r++) {
+        res->rank[r].compute_s = p.rs[r].compute_s;
         res->rank[r].idle_s += res->iter_s - res->rank[r].end_s;
         res->rank[r].bytes_sent = dt_sim_endpoint_sent(p.sim, r);
         res->rank[r].bytes_recv = dt_sim_endpoint_received(p.sim, r);
@@ -954,10 +1022,11 @@ int dt_sim_run(const struct dt_plan *plan, const struct dt_cost_params *cp,
     res->flows = (long)cnt.flows_started;
 done:
     for (int a = 0; a < p.n_acts; a++)
-        dt_schedule_free(&p.acts[a].s);
+        drop_schedule(&p.acts[a]);
     free(p.acts);
     free(p.mail);
     dt_match_free(&p.ix);
+    dt_schedule_free(&p.ring_round);
     free(p.link_seen);
     free(p.cpr);
     if (p.rs)

@@ -602,6 +602,46 @@ static void test_single_receive_matches_its_source(void **state)
     dt_topology_destroy(t);
 }
 
+/* Ensure that a round of one receive takes one message from its source, not two: in a ring
+ * allreduce over 4 ranks whose last node's NIC is 100 times slower, rank 1 (fast on both
+ * sides) sends its next round to rank 2 while rank 2, its receive done, still sends to rank 3
+ * over the slow NIC; that message must wait for rank 2's next round. The slow NIC then
+ * carries rank 2's chunks one after another: 2 (p - 1) = 6 rounds, each a chunk (n / p
+ * floats) over 1 Gbit/s and a few microseconds of latency. Taken as the current round's, the
+ * early message ended that round early, and two of rank 2's sends shared the slow NIC (16 %
+ * longer). */
+static void test_single_receive_takes_one_message(void **state)
+{
+    (void)state;
+    const char *text =
+        "name: last-slow-nic\nsource: test\nnodes:\n"
+        "  - {name: fast, count: 3, devices: 1,\n"
+        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "  - {name: slow, count: 1, devices: 1,\n"
+        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
+        " memory_bw: 900 GB/s},\n"
+        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+        "     nic: {kind: infiniband, bandwidth: 1 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
+        "network: {kind: switch, latency: 0.5 us}\n";
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("last-slow-nic.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    long n = 1000000;
+    struct dt_plan *plan = one_collective(t, DT_COLL_ALLREDUCE, DT_ALG_RING, n);
+    double t_iter = 0;
+    if (run_plan(plan, &t_iter, &err) != DT_OK)
+        fail_msg("sim: %s", err.msg);
+    double chunks = 6 * (4.0 * (double)n / 4) / (1e9 / 8); /* the slow NIC's seconds */
+    if (!(t_iter >= chunks && t_iter < 1.01 * chunks)) /* latencies: microseconds */
+        fail_msg("%.9g s, want the slow NIC's %.9g s and latencies", t_iter, chunks);
+    dt_plan_destroy(plan);
+    dt_topology_destroy(t);
+}
+
 /* A plan on `nodes` nodes of one device each (the cluster of ALPHA and BETA_BPS) with ranks
  * but no ops: the tests push SEND/RECV/WAIT ops themselves. */
 static struct dt_plan *p2p_plan(int nodes, int handles)
@@ -742,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_buckets_overlap),
         cmocka_unit_test(test_messages_during_summing),
         cmocka_unit_test(test_single_receive_matches_its_source),
+        cmocka_unit_test(test_single_receive_takes_one_message),
         cmocka_unit_test(test_send_recv_closed_form),
         cmocka_unit_test(test_send_recv_match_by_source),
         cmocka_unit_test(test_send_recv_mailbox),
