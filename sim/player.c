@@ -578,19 +578,6 @@ static int finish_round(struct player *p, int ai)
     return post_round(p, ai, dt_sim_now(p->sim));
 }
 
-/* Rank's index in group g, or -1: at once in a group of consecutive ranks (the world, a
- * node), else by a scan (a scan every time made a 16k-rank collective's starts quadratic). */
-static int group_index(const struct dt_group *g, int rank)
-{
-    long guess = (long)rank - g->ranks[0];
-    if (guess >= 0 && guess < g->n && g->ranks[guess] == rank)
-        return (int)guess;
-    for (int i = 0; i < g->n; i++)
-        if (g->ranks[i] == rank)
-            return i;
-    return -1;
-}
-
 /* A new activity of rank's op op_index (nothing posted), or -1 when out of memory. */
 static int new_activity(struct player *p, int rank, int op_index)
 {
@@ -638,7 +625,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         const struct dt_group *g = &p->plan->groups[op->group];
         a->group = op->group;
         a->seq = next_seq(p, rank, op->group, -1);
-        a->me = group_index(g, rank);
+        a->me = dt_group_index(g, rank);
         if (a->me < 0)
             return dt_fail(p->err, DT_EINTERNAL, NULL, 0, 0, "rank %d is not in group %d", rank,
                            op->group);
