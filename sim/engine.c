@@ -134,6 +134,7 @@ struct dt_sim {
     /* the lone path: flows alone on their links whose end was written when their transfer
      * began, in this phase (the events between two solves), in that order */
     bool lone_off;        /* DTSIM_LONE_PATH=off: every flow through the solve */
+    bool prefetch;        /* DT_SIM_PREFETCH_LINKS links or more: prefetch_next pays */
     bool early_spoiled;   /* a write or a join since: they go back to the solve */
     uint32_t *early;
     int n_early, cap_early;
@@ -275,6 +276,7 @@ int dt_sim_add_link(struct dt_sim *sim, double bw_Bps, double lat_s, int *id,
     if (id)
         *id = sim->n_links;
     sim->n_links++;
+    sim->prefetch = sim->n_links >= DT_SIM_PREFETCH_LINKS;
     return DT_OK;
 }
 
@@ -1075,6 +1077,37 @@ static bool handle_event(struct dt_sim *sim, int kind, uint32_t data, double now
     return false;
 }
 
+/* The popped batch's next flows come up one per call, and the caller's work in between (every
+ * other rank's round at scale) evicts their lines: ask for the record of the flow after next
+ * and the link records (and, for an end, the receiver's count) of the next one, whose record
+ * was asked for a call earlier. With no batch, the queue's next event: its flow's record
+ * (most starts are queued one by one, a compute written between them). Only loads are moved:
+ * nothing computed changes. */
+static inline void prefetch_next(struct dt_sim *sim)
+{
+    uint32_t j = sim->batch.pending;
+    if (j == NONE) {
+        int kind;
+        if (dt_eventq_peek_event(sim->q, &kind, &j) &&
+            (kind == EV_FLOW_START || kind == EV_FLOW_END)) {
+            __builtin_prefetch(&sim->flows[j], 1);
+            __builtin_prefetch((const char *)&sim->flows[j] + 64, 1);
+        }
+        return;
+    }
+    uint32_t k = sim->batch.next[j];
+    if (k != NONE) {
+        __builtin_prefetch(&sim->flows[k], 1);
+        __builtin_prefetch((const char *)&sim->flows[k] + 64, 1);
+    }
+    const struct flow *f = &sim->flows[j];
+    const struct hop *hops = hops_of(sim, j);
+    for (int h = 0; h < f->n_hops; h++)
+        __builtin_prefetch(&sim->links[hops[h].link], 1);
+    if (sim->batch.pending_kind == EV_FLOW_END && f->dst >= 0)
+        __builtin_prefetch(&sim->recvd[f->dst], 1);
+}
+
 int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error *err)
 {
     for (;;) {
@@ -1104,6 +1137,8 @@ int dt_sim_next(struct dt_sim *sim, struct dt_sim_completion *c, struct dt_error
                 dt_batch_popped(&sim->batch, data, kind, now);
         }
         sim->cnt.events++;
+        if (sim->prefetch && (kind == EV_FLOW_START || kind == EV_FLOW_END))
+            prefetch_next(sim);
         int rc;
         if (handle_event(sim, kind, data, now, c, &rc, err))
             return rc;

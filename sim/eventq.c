@@ -506,6 +506,17 @@ int dt_eventq_peek(struct dt_eventq *q, double *t)
     return 1;
 }
 
+int dt_eventq_peek_event(struct dt_eventq *q, int *kind, uint32_t *data)
+{
+    uint32_t b = earliest(q);
+    if (b == NIL)
+        return 0;
+    const struct slot *sl = &q->slots[q->buckets[b].head];
+    *kind = sl->kind;
+    *data = sl->data;
+    return 1;
+}
+
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev)
 {
     uint32_t b = earliest(q);

@@ -65,6 +65,9 @@ int dt_eventq_cancel(struct dt_eventq *q, uint32_t id, struct dt_error *err);
 /* Time of the next event; 0 (false) when the queue is empty. Not const: it keeps what it found
  * for the next pop. */
 int dt_eventq_peek(struct dt_eventq *q, double *t);
+/* The kind and data of the next event (as dt_eventq_peek finds it), not removed; 0 when the
+ * queue is empty. */
+int dt_eventq_peek_event(struct dt_eventq *q, int *kind, uint32_t *data);
 /* Removes the next event into *ev and advances the clock to its time; 0 when empty. */
 int dt_eventq_pop(struct dt_eventq *q, struct dt_event *ev);
 

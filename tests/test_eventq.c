@@ -328,6 +328,31 @@ static void test_set_data(void **state)
     dt_eventq_destroy(q);
 }
 
+/* Ensure that a peek at the next event names the one the next pop removes (kind and data),
+ * across ties, moves and cancels, and nothing once the queue is empty. */
+static void test_peek_event_is_next_pop(void **state)
+{
+    (void)state;
+    struct dt_eventq *q = new_queue();
+    static const double t[6] = {1, 1, 1, 2, 2, 1}; /* buckets of several, a tie apart */
+    uint32_t id[6];
+    for (uint32_t k = 0; k < 6; k++)
+        assert_int_equal(dt_eventq_schedule(q, t[k], (int)k + 10, k, &id[k], NULL), DT_OK);
+    assert_int_equal(dt_eventq_reschedule(q, id[1], 3.0, NULL), DT_OK);
+    assert_int_equal(dt_eventq_cancel(q, id[4], NULL), DT_OK);
+    int kind;
+    uint32_t data;
+    struct dt_event ev;
+    for (int n = 0; n < 5; n++) {
+        assert_true(dt_eventq_peek_event(q, &kind, &data));
+        assert_true(dt_eventq_pop(q, &ev));
+        assert_int_equal(kind, ev.kind);
+        assert_int_equal(data, ev.data);
+    }
+    assert_false(dt_eventq_peek_event(q, &kind, &data));
+    dt_eventq_destroy(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_ties_across_lanes),
         cmocka_unit_test(test_same_time_moves),
         cmocka_unit_test(test_set_data),
+        cmocka_unit_test(test_peek_event_is_next_pop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

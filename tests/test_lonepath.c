@@ -62,8 +62,9 @@ static void start_one(struct dt_sim *sim, struct shape *sh, uint64_t tag)
     }
 }
 
-/* Plays shape seed with the lone path on or off into *out. */
-static void play(uint64_t seed, bool lone, struct outcome *out)
+/* Plays shape seed with the lone path on or off into *out; with pad, after DT_SIM_PREFETCH_LINKS
+ * idle links more, so that the engine prefetches (the shape's own links come first). */
+static void play_padded(uint64_t seed, bool lone, bool pad, struct outcome *out)
 {
     static const double bw[] = {1e9, 1e9, 2e9, 4e9, INFINITY};
     static const double lat[] = {0, 1e-6, 1e-6, 2e-6};
@@ -83,6 +84,8 @@ static void play(uint64_t seed, bool lone, struct outcome *out)
                                          NULL),
                          DT_OK);
     }
+    for (int l = 0; pad && l < DT_SIM_PREFETCH_LINKS; l++)
+        assert_int_equal(dt_sim_add_link(sim, 1e9, 0, NULL, NULL), DT_OK);
     for (int d = 0; d < sh.n_devs; d++) {
         int id;
         assert_int_equal(dt_sim_add_device(sim, &id, NULL), DT_OK);
@@ -108,6 +111,11 @@ static void play(uint64_t seed, bool lone, struct outcome *out)
         out->busy[d] = dt_sim_device_busy(sim, d);
     dt_sim_get_counters(sim, &out->k);
     dt_sim_destroy(sim);
+}
+
+static void play(uint64_t seed, bool lone, struct outcome *out)
+{
+    play_padded(seed, lone, false, out);
 }
 
 /* Bit for bit: doubles by their bytes (no tolerance; -0 is not 0), fields one by one (no
@@ -164,6 +172,22 @@ static void test_lone_path_as_general(void **state)
     assert_true(ends - back >= 1000);
 }
 
+/* Ensure that the prefetching of large networks changes nothing: shapes played with
+ * DT_SIM_PREFETCH_LINKS idle links more give every output of the same shapes without them. */
+static void test_prefetch_changes_nothing(void **state)
+{
+    (void)state;
+    static struct outcome big, small;
+    uint64_t events = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        play_padded(seed, true, true, &big);
+        play(seed, true, &small);
+        assert_same(&big, &small, seed);
+        events += big.k.events;
+    }
+    assert_true(events >= 10000);
+}
+
 /* Ensure that a flow alone on its link is taken back when a second flow joins it at the same
  * time: both get half the link (the lone path alone would keep the first at the full rate). */
 static void test_joined_at_once_is_taken_back(void **state)
@@ -193,6 +217,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lone_path_as_general),
+        cmocka_unit_test(test_prefetch_changes_nothing),
         cmocka_unit_test(test_joined_at_once_is_taken_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
