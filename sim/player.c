@@ -30,13 +30,12 @@ static uint64_t make_tag(enum tag_kind k, uint32_t index)
 }
 
 /* A collective (or a SEND/RECV) in progress on one rank. Every round reads most of it: its
- * fields are ordered without holes (192 bytes, its 64-byte alignment, the array's too), so
- * that an activity is 3 cache lines of its own (at 224 bytes, the schedule in place, every
- * other activity shared a line with a neighbour: 4 lines a round). A delivery reads and
- * writes only its first line: the sender's outstanding, or the receiver's matching state and,
- * for a message that came before its round was posted (a ring's neighbour a round ahead), the
- * early slot and the mailbox's ends; the rank is there too, which the round's end reads first
- * (to find the rank's records). */
+ * fields are ordered without holes (184 bytes; 192 with its 64-byte alignment, the array's
+ * too), so that an activity is 3 cache lines of its own (at 224 bytes, the schedule in place,
+ * every other activity shared a line with a neighbour: 4 lines a round). A delivery that does
+ * not end the round reads and writes only its first line: the sender's outstanding, or the
+ * receiver's matching state; the rank is there too, which the round's end reads first (to
+ * find the rank's records). */
 struct activity {
     _Alignas(64) int outstanding; /* transfers of the current round not yet complete */
     int only_recv, only_src; /* the current round's receive when it has just one (a ring's):
@@ -52,28 +51,22 @@ struct activity {
     bool rdv_wait;           /* a SEND above the eager limit waiting for its receive */
     double latest_sender_start;
     int n_rounds;
+    int op;                  /* the COLL, SEND or RECV op */
     int group, seq;          /* identifies the collective across its members; for SEND/RECV,
                               * P2P_GROUP(tag, source) and the message's place among those of
                               * the same source, destination and tag */
-    int early_src;           /* the oldest message not matched yet, kept here rather than in
-                              * the mailbox (no mail line to read when the next round takes
-                              * it): its source, or -1 when the slot is empty; it comes before
-                              * every message of mail_head's list */
-    double early_t;          /* its sender's start */
-    int mail_head, mail_tail; /* messages for it not matched yet after the early slot's,
-                               * arrival order (those that came before it was posted wait in
-                               * the matching index) */
-    int op;                  /* the COLL, SEND or RECV op */
     int me;                  /* index in the group */
     int peer, peer_act;      /* the receiving activity of the last peer sent to, found once
                               * (a ring sends to one peer for many rounds), or -1 */
+    int mail_head, mail_tail; /* messages for it not matched yet, arrival order (those that
+                               * came before it was posted wait in the matching index) */
     int route_peer;          /* the peer whose checked route is kept in route, or -1 */
-    int elem_size;           /* bytes per element on the wire (the op's region's dtype) */
     struct dt_schedule *s;   /* lazy: the current round only; eager: every round; NULL for a
                               * lazy ring (its rounds are posted from the player's ring_round)
                               * and once done */
     long sum_floats;         /* floats to add after the round */
     double t_round;
+    double elem_bytes;       /* bytes per element on the wire (the op's region's dtype) */
     long reduce_floats;      /* the last sum's size and duration (the same every round) */
     double reduce_s;
     struct dt_sim_route route;
@@ -83,8 +76,7 @@ struct activity {
     } ring;
 };
 _Static_assert(sizeof(struct activity) == 192, "3 lines (see above)");
-_Static_assert(offsetof(struct activity, mail_tail) + sizeof(int) <= 64,
-               "a delivery's fields in one line");
+_Static_assert(offsetof(struct activity, n_rounds) <= 64, "a delivery's fields in one line");
 
 /* A message delivered before its receive was posted: a link of its activity's list, or of
  * its key's chain in the matching index while the activity has not started (next: the next
@@ -306,10 +298,10 @@ static int post_loaded_round(struct player *p, int ai, double t);
 
 /* Bytes per element on the wire: the dtype of the region the activity's op moves (kept in
  * the activity when it starts: it is read for every flow). */
-static int elem_size(const struct player *p, const struct activity *a)
+static double elem_bytes(const struct player *p, const struct activity *a)
 {
     const struct dt_op *op = &p->plan->ranks[a->rank].ops[a->op];
-    return (int)dt_dtype_size(dt_plan_region_dtype(p->plan, a->rank, &op->region));
+    return (double)dt_dtype_size(dt_plan_region_dtype(p->plan, a->rank, &op->region));
 }
 
 /* The activity that receives activity ai's messages to peer, or -1 while it is not posted:
@@ -332,7 +324,7 @@ static int start_flow(struct player *p, int ai, const struct dt_xfer *x, double 
 {
     struct activity *a = &p->acts[ai];
     int peer = peer_rank(p, a, x);
-    double bytes = (double)a->elem_size * x->count;
+    double bytes = a->elem_bytes * x->count;
     uint64_t tag = flow_tag(ai, receiver(p, ai, peer));
     if (a->route_peer != peer) { /* a ring sends to one peer every round: route it once */
         int route[DT_SIM_MAX_HOPS];
@@ -383,8 +375,6 @@ static void consume_mail(struct player *p, struct activity *a)
 {
     if (a->p2p && a->s->xfers[0].send)
         return;
-    if (a->early_src >= 0 && try_match(p, a, a->early_src, a->early_t))
-        a->early_src = -1; /* the oldest first, as arrival order wants */
     for (int prev = -1, m = a->mail_head; m >= 0;) {
         struct mail *ml = &p->mail[m];
         int next = ml->next;
@@ -405,16 +395,10 @@ static void consume_mail(struct player *p, struct activity *a)
     }
 }
 
-/* Keeps a message for a receive not posted yet: in the early slot of its activity ai when
- * nothing else waits there, else in its list; while there is none (ai < 0), in the matching
- * index under its key. */
+/* Keeps a message for a receive not posted yet: in the list of its activity ai, or while
+ * there is none (ai < 0) in the matching index under its key. */
 static int post_mail(struct player *p, const struct flowrec *f, int ai, double t_start)
 {
-    if (ai >= 0 && p->acts[ai].early_src < 0 && p->acts[ai].mail_head < 0) {
-        p->acts[ai].early_src = f->src;
-        p->acts[ai].early_t = t_start;
-        return DT_OK;
-    }
     int m = p->mail_free;
     if (m >= 0) {
         p->mail_free = p->mail[m].next;
@@ -491,7 +475,7 @@ static int post_loaded_round(struct player *p, int ai, double t)
             a->only_recv = i;
         if (!x->send)
             continue;
-        if (a->p2p && (double)a->elem_size * x->count > p->cp->eager_bytes &&
+        if (a->p2p && a->elem_bytes * x->count > p->cp->eager_bytes &&
             !receive_posted(p, a)) {
             a->rdv_wait = true; /* rendezvous: the data moves once the receive is posted */
             continue;
@@ -579,7 +563,7 @@ static int finish_round(struct player *p, int ai)
         if (a->sum_floats != a->reduce_floats) { /* 0 at first; sum_floats > 0 here */
             a->reduce_floats = a->sum_floats;
             a->reduce_s = dt_cost_reduce(&p->cpr[a->rank], device_of(p, a->rank), a->sum_floats,
-                                         a->elem_size);
+                                         a->elem_bytes);
         }
         double d = a->reduce_s;
         if (sum_folds(p, a, ai))
@@ -604,7 +588,7 @@ static int new_activity(struct player *p, int rank, int op_index)
     memset(a, 0, sizeof *a);
     a->rank = rank;
     a->op = op_index;
-    a->peer = a->peer_act = a->route_peer = a->early_src = -1;
+    a->peer = a->peer_act = a->route_peer = -1;
     return ai;
 }
 
@@ -623,7 +607,7 @@ static int start_activity(struct player *p, int rank, int op_index, int *out)
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     struct activity *a = &p->acts[ai];
     a->p2p = p2p;
-    a->elem_size = elem_size(p, a);
+    a->elem_bytes = elem_bytes(p, a);
     if (!(a->s = malloc(sizeof *a->s)))
         return dt_fail(p->err, DT_ENOMEM, NULL, 0, 0, "out of memory");
     dt_schedule_init(a->s);
