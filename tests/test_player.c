@@ -669,8 +669,8 @@ static struct dt_topology *row_of_nodes(int n, const char *const *mem_bw,
 /* Ensure that a message that comes before its round is posted (kept in the activity's
  * mailbox) is taken by one round only: a ring allreduce over 4 ranks where rank 1 sums at
  * 1 GB/s (d = 12 bytes per float of a chunk of n / 4 floats) and rank 0's NIC is 10 times
- * slower than the others'. While rank 1 sums, rank 0 runs a round or two ahead and its
- * messages wait for rank 1's next rounds. Every rank's result holds the chunk rank 1 reduces
+ * slower than the others'. While rank 1 sums, rank 0 runs ahead and its messages wait for
+ * rank 1's next rounds. Every rank's result holds the chunk rank 1 reduces
  * last, after its 3 sums: no rank ends before 3 d, and rank 0 gets that chunk through its
  * slow NIC (C for a chunk): the iteration is at least 3 d + C. A message left in the mailbox
  * once taken (so taken again) ended rank 0 at 2.9 ms, before 3 d = 5.4 ms. The other
