@@ -642,6 +642,80 @@ static void test_single_receive_takes_one_message(void **state)
     dt_topology_destroy(t);
 }
 
+/* A topology of one-device nodes in a row, each a group of its own: node i's memory
+ * bandwidth (which its sums run at under reduce_Bps = 0) mem_bw[i], its NIC nic_bw[i]. */
+static struct dt_topology *row_of_nodes(int n, const char *const *mem_bw,
+                                        const char *const *nic_bw)
+{
+    char text[4096];
+    int len = snprintf(text, sizeof text, "name: row\nsource: test\nnodes:\n");
+    for (int i = 0; i < n; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "  - {name: n%d, count: 1, devices: 1,\n"
+                        "     device: {kind: gpu, name: g%d, peak: {fp32: 10 TFLOP/s},"
+                        " memory: 16 GiB, memory_bw: %s},\n"
+                        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+                        "     nic: {kind: infiniband, bandwidth: %s, latency: 1 us},"
+                        " data_read: 1 GB/s}\n",
+                        i, i, mem_bw[i], nic_bw[i]);
+    snprintf(text + len, sizeof text - (size_t)len, "network: {kind: switch, latency: 0.5 us}\n");
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("row.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    return t;
+}
+
+/* Ensure that a message that comes before its round is posted (kept in the activity's
+ * mailbox) is taken by one round only: a ring allreduce over 4 ranks where rank 1 sums at
+ * 1 GB/s (d = 12 bytes per float of a chunk of n / 4 floats) and rank 0's NIC is 10 times
+ * slower than the others'. While rank 1 sums, rank 0 runs ahead and its messages wait for
+ * rank 1's next rounds. Every rank's result holds the chunk rank 1 reduces
+ * last, after its 3 sums: no rank ends before 3 d, and rank 0 gets that chunk through its
+ * slow NIC (C for a chunk): the iteration is at least 3 d + C. A message left in the mailbox
+ * once taken (so taken again) ended rank 0 at 2.9 ms, before 3 d = 5.4 ms. The other
+ * algorithms (rounds that receive from several sources: a message from a source the round
+ * does not receive waits) must complete with every byte received. */
+static void test_early_messages_wait_their_round(void **state)
+{
+    (void)state;
+    const char *mem[] = {"900 GB/s", "1 GB/s", "900 GB/s", "900 GB/s"};
+    const char *nic[] = {"10 Gbit/s", "100 Gbit/s", "100 Gbit/s", "100 Gbit/s"};
+    long n = 600000;
+    enum dt_coll_alg algs[] = {DT_ALG_RING, DT_ALG_RECURSIVE_DOUBLING, DT_ALG_RABENSEIFNER,
+                               DT_ALG_DIRECT};
+    for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++) {
+        struct dt_topology *t = row_of_nodes(4, mem, nic);
+        struct dt_plan *plan = one_collective(t, DT_COLL_ALLREDUCE, algs[a], n);
+        struct dt_cost_params cp;
+        comm_only(&cp);
+        cp.reduce_Bps = 0; /* each device sums at its own memory bandwidth */
+        struct dt_sim_result res;
+        struct dt_error err;
+        if (dt_sim_run(plan, &cp, NULL, &res, &err) != DT_OK)
+            fail_msg("%s: %s", dt_coll_alg_name(algs[a]), err.msg);
+        double sent = 0, recv = 0;
+        for (int r = 0; r < 4; r++) {
+            sent += res.rank[r].bytes_sent;
+            recv += res.rank[r].bytes_recv;
+        }
+        assert_true(sent == recv);
+        if (algs[a] == DT_ALG_RING) {
+            double chunk = (double)n / 4;
+            double d = 12 * chunk / 1e9, C = 4 * chunk / (10e9 / 8);
+            for (int r = 0; r < 4; r++)
+                if (!(res.rank[r].end_s >= 3 * d))
+                    fail_msg("rank %d ends at %.9g s, before rank 1's sums (%.9g s)", r,
+                             res.rank[r].end_s, 3 * d);
+            if (!(res.iter_s >= 3 * d + C))
+                fail_msg("%.9g s, want at least %.9g s", res.iter_s, 3 * d + C);
+        }
+        dt_sim_result_free(&res);
+        dt_plan_destroy(plan);
+        dt_topology_destroy(t);
+    }
+}
+
 /* A plan on `nodes` nodes of one device each (the cluster of ALPHA and BETA_BPS) with ranks
  * but no ops: the tests push SEND/RECV/WAIT ops themselves. */
 static struct dt_plan *p2p_plan(int nodes, int handles)
@@ -783,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_messages_during_summing),
         cmocka_unit_test(test_single_receive_matches_its_source),
         cmocka_unit_test(test_single_receive_takes_one_message),
+        cmocka_unit_test(test_early_messages_wait_their_round),
         cmocka_unit_test(test_send_recv_closed_form),
         cmocka_unit_test(test_send_recv_match_by_source),
         cmocka_unit_test(test_send_recv_mailbox),
