@@ -553,6 +553,30 @@ static void test_messages_during_summing(void **state)
     dt_topology_destroy(t);
 }
 
+/* A topology of one-device nodes in a row, each a group of its own: node i's memory
+ * bandwidth (which its sums run at under reduce_Bps = 0) mem_bw[i], its NIC nic_bw[i]. */
+static struct dt_topology *row_of_nodes(int n, const char *const *mem_bw,
+                                        const char *const *nic_bw)
+{
+    char text[4096];
+    int len = snprintf(text, sizeof text, "name: row\nsource: test\nnodes:\n");
+    for (int i = 0; i < n; i++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "  - {name: n%d, count: 1, devices: 1,\n"
+                        "     device: {kind: gpu, name: g%d, peak: {fp32: 10 TFLOP/s},"
+                        " memory: 16 GiB, memory_bw: %s},\n"
+                        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
+                        "     nic: {kind: infiniband, bandwidth: %s, latency: 1 us},"
+                        " data_read: 1 GB/s}\n",
+                        i, i, mem_bw[i], nic_bw[i]);
+    snprintf(text + len, sizeof text - (size_t)len, "network: {kind: switch, latency: 0.5 us}\n");
+    struct dt_topology *t;
+    struct dt_error err;
+    if (dt_topology_load_string("row.yaml", text, &t, &err) != DT_OK)
+        fail_msg("topology: %s", err.msg);
+    return t;
+}
+
 /* Ensure that a message from another source waits for the receive that names it, in a round
  * of one receive: a binomial reduce to rank 0 on 4 nodes receives from rank 1, then from
  * rank 2. Rank 1's NIC is 100 times slower, so rank 2's message (round 2) arrives first and
@@ -562,28 +586,10 @@ static void test_messages_during_summing(void **state)
 static void test_single_receive_matches_its_source(void **state)
 {
     (void)state;
-    const char *text =
-        "name: one-slow-nic\nsource: test\nnodes:\n"
-        "  - {name: a, count: 1, devices: 1,\n"
-        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
-        " memory_bw: 900 GB/s},\n"
-        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
-        "  - {name: slow, count: 1, devices: 1,\n"
-        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
-        " memory_bw: 900 GB/s},\n"
-        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-        "     nic: {kind: infiniband, bandwidth: 1 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
-        "  - {name: b, count: 2, devices: 1,\n"
-        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
-        " memory_bw: 900 GB/s},\n"
-        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
-        "network: {kind: switch, latency: 0.5 us}\n";
-    struct dt_topology *t;
+    const char *mem[] = {"900 GB/s", "900 GB/s", "900 GB/s", "900 GB/s"};
+    const char *nic[] = {"100 Gbit/s", "1 Gbit/s", "100 Gbit/s", "100 Gbit/s"};
+    struct dt_topology *t = row_of_nodes(4, mem, nic);
     struct dt_error err;
-    if (dt_topology_load_string("one-slow-nic.yaml", text, &t, &err) != DT_OK)
-        fail_msg("topology: %s", err.msg);
     long n = 1000000;
     struct dt_plan *plan = one_collective(t, DT_COLL_REDUCE, DT_ALG_BINOMIAL, n);
     double t_end[2], reduce_Bps[2] = {INFINITY, 1e12};
@@ -613,23 +619,10 @@ static void test_single_receive_matches_its_source(void **state)
 static void test_single_receive_takes_one_message(void **state)
 {
     (void)state;
-    const char *text =
-        "name: last-slow-nic\nsource: test\nnodes:\n"
-        "  - {name: fast, count: 3, devices: 1,\n"
-        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
-        " memory_bw: 900 GB/s},\n"
-        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-        "     nic: {kind: infiniband, bandwidth: 100 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
-        "  - {name: slow, count: 1, devices: 1,\n"
-        "     device: {kind: gpu, name: g, peak: {fp32: 10 TFLOP/s}, memory: 16 GiB,"
-        " memory_bw: 900 GB/s},\n"
-        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-        "     nic: {kind: infiniband, bandwidth: 1 Gbit/s, latency: 1 us}, data_read: 1 GB/s}\n"
-        "network: {kind: switch, latency: 0.5 us}\n";
-    struct dt_topology *t;
+    const char *mem[] = {"900 GB/s", "900 GB/s", "900 GB/s", "900 GB/s"};
+    const char *nic[] = {"100 Gbit/s", "100 Gbit/s", "100 Gbit/s", "1 Gbit/s"};
+    struct dt_topology *t = row_of_nodes(4, mem, nic);
     struct dt_error err;
-    if (dt_topology_load_string("last-slow-nic.yaml", text, &t, &err) != DT_OK)
-        fail_msg("topology: %s", err.msg);
     long n = 1000000;
     struct dt_plan *plan = one_collective(t, DT_COLL_ALLREDUCE, DT_ALG_RING, n);
     double t_iter = 0;
@@ -640,30 +633,6 @@ static void test_single_receive_takes_one_message(void **state)
         fail_msg("%.9g s, want the slow NIC's %.9g s and latencies", t_iter, chunks);
     dt_plan_destroy(plan);
     dt_topology_destroy(t);
-}
-
-/* A topology of one-device nodes in a row, each a group of its own: node i's memory
- * bandwidth (which its sums run at under reduce_Bps = 0) mem_bw[i], its NIC nic_bw[i]. */
-static struct dt_topology *row_of_nodes(int n, const char *const *mem_bw,
-                                        const char *const *nic_bw)
-{
-    char text[4096];
-    int len = snprintf(text, sizeof text, "name: row\nsource: test\nnodes:\n");
-    for (int i = 0; i < n; i++)
-        len += snprintf(text + len, sizeof text - (size_t)len,
-                        "  - {name: n%d, count: 1, devices: 1,\n"
-                        "     device: {kind: gpu, name: g%d, peak: {fp32: 10 TFLOP/s},"
-                        " memory: 16 GiB, memory_bw: %s},\n"
-                        "     intra: {kind: nvswitch, bandwidth: 100 GB/s, latency: 1 us},\n"
-                        "     nic: {kind: infiniband, bandwidth: %s, latency: 1 us},"
-                        " data_read: 1 GB/s}\n",
-                        i, i, mem_bw[i], nic_bw[i]);
-    snprintf(text + len, sizeof text - (size_t)len, "network: {kind: switch, latency: 0.5 us}\n");
-    struct dt_topology *t;
-    struct dt_error err;
-    if (dt_topology_load_string("row.yaml", text, &t, &err) != DT_OK)
-        fail_msg("topology: %s", err.msg);
-    return t;
 }
 
 /* Ensure that a message that comes before its round is posted (kept in the activity's
