@@ -24,8 +24,9 @@ TESTS += tests/test_cluster.sh
 EXTRA_DIST += tests/test_cluster.sh
 
 # The finalize guard's paths, driven without a cluster: a tiny MPI program (tests/guard_prog)
-# and a shim whose PMPI_Finalize never returns (tests/finalize_hang.so, built as the guard).
-check_PROGRAMS += tests/guard_prog tests/finalize_hang.so
+# and shims whose PMPI_Finalize never returns (tests/finalize_hang.so) or returns at once
+# without finalizing (tests/finalize_return.so), built as the guard.
+check_PROGRAMS += tests/guard_prog tests/finalize_hang.so tests/finalize_return.so
 tests_guard_prog_SOURCES = tests/guard_prog.c exec/exit_status.c exec/exit_status.h
 tests_guard_prog_CPPFLAGS = -I$(top_srcdir)/exec
 tests_guard_prog_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
@@ -33,5 +34,8 @@ tests_guard_prog_LDADD = $(MPI_LIBS)
 tests_finalize_hang_so_SOURCES = tests/finalize_hang.c
 tests_finalize_hang_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -fPIC
 tests_finalize_hang_so_LDFLAGS = -shared
+tests_finalize_return_so_SOURCES = tests/finalize_return.c
+tests_finalize_return_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -fPIC
+tests_finalize_return_so_LDFLAGS = -shared
 TESTS += tests/test_finalize_guard.sh
 EXTRA_DIST += tests/test_finalize_guard.sh

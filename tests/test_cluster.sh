@@ -102,35 +102,36 @@ else
 fi
 
 # run's verdict from the guards' markers, deterministically: tests/finalize_hang.so makes
-# every rank's MPI_Finalize hang (so the guard fires after 1 s), and an mpiexec wrapper exits
-# 7 after the real one, as hydra does after its PMI write error. Exit 0 only when every rank's
-# guard fired with status 0; a declared 3, a guard that did not fire, a missing marker keep 7.
+# every rank's MPI_Finalize hang (so the guard fires after 1 s), tests/finalize_return.so
+# makes it return at once (so the guard never fires, even where MPICH/UCX's own finalize would
+# hang in its TCP race: exec/CLUSTER.md item 4), and an mpiexec wrapper exits 7 after the real
+# one, as hydra does after its PMI write error. Exit 0 only when every rank's guard fired with
+# status 0; a declared 3, a guard that did not fire, a missing marker keep 7.
 prog="$top_builddir/tests/guard_prog" hang="$top_builddir/tests/finalize_hang.so"
-if [ -x "$prog" ] && [ -f "$hang" ]; then
+ret="$top_builddir/tests/finalize_return.so"
+if [ -x "$prog" ] && [ -f "$hang" ] && [ -f "$ret" ]; then
   printf '#!/bin/sh\n"${REAL_MPIEXEC:-mpiexec}" "$@"\necho "wrapper: PMI write error" >&2\nexit 7\n' \
     >"$tmp/mpiexec7"
   chmod +x "$tmp/mpiexec7"
-  # verdict NAME WANT GRACE PRELOAD PROGRAM ARGS...: dtcluster run's exit status is WANT, the
-  # guard's grace GRACE s: 1 where the hang makes it fire, 30 where it must not fire (a normal
-  # MPI_Finalize under ASan on a loaded machine took more than 1 s once, and the guard fired)
+  # verdict NAME WANT PRELOAD PROGRAM ARGS...: dtcluster run's exit status is WANT.
   verdict() {
-    name=$1 want=$2 grace=$3 pre=$4; shift 4
-    LD_PRELOAD="$pre" DTC_FINALIZE_GRACE=$grace MPIEXEC="$tmp/mpiexec7" \
-      bash "$dtc" run -n 2 --timeout 60 "$@" >"$tmp/v.out" 2>&1
+    name=$1 want=$2 pre=$3; shift 3
+    LD_PRELOAD="$pre" DTC_FINALIZE_GRACE=1 MPIEXEC="$tmp/mpiexec7" \
+      bash "$dtc" run -n 2 --timeout 30 "$@" >"$tmp/v.out" 2>&1
     rc=$?
     [ $rc -eq "$want" ] && ok "$name: exit $rc ($(grep "^dtcluster: mpiexec exited" "$tmp/v.out"))" ||
       bad "$name: exit $rc, want $want: $(cat "$tmp/v.out")"
   }
-  verdict "guards fired, status 0" 0 1 "$hang" "$prog" 0 --declare
-  verdict "guards fired, status 3" 7 1 "$hang" "$prog" 3 --declare
-  verdict "guards did not fire" 7 30 "" "$prog" 0 --declare
-  verdict "no markers (not an MPI program)" 7 30 "" /bin/true
+  verdict "guards fired, status 0" 0 "$hang" "$prog" 0 --declare
+  verdict "guards fired, status 3" 7 "$hang" "$prog" 3 --declare
+  verdict "guards did not fire" 7 "$ret" "$prog" 0 --declare
+  verdict "no markers (not an MPI program)" 7 "" /bin/true
   DTC_FINALIZE_GRACE=0x5 bash "$dtc" run -n 2 "$prog" 0 >"$tmp/v.out" 2>&1; rc=$?
   [ $rc -eq 2 ] && grep -q "^dtcluster: DTC_FINALIZE_GRACE='0x5' is not" "$tmp/v.out" &&
     ! grep -q '^guard_prog' "$tmp/v.out" && ok "bad DTC_FINALIZE_GRACE refused before launching" ||
     bad "bad DTC_FINALIZE_GRACE: exit $rc: $(cat "$tmp/v.out")"
 else
-  echo "skip: $prog or $hang not built: run's verdict from the guards' markers not checked"
+  echo "skip: $prog, $hang or $ret not built: run's verdict from the guards' markers not checked"
 fi
 
 # The Slurm script of seed 002's 2 x 4 layout.
