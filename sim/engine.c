@@ -1083,23 +1083,25 @@ static bool handle_event(struct dt_sim *sim, int kind, uint32_t data, double now
  * was asked for a call earlier. With no batch, the queue's next event: its flow's record
  * (most starts are queued one by one, a compute written between them). Only loads are moved:
  * nothing computed changes. */
+static inline void prefetch_flow(const struct dt_sim *sim, uint32_t i)
+{
+    __builtin_prefetch(&sim->flows[i], 1); /* its two lines */
+    __builtin_prefetch((const char *)&sim->flows[i] + 64, 1);
+}
+
 static inline void prefetch_next(struct dt_sim *sim)
 {
     uint32_t j = sim->batch.pending;
     if (j == NONE) {
         int kind;
         if (dt_eventq_peek_event(sim->q, &kind, &j) &&
-            (kind == EV_FLOW_START || kind == EV_FLOW_END)) {
-            __builtin_prefetch(&sim->flows[j], 1);
-            __builtin_prefetch((const char *)&sim->flows[j] + 64, 1);
-        }
+            (kind == EV_FLOW_START || kind == EV_FLOW_END))
+            prefetch_flow(sim, j);
         return;
     }
     uint32_t k = sim->batch.next[j];
-    if (k != NONE) {
-        __builtin_prefetch(&sim->flows[k], 1);
-        __builtin_prefetch((const char *)&sim->flows[k] + 64, 1);
-    }
+    if (k != NONE)
+        prefetch_flow(sim, k);
     const struct flow *f = &sim->flows[j];
     const struct hop *hops = hops_of(sim, j);
     for (int h = 0; h < f->n_hops; h++)
